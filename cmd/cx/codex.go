@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"cx/internal/codexbin"
+	"cx/internal/config"
+	"cx/wrapper"
+)
+
+// supervisorPIDVar marks the environment of the Codex cx starts with cx's
+// pid. A cx whose parent is the cx named there was started *as* codex by
+// that cx — a loop (e.g. another copy of cx named codex on PATH).
+const supervisorPIDVar = "CX_SUPERVISOR_PID"
+
+// ctrlC is the polite-stop keystroke for Codex: it handles no signal, but
+// Ctrl+C interrupts a running turn and quits at an idle prompt, ending the
+// session the way /exit does.
+var ctrlC = []byte{0x03}
+
+func (a *app) loadConfig() (config.Config, error) {
+	cfg, err := config.Load(a.getenv)
+	for _, w := range cfg.Warnings {
+		a.errorf("warning: %s", w)
+	}
+	return cfg, err
+}
+
+// findCodex resolves the Codex binary and its capabilities (cached).
+func (a *app) findCodex(ctx context.Context, cfg config.Config) (codexbin.Binary, codexbin.Caps, error) {
+	self, err := os.Executable()
+	if err != nil {
+		self = ""
+	}
+	pathEnv, _ := a.getenv("PATH")
+	bin, err := codexbin.Resolve(cfg.Codex.Bin, pathEnv, self)
+	if err != nil {
+		return bin, codexbin.Caps{}, err
+	}
+	cache := codexbin.Cache{Path: filepath.Join(cfg.Home, "cache", "codex-caps.json")}
+	caps, err := cache.Lookup(ctx, bin)
+	return bin, caps, err
+}
+
+func (a *app) runCodex(ctx context.Context, args []string) int {
+	if v, ok := a.getenv(supervisorPIDVar); ok && v == strconv.Itoa(os.Getppid()) {
+		a.errorf("codex resolves to cx itself (loop): set CX_CODEX_BIN or [codex] bin to the real Codex")
+		return 127
+	}
+	cfg, err := a.loadConfig()
+	if err != nil {
+		a.errorf("%v", err)
+		return 1
+	}
+	bin, caps, err := a.findCodex(ctx, cfg)
+	switch {
+	case errors.Is(err, codexbin.ErrNotFound), errors.Is(err, codexbin.ErrIsSelf):
+		a.errorf("%v", err)
+		return 127
+	case err != nil:
+		// Unknown capabilities: run Codex with the user's arguments only.
+		a.errorf("warning: %v", err)
+	}
+	if err := config.EnsureHome(cfg.Home); err != nil {
+		a.errorf("warning: %v", err)
+	}
+
+	spec := wrapper.Spec{
+		Path:   bin.Path,
+		Args:   codexbin.Args(args, caps),
+		Env:    codexEnv(os.Environ(), bin, cfg, os.Getpid()),
+		Stdin:  a.stdin,
+		Stdout: a.stdout,
+		Stderr: a.stderr,
+		Stop:   wrapper.StopPolicy{Keys: ctrlC, Grace: cfg.Wrapper.Grace.Duration},
+	}
+	ex, err := wrapper.Run(ctx, spec)
+	if ex.StartErr != nil {
+		a.errorf("start codex %s: %v", bin.Path, ex.StartErr)
+	}
+	if err != nil {
+		a.errorf("%v", err) // cx's own trouble never changes Codex's status
+	}
+	return ex.Code
+}
+
+// codexEnv is cx's environment plus what the npm launcher would have set and
+// cx's own variables.
+func codexEnv(base []string, bin codexbin.Binary, cfg config.Config, pid int) []string {
+	env := make([]string, 0, len(base)+len(bin.Env)+3)
+	set := map[string]string{}
+	for _, kv := range bin.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		set[k] = v
+	}
+	set["CX_HOME"] = cfg.Home
+	set[supervisorPIDVar] = strconv.Itoa(pid)
+	for _, kv := range base {
+		k, v, _ := strings.Cut(kv, "=")
+		if _, ok := set[k]; ok {
+			continue
+		}
+		if k == "PATH" && bin.PathPrepend != "" {
+			kv = "PATH=" + bin.PathPrepend + string(os.PathListSeparator) + v
+		}
+		env = append(env, kv)
+	}
+	for _, kv := range bin.Env {
+		k, _, _ := strings.Cut(kv, "=")
+		env = append(env, k+"="+set[k])
+	}
+	env = append(env, "CX_HOME="+cfg.Home, supervisorPIDVar+"="+strconv.Itoa(pid))
+	return env
+}

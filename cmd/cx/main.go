@@ -1,0 +1,32 @@
+// Command cx runs the OpenAI Codex CLI under supervision: `cx [codex args…]`
+// runs Codex, `cx ctl …` runs cx's own commands. This is the only place that
+// calls os.Exit.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+)
+
+// app is what a command needs from the process: its streams and environment.
+type app struct {
+	stdin, stdout, stderr *os.File
+	getenv         func(string) (string, bool)
+}
+
+func main() {
+	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.LookupEnv}
+	os.Exit(a.main(context.Background(), os.Args[1:]))
+}
+
+func (a *app) main(ctx context.Context, args []string) int {
+	if len(args) > 0 && args[0] == "ctl" {
+		return a.ctl(ctx, args[1:])
+	}
+	return a.runCodex(ctx, args)
+}
+
+func (a *app) errorf(format string, args ...any) {
+	fmt.Fprintf(a.stderr, "cx: "+format+"\n", args...)
+}

@@ -1,0 +1,257 @@
+package codexbin
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Caps is what one Codex binary supports, learned from its own output.
+type Caps struct {
+	Version     string   `json:"version"`     // "0.169.0"
+	NoDaemon    bool     `json:"no_daemon"`   // accepts --no-daemon
+	Subcommands []string `json:"subcommands"` // names and aliases
+	ValueFlags  []string `json:"value_flags"` // top-level options that take a value ("-c", "--config")
+}
+
+// Identity names a binary's exact bytes cheaply: device, inode, size, mtime.
+func Identity(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("stat codex %s: %w", path, err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Sprintf("%s:%d:%d", path, fi.Size(), fi.ModTime().UnixNano()), nil
+	}
+	return fmt.Sprintf("%s:%d:%d:%d:%d", path, st.Dev, st.Ino, fi.Size(), fi.ModTime().UnixNano()), nil
+}
+
+var versionRE = regexp.MustCompile(`codex-cli\s+(\S+)`)
+
+// Probe runs the binary's --version and --help to learn its capabilities.
+func Probe(ctx context.Context, b Binary) (Caps, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	run := func(arg string) ([]byte, error) {
+		cmd := exec.CommandContext(ctx, b.Path, arg)
+		cmd.Env = append(os.Environ(), b.Env...)
+		out, err := cmd.Output()
+		if err != nil {
+			return out, fmt.Errorf("run %s %s: %w", b.Path, arg, err)
+		}
+		return out, nil
+	}
+	out, err := run("--version")
+	if err != nil {
+		return Caps{}, err
+	}
+	m := versionRE.FindSubmatch(out)
+	if m == nil {
+		return Caps{}, fmt.Errorf("run %s --version: unexpected output %q", b.Path, bytes.TrimSpace(out))
+	}
+	caps := Caps{Version: string(m[1])}
+	help, err := run("--help")
+	if err != nil {
+		return Caps{}, err
+	}
+	parseHelp(help, &caps)
+	return caps, nil
+}
+
+var (
+	commandRE = regexp.MustCompile(`^  ([a-z][a-z0-9-]*)\s{2,}(.*)$`)
+	aliasRE   = regexp.MustCompile(`\[aliases?: ([^\]]+)\]`)
+	optionRE  = regexp.MustCompile(`^\s+(?:(-[A-Za-z]), )?(--[A-Za-z0-9-]+)(?: <[^>]+>)?`)
+)
+
+// parseHelp reads clap's help: the Commands section and the options that
+// take a value (written `--name <VALUE>`).
+func parseHelp(help []byte, caps *Caps) {
+	section := ""
+	sc := bufio.NewScanner(bytes.NewReader(help))
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasSuffix(line, ":") && !strings.HasPrefix(line, " ") {
+			section = strings.TrimSuffix(line, ":")
+			continue
+		}
+		switch section {
+		case "Commands":
+			if m := commandRE.FindStringSubmatch(line); m != nil {
+				caps.Subcommands = append(caps.Subcommands, m[1])
+				if a := aliasRE.FindStringSubmatch(m[2]); a != nil {
+					for _, al := range strings.Split(a[1], ",") {
+						caps.Subcommands = append(caps.Subcommands, strings.TrimSpace(al))
+					}
+				}
+			} else if a := aliasRE.FindStringSubmatch(line); a != nil && len(caps.Subcommands) > 0 {
+				// an alias note wrapped onto the next line
+				for _, al := range strings.Split(a[1], ",") {
+					caps.Subcommands = append(caps.Subcommands, strings.TrimSpace(al))
+				}
+			}
+		case "Options":
+			m := optionRE.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			if m[2] == "--no-daemon" {
+				caps.NoDaemon = true
+			}
+			if strings.Contains(line, m[2]+" <") {
+				if m[1] != "" {
+					caps.ValueFlags = append(caps.ValueFlags, m[1])
+				}
+				caps.ValueFlags = append(caps.ValueFlags, m[2])
+			}
+		}
+	}
+}
+
+// Cache keeps Caps per binary identity in one small JSON file, so a warm
+// start costs a stat and a read instead of two child processes.
+type Cache struct{ Path string }
+
+type cacheFile struct {
+	Entries map[string]Caps `json:"entries"`
+}
+
+// Lookup returns the cached Caps for b, probing and storing on a miss.
+// A cache that cannot be written is not an error: the probe result is used.
+func (c Cache) Lookup(ctx context.Context, b Binary) (Caps, error) {
+	id, err := Identity(b.Path)
+	if err != nil {
+		return Caps{}, err
+	}
+	var f cacheFile
+	if data, err := os.ReadFile(c.Path); err == nil {
+		_ = json.Unmarshal(data, &f) // a damaged cache is just a miss
+	}
+	if caps, ok := f.Entries[id]; ok && caps.Version != "" {
+		return caps, nil
+	}
+	caps, err := Probe(ctx, b)
+	if err != nil {
+		return Caps{}, err
+	}
+	if f.Entries == nil {
+		f.Entries = map[string]Caps{}
+	}
+	// Drop entries of binaries that no longer exist, so the file stays small.
+	for k := range f.Entries {
+		if p, _, ok := strings.Cut(k, ":"); ok {
+			if _, err := os.Stat(p); err != nil {
+				delete(f.Entries, k)
+			}
+		}
+	}
+	f.Entries[id] = caps
+	_ = writeAtomic(c.Path, f)
+	return caps, nil
+}
+
+func writeAtomic(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".caps-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// SelectsTUI reports whether args start Codex's interactive TUI: no
+// subcommand (options and perhaps a prompt), or `resume`/`fork`; and not
+// connected to a remote app server (--remote), and not --help/--version.
+func SelectsTUI(args []string, caps Caps) bool {
+	takesValue := map[string]bool{}
+	for _, f := range caps.ValueFlags {
+		takesValue[f] = true
+	}
+	isSub := map[string]bool{}
+	for _, s := range caps.Subcommands {
+		isSub[s] = true
+	}
+	sub := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		switch {
+		case strings.HasPrefix(a, "--"):
+			name, _, hasValue := strings.Cut(a, "=")
+			switch name {
+			case "--remote":
+				return false
+			case "--help", "--version":
+				if sub == "" {
+					return false
+				}
+			}
+			if takesValue[name] && !hasValue {
+				i++
+			}
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			short := a[:2]
+			if (short == "-h" || short == "-V") && sub == "" {
+				return false
+			}
+			if takesValue[short] && len(a) == 2 {
+				i++
+			}
+		default:
+			if sub == "" {
+				if !isSub[a] {
+					sub = "(prompt)" // the TUI with a first prompt; --remote may follow
+					continue
+				}
+				sub = a
+				if sub != "resume" && sub != "fork" {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// Args returns the arguments cx gives Codex: the user's, verbatim, with
+// --no-daemon first when the binary has it and they select the TUI.
+func Args(user []string, caps Caps) []string {
+	if !caps.NoDaemon || !SelectsTUI(user, caps) {
+		return user
+	}
+	for _, a := range user {
+		if a == "--no-daemon" {
+			return user
+		}
+		if a == "--" {
+			break
+		}
+	}
+	return append([]string{"--no-daemon"}, user...)
+}

@@ -1,0 +1,218 @@
+// Package config loads cx's own configuration: CX_HOME, CX_CONFIG and the
+// config.toml keys of the design's "Contract", with their defaults.
+// Environment variables win over the file; unknown keys are warnings.
+//
+// It lives under internal/ (not hookcfg/) because the supervisor, the
+// lifecycle and injection all read it and dependencies point down.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Duration is a TOML string such as "5s" or "30m".
+type Duration struct{ time.Duration }
+
+// UnmarshalText parses a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", b, err)
+	}
+	if v < 0 {
+		return fmt.Errorf("duration %q: negative", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText prints the duration the way it is written.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// Config is cx's configuration with defaults applied.
+type Config struct {
+	Sinks []string `toml:"sinks"`
+
+	Codex struct {
+		Bin string `toml:"bin"`
+	} `toml:"codex"`
+
+	Wrapper struct {
+		Grace Duration `toml:"grace"`
+	} `toml:"wrapper"`
+
+	Capture struct {
+		MaxToolChars int `toml:"max_tool_chars"`
+		MaxLineBytes int `toml:"max_line_bytes"`
+	} `toml:"capture"`
+
+	Lifecycle struct {
+		ExitBudget   Duration `toml:"exit_budget"`
+		IdleTTL      Duration `toml:"idle_ttl"`
+		ActiveWindow Duration `toml:"active_window"`
+		MaxAttempts  int      `toml:"max_attempts"`
+	} `toml:"lifecycle"`
+
+	Inject struct {
+		Enabled  bool `toml:"enabled"`
+		MaxChars int  `toml:"max_chars"`
+	} `toml:"inject"`
+
+	OpenViking struct {
+		URL       string   `toml:"url"`
+		APIKeyEnv string   `toml:"api_key_env"`
+		Account   string   `toml:"account"`
+		User      string   `toml:"user"`
+		Peer      string   `toml:"peer"`
+		Timeout   Duration `toml:"timeout"`
+	} `toml:"openviking"`
+
+	Exec struct {
+		Command []string `toml:"command"`
+		Timeout Duration `toml:"timeout"`
+	} `toml:"exec"`
+
+	// Home is CX_HOME; Path the config file that was read (or would be).
+	Home string `toml:"-"`
+	Path string `toml:"-"`
+	// SinksFromEnv is true when CX_SINKS set Sinks.
+	SinksFromEnv bool `toml:"-"`
+	// Warnings are problems that did not stop loading (unknown keys).
+	Warnings []string `toml:"-"`
+}
+
+// Default returns the configuration with every default of the Contract.
+func Default() Config {
+	var c Config
+	c.Sinks = []string{"local"}
+	c.Wrapper.Grace = Duration{5 * time.Second}
+	c.Capture.MaxToolChars = 2000
+	c.Capture.MaxLineBytes = 16 << 20
+	c.Lifecycle.ExitBudget = Duration{2 * time.Second}
+	c.Lifecycle.IdleTTL = Duration{30 * time.Minute}
+	c.Lifecycle.ActiveWindow = Duration{2 * time.Minute}
+	c.Lifecycle.MaxAttempts = 20
+	c.Inject.Enabled = true
+	c.Inject.MaxChars = 6000
+	c.OpenViking.APIKeyEnv = "OPENVIKING_API_KEY"
+	c.OpenViking.Timeout = Duration{10 * time.Second}
+	c.Exec.Timeout = Duration{30 * time.Second}
+	return c
+}
+
+// Getenv looks up an environment variable (os.LookupEnv in production).
+type Getenv func(string) (string, bool)
+
+// Home returns CX_HOME, defaulting to ~/.cx.
+func Home(getenv Getenv) (string, error) {
+	if v, ok := getenv("CX_HOME"); ok && v != "" {
+		return filepath.Abs(v)
+	}
+	home, ok := getenv("HOME")
+	if !ok || home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("find home directory for CX_HOME: %w", err)
+		}
+		home = h
+	}
+	return filepath.Join(home, ".cx"), nil
+}
+
+// EnsureHome creates CX_HOME with mode 0700 when it does not exist.
+func EnsureHome(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create CX_HOME %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Load reads the configuration: defaults, then the file (CX_CONFIG or
+// $CX_HOME/config.toml; absence is fine), then the environment.
+func Load(getenv Getenv) (Config, error) {
+	c := Default()
+	home, err := Home(getenv)
+	if err != nil {
+		return c, err
+	}
+	c.Home = home
+	c.Path = filepath.Join(home, "config.toml")
+	if v, ok := getenv("CX_CONFIG"); ok && v != "" {
+		c.Path = v
+	}
+	data, err := os.ReadFile(c.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return c, fmt.Errorf("read config %s: %w", c.Path, err)
+	default:
+		if err := c.decode(string(data)); err != nil {
+			return c, err
+		}
+	}
+	if v, ok := getenv("CX_SINKS"); ok && v != "" {
+		c.Sinks = ParseSinks(v)
+		c.SinksFromEnv = true
+	}
+	if v, ok := getenv("CX_CODEX_BIN"); ok && v != "" {
+		c.Codex.Bin = v
+	}
+	return c, c.validate()
+}
+
+func (c *Config) decode(data string) error {
+	md, err := toml.Decode(data, c)
+	if err != nil {
+		return fmt.Errorf("parse config %s: %w", c.Path, err)
+	}
+	var unknown []string
+	for _, k := range md.Undecoded() {
+		unknown = append(unknown, k.String())
+	}
+	sort.Strings(unknown)
+	for _, k := range unknown {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("config %s: unknown key %q (ignored)", c.Path, k))
+	}
+	return nil
+}
+
+// KnownSinks are the sink names cx understands.
+var KnownSinks = []string{"local", "openviking", "exec"}
+
+// ParseSinks splits a CX_SINKS value; "none" (or empty) means no sinks.
+func ParseSinks(v string) []string {
+	out := []string{}
+	for _, s := range strings.Split(v, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" || s == "none" {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func (c *Config) validate() error {
+	for _, s := range c.Sinks {
+		ok := false
+		for _, k := range KnownSinks {
+			ok = ok || s == k
+		}
+		if !ok {
+			return fmt.Errorf("config %s: unknown sink %q (known: %s)", c.Path, s, strings.Join(KnownSinks, ", "))
+		}
+	}
+	if c.Capture.MaxToolChars <= 0 || c.Capture.MaxLineBytes <= 0 || c.Lifecycle.MaxAttempts <= 0 || c.Inject.MaxChars <= 0 {
+		return fmt.Errorf("config %s: capture.max_tool_chars, capture.max_line_bytes, lifecycle.max_attempts and inject.max_chars must be positive", c.Path)
+	}
+	return nil
+}

@@ -1,0 +1,133 @@
+// Package tty holds the terminal helpers the supervisor needs: whether a
+// descriptor is a terminal, its size, and raw mode with an idempotent restore.
+package tty
+
+import (
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/mattn/go-isatty"
+	"golang.org/x/sys/unix"
+	"golang.org/x/term"
+)
+
+// IsTerminal reports whether fd refers to a terminal.
+func IsTerminal(fd uintptr) bool { return isatty.IsTerminal(fd) }
+
+// Size is a terminal size in character cells.
+type Size struct{ Rows, Cols uint16 }
+
+// GetSize returns the size of the first of fds that is a terminal with a
+// non-zero size, then of /dev/tty; ok is false when none has one.
+func GetSize(fds ...uintptr) (Size, bool) {
+	for _, fd := range fds {
+		if s, err := sizeOf(int(fd)); err == nil && s.Rows > 0 && s.Cols > 0 {
+			return s, true
+		}
+	}
+	f, err := os.Open("/dev/tty")
+	if err != nil {
+		return Size{}, false
+	}
+	defer f.Close()
+	if s, err := sizeOf(int(f.Fd())); err == nil && s.Rows > 0 && s.Cols > 0 {
+		return s, true
+	}
+	return Size{}, false
+}
+
+func sizeOf(fd int) (Size, error) {
+	ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
+	if err != nil {
+		return Size{}, err
+	}
+	return Size{Rows: ws.Row, Cols: ws.Col}, nil
+}
+
+// Raw puts a terminal into raw mode and restores it. Restore is idempotent
+// and safe from any goroutine; Raw may be called again after a Restore (job
+// control: suspend restores, resume re-enters raw mode).
+type Raw struct {
+	fd    int
+	mu    sync.Mutex
+	saved *term.State
+}
+
+// NewRaw returns a Raw for fd; nothing changes until Enter.
+func NewRaw(fd uintptr) *Raw { return &Raw{fd: int(fd)} }
+
+// Enter switches the terminal to raw mode, remembering the state to restore.
+func (r *Raw) Enter() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.saved != nil {
+		return nil
+	}
+	st, err := term.MakeRaw(r.fd)
+	if err != nil {
+		return fmt.Errorf("make terminal raw: %w", err)
+	}
+	r.saved = st
+	return nil
+}
+
+// Restore puts the terminal back as Enter found it; a no-op when not raw.
+func (r *Raw) Restore() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.saved == nil {
+		return nil
+	}
+	err := term.Restore(r.fd, r.saved)
+	r.saved = nil
+	if err != nil {
+		return fmt.Errorf("restore terminal: %w", err)
+	}
+	return nil
+}
+
+// Pollable returns f re-opened on a non-blocking duplicate descriptor, so
+// reads honour deadlines and Close unblocks them, and closes f. (creack/pty
+// hands back a PTY master in blocking mode.)
+func Pollable(f *os.File) (*os.File, error) {
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return nil, fmt.Errorf("pty master: %w", err)
+	}
+	nfd := -1
+	var derr error
+	if err := sc.Control(func(fd uintptr) { nfd, derr = unix.Dup(int(fd)) }); err != nil {
+		return nil, fmt.Errorf("pty master: %w", err)
+	}
+	if derr != nil {
+		return nil, fmt.Errorf("dup pty master: %w", derr)
+	}
+	unix.CloseOnExec(nfd)
+	if err := unix.SetNonblock(nfd, true); err != nil {
+		unix.Close(nfd)
+		return nil, fmt.Errorf("pty master non-blocking: %w", err)
+	}
+	name := f.Name()
+	_ = f.Close()
+	return os.NewFile(uintptr(nfd), name), nil
+}
+
+// SetSize sets the window size of the terminal behind f without taking f
+// out of non-blocking mode.
+func SetSize(f *os.File, s Size) error {
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("set terminal size: %w", err)
+	}
+	var ierr error
+	if err := sc.Control(func(fd uintptr) {
+		ierr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: s.Rows, Col: s.Cols})
+	}); err != nil {
+		return fmt.Errorf("set terminal size: %w", err)
+	}
+	if ierr != nil {
+		return fmt.Errorf("set terminal size: %w", ierr)
+	}
+	return nil
+}

@@ -1,0 +1,169 @@
+package wrapper
+
+import (
+	"context"
+	"os"
+	"syscall"
+	"time"
+)
+
+type stopStep int
+
+const (
+	stepNone     stopStep = iota
+	stepKeys              // polite keystrokes being written (PTY)
+	stepSignaled          // the stop signal was sent to the child's group
+	stepKilled            // SIGKILL was sent
+)
+
+// stopper turns signals received by the supervisor into the stop policy,
+// resizes and job control. It runs in one goroutine; no locking needed.
+type stopper struct {
+	s        *supervisor
+	received os.Signal
+	step     stopStep
+	tick     *time.Ticker
+	next     *time.Timer
+}
+
+func newStopper(s *supervisor) *stopper { return &stopper{s: s} }
+
+func (st *stopper) loop(ctx context.Context, exited <-chan struct{}) {
+	defer st.stopTimers()
+	ctxDone := ctx.Done()
+	for {
+		var tickC, nextC <-chan time.Time
+		if st.tick != nil {
+			tickC = st.tick.C
+		}
+		if st.next != nil {
+			nextC = st.next.C
+		}
+		select {
+		case <-exited:
+			return
+		case <-ctxDone:
+			ctxDone = nil
+			st.request(syscall.SIGTERM)
+		case sig := <-st.s.sigc:
+			st.handle(sig)
+		case <-tickC:
+			st.writeKeys()
+		case <-nextC:
+			st.next = nil
+			st.advance()
+		}
+	}
+}
+
+func (st *stopper) handle(sig os.Signal) {
+	switch sig {
+	case syscall.SIGWINCH:
+		st.s.resize()
+	case syscall.SIGTSTP:
+		st.suspend()
+	case syscall.SIGCONT:
+		st.resume()
+	case syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT:
+		st.request(sig)
+	}
+}
+
+// request starts the stop policy for the first stop signal; later ones
+// are forwarded (pipe mode) or skip the rest of the current step (PTY mode).
+func (st *stopper) request(sig os.Signal) {
+	if st.received == nil {
+		st.received = sig
+		st.begin()
+		return
+	}
+	if st.s.mode == ModePipe {
+		st.signalChild(sig)
+		return
+	}
+	st.advance()
+}
+
+func (st *stopper) begin() {
+	p := st.s.spec.Stop
+	switch {
+	case st.s.mode == ModePTY && len(p.Keys) > 0:
+		st.step = stepKeys
+		st.writeKeys()
+		st.tick = time.NewTicker(p.Interval)
+		st.next = time.NewTimer(p.Grace)
+	case st.s.mode == ModePTY:
+		st.step = stepSignaled
+		st.signalChild(st.received)
+		st.next = time.NewTimer(p.KillAfter)
+	default:
+		st.step = stepSignaled
+		st.signalChild(st.received)
+		st.next = time.NewTimer(p.Grace)
+	}
+}
+
+// advance moves to the next, harsher step.
+func (st *stopper) advance() {
+	st.stopTimers()
+	switch st.step {
+	case stepKeys:
+		st.step = stepSignaled
+		st.signalChild(st.received)
+		st.next = time.NewTimer(st.s.spec.Stop.KillAfter)
+	case stepSignaled:
+		st.step = stepKilled
+		st.signalChild(syscall.SIGKILL)
+	}
+}
+
+func (st *stopper) stopTimers() {
+	if st.tick != nil {
+		st.tick.Stop()
+		st.tick = nil
+	}
+	if st.next != nil {
+		st.next.Stop()
+		st.next = nil
+	}
+}
+
+func (st *stopper) writeKeys() {
+	if st.s.ptmx != nil {
+		_, _ = st.s.ptmx.Write(st.s.spec.Stop.Keys)
+	}
+}
+
+// signalChild signals the child's whole process group (it leads one).
+func (st *stopper) signalChild(sig os.Signal) {
+	if s, ok := sig.(syscall.Signal); ok {
+		if err := syscall.Kill(-st.s.pid, s); err != nil {
+			_ = syscall.Kill(st.s.pid, s)
+		}
+	}
+}
+
+// suspend gives the user a sane shell: terminal restored, child stopped
+// (SIGSTOP: it leads its own session, so the kernel would drop a SIGTSTP),
+// then the supervisor stops itself. SIGCONT (fg/bg) brings both back.
+func (st *stopper) suspend() {
+	if st.s.raw != nil {
+		_ = st.s.raw.Restore()
+	}
+	_ = syscall.Kill(-st.s.pid, syscall.SIGSTOP)
+	_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+}
+
+// resume re-enters raw mode (stopping again on SIGTTOU if resumed in the
+// background, as any terminal program does), restores the size, and
+// continues the child, prodding it to redraw.
+func (st *stopper) resume() {
+	if st.s.raw != nil {
+		_ = st.s.raw.Enter()
+	}
+	st.s.resize()
+	_ = syscall.Kill(-st.s.pid, syscall.SIGCONT)
+	if st.s.mode == ModePTY {
+		_ = syscall.Kill(-st.s.pid, syscall.SIGWINCH)
+	}
+}

@@ -1,0 +1,218 @@
+package wrapper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/oklog/run"
+	"golang.org/x/sys/unix"
+
+	"cx/internal/tty"
+)
+
+func unixSignalName(s syscall.Signal) string {
+	return strings.TrimPrefix(unix.SignalName(s), "SIG")
+}
+
+// errChildExited ends the actor group: only the child's exit may end it.
+var errChildExited = errors.New("child exited")
+
+type supervisor struct {
+	spec Spec
+	mode Mode
+	cmd  *exec.Cmd
+	sigc <-chan os.Signal
+
+	ptmx  *os.File
+	raw   *tty.Raw
+	pid   int
+	state *os.ProcessState
+}
+
+// guard restores the terminal before a panic in any goroutine takes the
+// process down, so the user's shell is never left in raw mode.
+func (s *supervisor) guard() {
+	if r := recover(); r != nil {
+		if s.raw != nil {
+			_ = s.raw.Restore()
+		}
+		if s.pid > 0 {
+			_ = syscall.Kill(-s.pid, syscall.SIGKILL)
+		}
+		panic(r)
+	}
+}
+
+func (s *supervisor) run(ctx context.Context) (ex Exit, err error) {
+	defer s.guard()
+	if err := s.start(); err != nil {
+		ex = startExit(err)
+		if s.spec.Observer != nil {
+			s.spec.Observer.Exited(ex)
+		}
+		return ex, nil
+	}
+	if s.spec.Observer != nil {
+		s.spec.Observer.Started(s.pid, s.mode)
+	}
+	testPanic("started")
+
+	exited := make(chan struct{})
+	stopper := newStopper(s)
+	var g run.Group
+
+	// The child: the only actor that returns on its own.
+	g.Add(func() error {
+		defer s.guard()
+		st, werr := s.cmd.Process.Wait()
+		s.state = st
+		if werr != nil {
+			err = fmt.Errorf("wait for child %d: %w", s.pid, werr)
+		}
+		close(exited)
+		return errChildExited
+	}, func(error) {})
+
+	// Signals and the stop policy.
+	sigCtx, sigCancel := context.WithCancel(ctx)
+	g.Add(func() error {
+		defer s.guard()
+		stopper.loop(sigCtx, exited)
+		<-exited
+		return nil
+	}, func(error) { sigCancel() })
+
+	if s.mode == ModePTY {
+		outDone := make(chan struct{})
+		go func() {
+			defer s.guard()
+			defer close(outDone)
+			s.relayOutput()
+		}()
+		in := newInputRelay(s.spec.Stdin, s.ptmx)
+		go func() {
+			defer s.guard()
+			in.run()
+		}()
+		g.Add(func() error {
+			<-exited
+			return nil
+		}, func(error) {
+			// Drain: the child has exited; take what it left in the PTY, bounded.
+			in.stop()
+			_ = s.ptmx.SetReadDeadline(time.Now().Add(s.spec.DrainTimeout))
+			select {
+			case <-outDone:
+			case <-time.After(s.spec.DrainTimeout + 100*time.Millisecond):
+			}
+		})
+	}
+
+	_ = g.Run()
+	sigCancel()
+	if s.ptmx != nil {
+		_ = s.ptmx.Close()
+	}
+	if s.raw != nil {
+		if rerr := s.raw.Restore(); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	ex = exitOf(s.state)
+	ex.Received = stopper.received
+	if s.spec.Observer != nil {
+		s.spec.Observer.Exited(ex)
+	}
+	return ex, err
+}
+
+func (s *supervisor) start() error {
+	if s.mode == ModePipe {
+		s.cmd.Stdin, s.cmd.Stdout, s.cmd.Stderr = s.spec.Stdin, s.spec.Stdout, s.spec.Stderr
+		// Its own process group, so forwarded signals reach its helpers too and
+		// the terminal's own signals reach it only through cx (never twice).
+		s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: s.spec.ParentDeathSignal}
+		if err := s.cmd.Start(); err != nil {
+			return err
+		}
+		s.pid = s.cmd.Process.Pid
+		return nil
+	}
+
+	var ws *pty.Winsize
+	if sz, ok := tty.GetSize(s.spec.Stdin.Fd(), s.spec.Stdout.Fd()); ok {
+		ws = &pty.Winsize{Rows: sz.Rows, Cols: sz.Cols}
+	}
+	if tty.IsTerminal(s.spec.Stdin.Fd()) {
+		s.raw = tty.NewRaw(s.spec.Stdin.Fd())
+		if err := s.raw.Enter(); err != nil {
+			return err
+		}
+	}
+	ptmx, err := pty.StartWithAttrs(s.cmd, ws, &syscall.SysProcAttr{
+		Setsid: true, Setctty: true, Pdeathsig: s.spec.ParentDeathSignal,
+	})
+	if err != nil {
+		if s.raw != nil {
+			_ = s.raw.Restore()
+		}
+		return err
+	}
+	s.pid = s.cmd.Process.Pid
+	if s.ptmx, err = tty.Pollable(ptmx); err != nil {
+		_ = s.cmd.Process.Kill()
+		_, _ = s.cmd.Process.Wait()
+		if s.raw != nil {
+			_ = s.raw.Restore()
+		}
+		return err
+	}
+	return nil
+}
+
+// relayOutput copies the PTY to stdout until the PTY reports the child side
+// closed (EIO on Linux) or the drain deadline passes. A failing stdout (the
+// user's terminal is gone) does not stop the reading: the child must never
+// block on a full PTY.
+func (s *supervisor) relayOutput() {
+	buf := make([]byte, 64<<10)
+	out := s.spec.Stdout
+	outOK := true
+	for {
+		n, err := s.ptmx.Read(buf)
+		if n > 0 && outOK {
+			testPanic("output")
+			if _, werr := out.Write(buf[:n]); werr != nil {
+				outOK = false
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// resize gives the PTY the user's current terminal size (skipping 0×0).
+func (s *supervisor) resize() {
+	if s.ptmx == nil {
+		return
+	}
+	if sz, ok := tty.GetSize(s.spec.Stdin.Fd(), s.spec.Stdout.Fd()); ok {
+		_ = tty.SetSize(s.ptmx, sz)
+	}
+}
+
+// testPanic panics at the named point when CX_TEST_PANIC names it: the
+// terminal-restore tests need a real panic in a real goroutine.
+func testPanic(where string) {
+	if v := os.Getenv("CX_TEST_PANIC"); v != "" && v == where {
+		panic("CX_TEST_PANIC at " + where)
+	}
+}

@@ -1,0 +1,209 @@
+// Package wrapper supervises one child process: under a new PTY when the
+// user's stdin and stdout are terminals, over the user's own stdio otherwise.
+// It relays the terminal, forwards or politely delivers stop signals, handles
+// job control, makes sure the child never outlives the supervisor, and reports
+// the child's exit status exactly (128+n for death by signal n, 127/126 when it
+// could not be started).
+//
+// It knows nothing about Codex: callers supply the stop keystrokes and learn
+// about the child's start and exit through an Observer.
+package wrapper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"cx/internal/tty"
+)
+
+// Mode selects how the child is connected to the user's stdio.
+type Mode int
+
+const (
+	// ModeAuto picks ModePTY when stdin and stdout are both terminals.
+	ModeAuto Mode = iota
+	// ModePTY runs the child under a new pseudo-terminal.
+	ModePTY
+	// ModePipe hands the child cx's own stdin, stdout and stderr.
+	ModePipe
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModePTY:
+		return "pty"
+	case ModePipe:
+		return "pipe"
+	}
+	return "auto"
+}
+
+// StopSignals are the signals that ask the supervisor to stop the child.
+// Nothing else is forwarded; SIGWINCH resizes, SIGTSTP/SIGCONT are job control.
+var StopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
+// StopPolicy says how a stop signal received by the supervisor reaches the child.
+//
+// PTY mode: Keys are written to the PTY at once and every Interval until the
+// child exits or Grace has passed; then the signal itself goes to the child's
+// process group; KillAfter later, SIGKILL. With no Keys the signal is sent at once.
+//
+// Pipe mode: the signal goes to the child's process group at once; if the
+// child is still there Grace later, SIGKILL.
+//
+// A second stop signal skips what is left of the current step.
+type StopPolicy struct {
+	Keys      []byte
+	Interval  time.Duration // default 500ms
+	Grace     time.Duration // default 5s
+	KillAfter time.Duration // default 2s
+}
+
+func (p StopPolicy) withDefaults() StopPolicy {
+	if p.Interval <= 0 {
+		p.Interval = 500 * time.Millisecond
+	}
+	if p.Grace <= 0 {
+		p.Grace = 5 * time.Second
+	}
+	if p.KillAfter <= 0 {
+		p.KillAfter = 2 * time.Second
+	}
+	return p
+}
+
+// Exit describes how the child ended.
+type Exit struct {
+	// Code is the status the supervisor should exit with: the child's exit
+	// code, 128+n for death by signal n, 127 not found, 126 not executable.
+	Code int
+	// Signal is the signal that killed the child, 0 if it exited.
+	Signal syscall.Signal
+	// Received is the first stop signal the supervisor received, nil if none.
+	Received os.Signal
+	// Pid is the child's pid, 0 if it never started.
+	Pid int
+	// StartErr is why the child could not be started.
+	StartErr error
+}
+
+// Observer learns of the child's start and exit. Calls are made from the
+// goroutine that called Run; Exited is called before Run returns.
+type Observer interface {
+	Started(pid int, mode Mode)
+	Exited(Exit)
+}
+
+// Spec is what to run and how.
+type Spec struct {
+	Path string   // executable
+	Args []string // arguments after argv[0]
+	Env  []string // full environment; nil means the supervisor's own
+	Dir  string
+
+	Stdin, Stdout, Stderr *os.File
+	Mode                  Mode
+	Stop                  StopPolicy
+	Observer              Observer
+
+	// Signals replaces the process's own signal delivery (tests). When nil,
+	// Run subscribes to the stop signals, SIGWINCH, SIGTSTP and SIGCONT.
+	Signals <-chan os.Signal
+	// ParentDeathSignal is sent to the child when the supervisor dies
+	// (default SIGKILL): the child never outlives it.
+	ParentDeathSignal syscall.Signal
+	// DrainTimeout bounds how long PTY output is still relayed after the
+	// child exited (grandchildren may hold the PTY open). Default 1s.
+	DrainTimeout time.Duration
+}
+
+// Run starts the child, supervises it until it exits, and returns how it
+// ended. ctx being cancelled acts like SIGTERM received. The returned error
+// is for problems of the supervisor itself (e.g. the terminal could not be
+// restored); Exit is meaningful either way.
+func Run(ctx context.Context, spec Spec) (Exit, error) {
+	if spec.Stdin == nil {
+		spec.Stdin = os.Stdin
+	}
+	if spec.Stdout == nil {
+		spec.Stdout = os.Stdout
+	}
+	if spec.Stderr == nil {
+		spec.Stderr = os.Stderr
+	}
+	if spec.ParentDeathSignal == 0 {
+		spec.ParentDeathSignal = syscall.SIGKILL
+	}
+	if spec.DrainTimeout <= 0 {
+		spec.DrainTimeout = time.Second
+	}
+	spec.Stop = spec.Stop.withDefaults()
+	mode := spec.Mode
+	if mode == ModeAuto {
+		mode = ModePipe
+		if tty.IsTerminal(spec.Stdin.Fd()) && tty.IsTerminal(spec.Stdout.Fd()) {
+			mode = ModePTY
+		}
+	}
+
+	// Subscribe before anything changes the terminal, so a signal that arrives
+	// during start-up is queued, not fatal.
+	sigc := spec.Signals
+	if sigc == nil {
+		ch := make(chan os.Signal, 16)
+		signal.Notify(ch, append(StopSignals[:len(StopSignals):len(StopSignals)],
+			syscall.SIGWINCH, syscall.SIGTSTP, syscall.SIGCONT)...)
+		defer signal.Stop(ch)
+		sigc = ch
+	}
+
+	cmd := exec.Command(spec.Path, spec.Args...)
+	cmd.Env = spec.Env
+	cmd.Dir = spec.Dir
+	if len(cmd.Env) == 0 {
+		cmd.Env = os.Environ()
+	}
+	s := &supervisor{spec: spec, mode: mode, cmd: cmd, sigc: sigc}
+	return s.run(ctx)
+}
+
+// startExit maps a start failure to the shell's statuses.
+func startExit(err error) Exit {
+	code := 126
+	switch {
+	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+		code = 127
+	}
+	return Exit{Code: code, StartErr: err}
+}
+
+// exitOf turns a wait status into an Exit.
+func exitOf(ps *os.ProcessState) Exit {
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	if !ok {
+		return Exit{Code: ps.ExitCode(), Pid: ps.Pid()}
+	}
+	if ws.Signaled() {
+		return Exit{Code: 128 + int(ws.Signal()), Signal: ws.Signal(), Pid: ps.Pid()}
+	}
+	return Exit{Code: ws.ExitStatus(), Pid: ps.Pid()}
+}
+
+// SignalName is the short upper-case name of a signal ("TERM", "KILL").
+func SignalName(s os.Signal) string {
+	sig, ok := s.(syscall.Signal)
+	if !ok {
+		return s.String()
+	}
+	if n := unixSignalName(sig); n != "" {
+		return n
+	}
+	return fmt.Sprintf("SIG%d", int(sig))
+}
