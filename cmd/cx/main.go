@@ -12,7 +12,7 @@ import (
 // app is what a command needs from the process: its streams and environment.
 type app struct {
 	stdin, stdout, stderr *os.File
-	getenv         func(string) (string, bool)
+	getenv                func(string) (string, bool)
 }
 
 func main() {
