@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the pinned real Codex CLI versions from npm into a cache folder, idempotently,
-# and prints one line per version: "<version> <native binary> <npm launcher>".
+# and writes one line per version, "<version> <native binary> <npm launcher>", to
+# $cache/manifest (printed too), where the tests look for them.
 # Used by the test command; safe to run again (an installed version is only checked).
 set -euo pipefail
 
@@ -12,6 +13,8 @@ native_of() { # the native binary inside an npm install of @openai/codex
   find "$dir/node_modules" -path '*/vendor/*' -type f -name codex -perm -u+x 2>/dev/null | head -n1
 }
 
+manifest=$(mktemp)
+trap 'rm -f "$manifest"' EXIT
 for v in $versions; do
   dir="$cache/$v"
   bin=$(native_of "$dir" || true)
@@ -28,5 +31,8 @@ for v in $versions; do
     bin=$(native_of "$dir")
   fi
   [ -n "$bin" ] || { echo "no native codex binary under $dir" >&2; exit 1; }
-  echo "$v $bin $dir/node_modules/.bin/codex"
+  echo "$v $bin $dir/node_modules/.bin/codex" >>"$manifest"
 done
+mkdir -p "$cache"
+cp "$manifest" "$cache/manifest"
+cat "$cache/manifest"

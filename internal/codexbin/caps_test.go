@@ -1,0 +1,85 @@
+package codexbin
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The help text of the real binaries (testdata) yields their capabilities.
+func TestParseHelpReal(t *testing.T) {
+	for _, c := range []struct {
+		file     string
+		noDaemon bool
+	}{{"testdata/help-0.169.0.txt", true}, {"testdata/help-0.128.0.txt", false}} {
+		data, err := os.ReadFile(c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var caps Caps
+		parseHelp(data, &caps)
+		if caps.NoDaemon != c.noDaemon {
+			t.Errorf("%s: NoDaemon %v, want %v", c.file, caps.NoDaemon, c.noDaemon)
+		}
+		for _, sub := range []string{"exec", "e", "resume", "fork", "app-server", "apply", "a", "help"} {
+			if !slices.Contains(caps.Subcommands, sub) {
+				t.Errorf("%s: subcommand %q missing from %v", c.file, sub, caps.Subcommands)
+			}
+		}
+		for _, f := range []string{"-c", "--config", "-m", "--model", "--remote", "-C", "--cd", "--enable", "-i", "-a"} {
+			if !slices.Contains(caps.ValueFlags, f) {
+				t.Errorf("%s: value flag %q missing from %v", c.file, f, caps.ValueFlags)
+			}
+		}
+		for _, f := range []string{"--no-daemon", "--search", "-h", "--oss"} {
+			if slices.Contains(caps.ValueFlags, f) {
+				t.Errorf("%s: %q taken for a value flag", c.file, f)
+			}
+		}
+	}
+}
+
+func TestSelectsTUI(t *testing.T) {
+	data, err := os.ReadFile("testdata/help-0.169.0.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var caps Caps
+	parseHelp(data, &caps)
+	cases := []struct {
+		args string
+		want bool
+	}{
+		{"", true},
+		{"fix the tests", true},
+		{"-m gpt-5.5 --search hello", true},
+		{"-c model=x resume", true},
+		{"--config=exec resume --last", true},
+		{"-C exec", true}, // "exec" is the directory
+		{"-- exec", true}, // after --, a prompt
+		{"resume abc", true},
+		{"fork --last", true},
+		{"exec hi", false},
+		{"e hi", false},
+		{"review", false},
+		{"app-server", false},
+		{"mcp list", false},
+		{"--remote ws://h:1", false},
+		{"--remote=ws://h:1", false},
+		{"resume --remote ws://h:1 abc", false},
+		{"hello --remote ws://h:1", false},
+		{"--version", false},
+		{"-V", false},
+		{"--help", false},
+		{"resume --help", true},
+	}
+	for _, c := range cases {
+		if got := SelectsTUI(strings.Fields(c.args), caps); got != c.want {
+			t.Errorf("SelectsTUI(%q) = %v, want %v", c.args, got, c.want)
+		}
+	}
+	if got := Args([]string{"--no-daemon", "x"}, Caps{NoDaemon: true}); len(got) != 2 {
+		t.Errorf("--no-daemon doubled: %v", got)
+	}
+}

@@ -1,0 +1,112 @@
+// Package codextest finds the real Codex CLI binaries that
+// scripts/install-codex.sh installed, and builds the cx binary for tests
+// that run it as a real process.
+//
+// A test that needs real Codex skips when it is absent — except under
+// CI=true, where absence is a failure, so CI can never pass by skipping.
+package codextest
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Install is one installed Codex version.
+type Install struct {
+	Version  string // "0.169.0"
+	Native   string // the native binary
+	Launcher string // npm's Node launcher (node_modules/.bin/codex)
+}
+
+// ManifestPath is where install-codex.sh lists what it installed.
+func ManifestPath() string {
+	if p := os.Getenv("CX_TEST_CODEX_MANIFEST"); p != "" {
+		return p
+	}
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(cache, "cx-test", "codex", "manifest")
+}
+
+// Installs returns every installed version; it skips the test when none is
+// installed (fails under CI=true).
+func Installs(t testing.TB) []Install {
+	t.Helper()
+	var out []Install
+	f, err := os.Open(ManifestPath())
+	if err == nil {
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fs := strings.Fields(sc.Text())
+			if len(fs) != 3 {
+				continue
+			}
+			if _, err := os.Stat(fs[1]); err != nil {
+				continue
+			}
+			out = append(out, Install{Version: fs[0], Native: fs[1], Launcher: fs[2]})
+		}
+	}
+	if len(out) == 0 {
+		Missing(t, "no real Codex CLI installed (run scripts/install-codex.sh; manifest "+ManifestPath()+")")
+	}
+	return out
+}
+
+// Missing skips the test, or fails it under CI=true.
+func Missing(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("required under CI=true: %s", why)
+	}
+	t.Skip(why)
+}
+
+var (
+	buildOnce sync.Once
+	buildPath string
+	buildErr  error
+	buildOut  []byte
+)
+
+// CX builds ./cmd/cx once per test binary and returns its path.
+func CX(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "cx-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildPath = filepath.Join(dir, "cx")
+		cmd := exec.Command("go", "build", "-o", buildPath, "./cmd/cx")
+		cmd.Dir = moduleRoot()
+		buildOut, buildErr = cmd.CombinedOutput()
+	})
+	if buildErr != nil {
+		t.Fatalf("build cx: %v\n%s", buildErr, buildOut)
+	}
+	return buildPath
+}
+
+func moduleRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// RemoveBuilt deletes the cx binary CX built; call it from TestMain.
+func RemoveBuilt() {
+	if buildPath != "" {
+		_ = os.RemoveAll(filepath.Dir(buildPath))
+	}
+}

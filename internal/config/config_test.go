@@ -1,0 +1,88 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func envOf(m map[string]string) Getenv {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestDefaultsWithoutFile(t *testing.T) {
+	home := t.TempDir()
+	c, err := Load(envOf(map[string]string{"HOME": home}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Home != filepath.Join(home, ".cx") || c.Path != filepath.Join(home, ".cx", "config.toml") {
+		t.Fatalf("home %q path %q", c.Home, c.Path)
+	}
+	d := Default()
+	if c.Wrapper.Grace.Duration != 5*time.Second || c.Lifecycle.ExitBudget != d.Lifecycle.ExitBudget ||
+		c.Capture.MaxLineBytes != 16777216 || strings.Join(c.Sinks, ",") != "local" || !c.Inject.Enabled {
+		t.Fatalf("defaults not applied: %+v", c)
+	}
+}
+
+func TestFileAndEnv(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.toml")
+	data := `# comment
+sinks = ["local", "exec"]
+color = 1
+[codex]
+bin = "/opt/codex"
+[wrapper]
+grace = "1500ms"
+[lifecycle]
+idle_ttl = "10m"
+unknown_inner = true
+[exec]
+command = ["memsearch", "ingest"]
+`
+	if err := os.WriteFile(cfg, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(envOf(map[string]string{"CX_HOME": dir, "CX_CONFIG": cfg}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Codex.Bin != "/opt/codex" || c.Wrapper.Grace.Duration != 1500*time.Millisecond ||
+		c.Lifecycle.IdleTTL.Duration != 10*time.Minute || strings.Join(c.Exec.Command, " ") != "memsearch ingest" ||
+		strings.Join(c.Sinks, ",") != "local,exec" {
+		t.Fatalf("file not applied: %+v", c)
+	}
+	if len(c.Warnings) != 2 || !strings.Contains(c.Warnings[0], `"color"`) || !strings.Contains(c.Warnings[1], `"lifecycle.unknown_inner"`) {
+		t.Fatalf("warnings %q", c.Warnings)
+	}
+	c, err = Load(envOf(map[string]string{"CX_HOME": dir, "CX_CONFIG": cfg, "CX_SINKS": "none", "CX_CODEX_BIN": "/x/codex"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Sinks) != 0 || !c.SinksFromEnv || c.Codex.Bin != "/x/codex" {
+		t.Fatalf("env not applied: sinks %q bin %q", c.Sinks, c.Codex.Bin)
+	}
+}
+
+func TestBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	for name, data := range map[string]string{
+		"syntax":   "sinks = [\n",
+		"duration": "[wrapper]\ngrace = \"soon\"\n",
+		"type":     "[wrapper]\ngrace = 5\n",
+		"sink":     "sinks = [\"s3\"]\n",
+		"negative": "[capture]\nmax_tool_chars = -1\n",
+	} {
+		p := filepath.Join(dir, name+".toml")
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(envOf(map[string]string{"CX_HOME": dir, "CX_CONFIG": p})); err == nil || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: error %v should name %s", name, err, p)
+		}
+	}
+}
