@@ -90,13 +90,20 @@ func (s *supervisor) run(ctx context.Context) (ex Exit, err error) {
 	}, func(error) { sigCancel() })
 
 	if s.mode == ModePTY {
+		ptmxFD := -1
+		if rc, err := s.ptmx.SyscallConn(); err == nil {
+			_ = rc.Control(func(fd uintptr) { ptmxFD = int(fd) })
+		}
+		out := newRelay(ptmxFD, s.spec.Stdout)
+		out.keepReading = true
+		out.before = func() { testPanic("output") }
 		outDone := make(chan struct{})
 		go func() {
 			defer s.guard()
 			defer close(outDone)
-			s.relayOutput()
+			out.run()
 		}()
-		in := newInputRelay(s.spec.Stdin, s.ptmx)
+		in := newRelay(int(s.spec.Stdin.Fd()), s.ptmx)
 		go func() {
 			defer s.guard()
 			in.run()
@@ -105,12 +112,15 @@ func (s *supervisor) run(ctx context.Context) (ex Exit, err error) {
 			<-exited
 			return nil
 		}, func(error) {
-			// Drain: the child has exited; take what it left in the PTY, bounded.
+			// Drain: the child has exited; relay what it left in the PTY until
+			// the PTY reports the child side closed, bounded (grandchildren
+			// may hold it open).
 			in.stop()
-			_ = s.ptmx.SetReadDeadline(time.Now().Add(s.spec.DrainTimeout))
 			select {
 			case <-outDone:
-			case <-time.After(s.spec.DrainTimeout + 100*time.Millisecond):
+			case <-time.After(s.spec.DrainTimeout):
+				out.stop()
+				<-outDone
 			}
 		})
 	}
@@ -175,28 +185,6 @@ func (s *supervisor) start() error {
 		return err
 	}
 	return nil
-}
-
-// relayOutput copies the PTY to stdout until the PTY reports the child side
-// closed (EIO on Linux) or the drain deadline passes. A failing stdout (the
-// user's terminal is gone) does not stop the reading: the child must never
-// block on a full PTY.
-func (s *supervisor) relayOutput() {
-	buf := make([]byte, 64<<10)
-	out := s.spec.Stdout
-	outOK := true
-	for {
-		n, err := s.ptmx.Read(buf)
-		if n > 0 && outOK {
-			testPanic("output")
-			if _, werr := out.Write(buf[:n]); werr != nil {
-				outOK = false
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
 }
 
 // resize gives the PTY the user's current terminal size (skipping 0×0).

@@ -15,6 +15,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv("CX_TEST_FAKE_CODEX") == "1" {
+		os.Exit(fakeCodexMain(os.Args[1:]))
+	}
 	code := m.Run()
 	codextest.RemoveBuilt()
 	os.Exit(code)

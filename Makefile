@@ -1,0 +1,30 @@
+GO ?= go
+
+.PHONY: all build install test test-deps vet bench clean
+
+all: build
+
+build:
+	$(GO) build -o cx ./cmd/cx
+
+install:
+	$(GO) install ./cmd/cx
+
+# The one test command (README, .ci/run): installs what the tests need
+# (tmux, the pinned real Codex CLI versions), then vets and runs every test
+# with the race detector.
+test: test-deps vet
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+test-deps:
+	bash scripts/install-test-deps.sh
+
+vet:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+bench:
+	bash scripts/bench-supervisor.sh
+
+clean:
+	rm -f cx

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"cx/internal/codextest"
+)
+
+// fakeCodexMain is the test binary acting as a minimal Codex for the
+// benchmarks: it answers --version/--help, writes N bytes for "spew N",
+// and exits 0 at once for anything else (a trivial child).
+func fakeCodexMain(args []string) int {
+	if len(args) == 0 {
+		return 0
+	}
+	switch args[0] {
+	case "--version":
+		fmt.Println("codex-cli 0.0.0-bench")
+	case "--help":
+		fmt.Println("Commands:\n  exec  Run\n\nOptions:\n  -h, --help\n          Print help")
+	case "spew":
+		n, _ := strconv.Atoi(args[1])
+		chunk := bytes.Repeat([]byte("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-+\n"), 1024)
+		for n > 0 {
+			c := chunk[:min(n, len(chunk))]
+			w, err := os.Stdout.Write(c)
+			if err != nil {
+				return 1
+			}
+			n -= w
+		}
+	}
+	return 0
+}
+
+func fakeCodexEnv(t testing.TB) []string {
+	home := t.TempDir()
+	return append(os.Environ(), "CX_TEST_FAKE_CODEX=1", "CX_CODEX_BIN="+os.Args[0], "CX_HOME="+home)
+}
+
+// runOnPTY runs cmd on a fresh PTY (as its controlling terminal, like a
+// terminal emulator would) and reads everything it prints. It returns the
+// bytes read, the time to the end of output, and the peak RSS of the process
+// (sampled), in bytes.
+func runOnPTY(cmd *exec.Cmd) (n int64, d time.Duration, rss int64, err error) {
+	master, slave, err := pty.Open()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer master.Close()
+	_ = pty.Setsize(master, &pty.Winsize{Rows: 50, Cols: 200})
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		slave.Close()
+		return 0, 0, 0, err
+	}
+	slave.Close()
+	stop := make(chan struct{})
+	peak := make(chan int64, 1)
+	go func() {
+		var max int64
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if v := vmRSS(cmd.Process.Pid); v > max {
+				max = v
+			}
+			select {
+			case <-stop:
+				peak <- max
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	n, _ = io.Copy(io.Discard, master) // ends with EIO when every holder of the slave is gone
+	d = time.Since(start)
+	close(stop)
+	err = cmd.Wait()
+	return n, d, <-peak, err
+}
+
+func vmRSS(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// BenchmarkPTYThroughput relays the same child's output through cx, through
+// script(1), and straight to a PTY, interleaved in one run; it reports each
+// median MB/s (at least 15 rounds: the machine is noisy), the ratios, and
+// cx's peak RSS while relaying.
+func BenchmarkPTYThroughput(b *testing.B) {
+	const size = 16 << 20
+	cx := codextest.CX(b)
+	env := fakeCodexEnv(b)
+	script, err := exec.LookPath("script")
+	if err != nil {
+		b.Skip("script(1) not installed")
+	}
+	// Warm the caps cache so cx's start is not in the figure.
+	if out, err := exec.Command(cx, "ctl", "version").CombinedOutput(); err != nil {
+		b.Fatalf("%v %s", err, out)
+	}
+	variants := []struct {
+		name string
+		cmd  func() *exec.Cmd
+	}{
+		{"direct", func() *exec.Cmd { c := exec.Command(os.Args[0], "spew", strconv.Itoa(size)); c.Env = env; return c }},
+		{"cx", func() *exec.Cmd { c := exec.Command(cx, "spew", strconv.Itoa(size)); c.Env = env; return c }},
+		{"script", func() *exec.Cmd {
+			c := exec.Command(script, "-qfec", os.Args[0]+" spew "+strconv.Itoa(size), "/dev/null")
+			c.Env = env
+			return c
+		}},
+	}
+	times := map[string][]time.Duration{}
+	var peakRSS int64
+	b.SetBytes(size)
+	for i := 0; i < max(b.N, 15); i++ {
+		for _, v := range variants {
+			n, d, rss, err := runOnPTY(v.cmd())
+			if err != nil && !errors.Is(err, syscall.EIO) {
+				b.Fatalf("%s: %v", v.name, err)
+			}
+			if n < size {
+				b.Fatalf("%s: read %d bytes, want ≥ %d", v.name, n, size)
+			}
+			times[v.name] = append(times[v.name], d)
+			if v.name == "cx" && rss > peakRSS {
+				peakRSS = rss
+			}
+		}
+	}
+	mbps := func(name string) float64 {
+		ds := times[name]
+		slices.Sort(ds)
+		return float64(size) / ds[len(ds)/2].Seconds() / 1e6
+	}
+	b.ReportMetric(mbps("cx"), "cx-MB/s")
+	b.ReportMetric(mbps("script"), "script-MB/s")
+	b.ReportMetric(mbps("direct"), "direct-MB/s")
+	b.ReportMetric(mbps("cx")/mbps("script"), "cx/script")
+	b.ReportMetric(mbps("cx")/mbps("direct"), "cx/direct")
+	b.ReportMetric(float64(peakRSS)/(1<<20), "cx-peak-RSS-MiB")
+}
+
+// BenchmarkStartOverhead runs a trivial child directly and through cx (pipe
+// mode, warm caps cache), alternating, and reports both medians and the
+// difference.
+func BenchmarkStartOverhead(b *testing.B) {
+	cx := codextest.CX(b)
+	env := fakeCodexEnv(b)
+	if out, err := exec.Command(cx, "ctl", "version").CombinedOutput(); err != nil {
+		b.Fatalf("%v %s", err, out)
+	}
+	cxEnv := env
+	run := func(name string, args ...string) time.Duration {
+		c := exec.Command(name, args...)
+		c.Env = cxEnv
+		start := time.Now()
+		if err := c.Run(); err != nil {
+			b.Fatalf("%s: %v", name, err)
+		}
+		return time.Since(start)
+	}
+	runs := max(b.N, 50)
+	var direct, through []time.Duration
+	b.ResetTimer()
+	for i := 0; i < runs; i++ {
+		direct = append(direct, run(os.Args[0], "trivial"))
+		through = append(through, run(cx, "trivial"))
+	}
+	med := func(ds []time.Duration) float64 {
+		slices.Sort(ds)
+		return float64(ds[len(ds)/2].Microseconds()) / 1000
+	}
+	md, mc := med(direct), med(through)
+	b.ReportMetric(md, "direct-median-ms")
+	b.ReportMetric(mc, "cx-median-ms")
+	b.ReportMetric(mc-md, "overhead-ms")
+}
