@@ -117,3 +117,7 @@ func codexEnv(base []string, bin codexbin.Binary, cfg config.Config, pid int) []
 	env = append(env, "CX_HOME="+cfg.Home, supervisorPIDVar+"="+strconv.Itoa(pid))
 	return env
 }
+
+func configHome(getenv func(string) (string, bool)) (string, error) {
+	return config.Home(getenv)
+}

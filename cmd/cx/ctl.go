@@ -19,6 +19,7 @@ type ctlCommand struct {
 // Codex subcommand, so `alias codex=cx` never hides one of Codex's.
 var ctlCommands = map[string]ctlCommand{
 	"version": {"print cx's version (and the Codex it would run)", (*app).ctlVersion},
+	"hook":    {"the hook handler Codex runs (JSON on stdin, JSON on stdout)", (*app).ctlHook},
 }
 
 const usageExit = 2

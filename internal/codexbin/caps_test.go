@@ -83,3 +83,14 @@ func TestSelectsTUI(t *testing.T) {
 		t.Errorf("--no-daemon doubled: %v", got)
 	}
 }
+
+func TestCompareVersions(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{{"0.169.0", "0.145.0", 1}, {"0.128.0", "0.145.0", -1}, {"0.99.0", "0.145.0", -1}, {"1.0", "1.0.0", 0}, {"0.145.0-alpha.2", "0.145.0", 0}} {
+		if got := CompareVersions(c.a, c.b); got != c.want {
+			t.Errorf("CompareVersions(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}

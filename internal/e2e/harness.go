@@ -1,0 +1,343 @@
+// Package e2e runs the real Codex CLI through cx against the mock model:
+// an isolated CODEX_HOME per test (outside /tmp) with the mock provider, a
+// trusted git project and cx's hooks (trusted through Codex's own
+// app-server), a tmux-driven terminal for the interactive TUI, and pipe-mode
+// runs for `codex exec`. Tests collect exit status, terminal state, hook
+// events, rollout files and cx's state.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"cx/internal/codexbin"
+	"cx/internal/codexrpc"
+	"cx/internal/codextest"
+	"cx/internal/mockmodel"
+)
+
+// Model is the model name the harness configures: one for which Codex
+// offers apply_patch and update_plan.
+const Model = "gpt-5.5"
+
+// HookEvents are the events cx installs a hook for, with their timeouts.
+var HookEvents = []struct {
+	Name    string
+	Timeout int
+}{
+	{"SessionStart", 30}, {"UserPromptSubmit", 10}, {"Stop", 30}, {"PreCompact", 60},
+	{"PostCompact", 30}, {"SessionEnd", 3}, {"Interrupt", 3},
+}
+
+// Options adjust a harness.
+type Options struct {
+	Script  mockmodel.Script // nil: mockmodel.Directives
+	NoHooks bool             // do not install cx's hooks
+}
+
+// H is one isolated environment: a mock model, a CODEX_HOME, a project and a CX_HOME.
+type H struct {
+	T         testing.TB
+	Codex     codextest.Install
+	CX        string
+	Root      string
+	CodexHome string
+	Work      string
+	CXHome    string
+	Model     *mockmodel.Server
+}
+
+// New builds an environment for one Codex version.
+func New(t testing.TB, in codextest.Install, opts Options) *H {
+	t.Helper()
+	base, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base = filepath.Join(base, "cx-test", "e2e")
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.MkdirTemp(base, sanitize(t.Name())+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &H{T: t, Codex: in, CX: codextest.CX(t), Root: root,
+		CodexHome: filepath.Join(root, "codex-home"), Work: filepath.Join(root, "project"), CXHome: filepath.Join(root, "cx-home")}
+	t.Cleanup(func() {
+		if !t.Failed() || os.Getenv("CX_TEST_KEEP") == "" {
+			_ = os.RemoveAll(root)
+		} else {
+			t.Logf("kept %s", root)
+		}
+	})
+	for _, d := range []string{h.CodexHome, h.Work} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.Model, err = mockmodel.Start(Model, opts.Script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Model.Close() })
+	h.initProject()
+	h.writeConfig()
+	if !opts.NoHooks {
+		h.InstallHooks()
+	}
+	return h
+}
+
+func sanitize(s string) string {
+	return regexp.MustCompile(`[^A-Za-z0-9._-]+`).ReplaceAllString(s, "_")
+}
+
+func (h *H) initProject() {
+	h.T.Helper()
+	run := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = h.Work
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			h.T.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(h.Work, "README.md"), []byte("# demo project\n"), 0o644); err != nil {
+		h.T.Fatal(err)
+	}
+	run("init", "-q", "-b", "main")
+	run("add", ".")
+	run("commit", "-q", "-m", "init")
+}
+
+func (h *H) writeConfig() {
+	h.T.Helper()
+	cfg := fmt.Sprintf(`model = %q
+model_provider = "mock"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+
+[model_providers.mock]
+name = "mock"
+base_url = %q
+wire_api = "responses"
+env_key = "CX_TEST_MOCK_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+
+[projects.%q]
+trust_level = "trusted"
+
+[analytics]
+enabled = false
+
+[tools.update_plan]
+enabled = true
+
+[notice.model_migrations]
+"gpt-5.5" = "gpt-6-sol"
+
+[tui.model_availability_nux]
+"gpt-6.1-sol" = 1
+`, Model, h.Model.URL, h.Work)
+	if err := os.WriteFile(filepath.Join(h.CodexHome, "config.toml"), []byte(cfg), 0o600); err != nil {
+		h.T.Fatal(err)
+	}
+}
+
+// HookCommand is the command line cx's hook entry runs for event.
+func (h *H) HookCommand(event string) string {
+	return fmt.Sprintf("'%s' ctl hook %s", h.CX, event)
+}
+
+// InstallHooks writes cx's hook entries into CODEX_HOME/hooks.json and, on a
+// Codex with hook trust, trusts exactly those through Codex's app-server.
+func (h *H) InstallHooks() {
+	h.T.Helper()
+	hooks := map[string]any{}
+	for _, e := range HookEvents {
+		hooks[e.Name] = []any{map[string]any{"matcher": "", "hooks": []any{
+			map[string]any{"type": "command", "command": h.HookCommand(e.Name), "timeout": e.Timeout}}}}
+	}
+	data, _ := json.MarshalIndent(map[string]any{"hooks": hooks}, "", "  ")
+	if err := os.WriteFile(filepath.Join(h.CodexHome, "hooks.json"), data, 0o600); err != nil {
+		h.T.Fatal(err)
+	}
+	if !(codexbin.Caps{Version: h.Codex.Version}).HasHookTrust() {
+		return // no hook trust before SessionEnd's era (0.128 runs every hook)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := codexrpc.Start(ctx, h.Codex.Native, h.Env())
+	if err != nil {
+		h.T.Fatalf("start app-server to trust hooks: %v", err)
+	}
+	defer c.Close()
+	list, err := c.ListHooks(ctx, h.Work)
+	if err != nil {
+		h.T.Fatalf("hooks/list: %v", err)
+	}
+	var ours []codexrpc.Hook
+	for _, hk := range list {
+		if strings.Contains(hk.Command, h.CX) && hk.TrustStatus != "trusted" {
+			ours = append(ours, hk)
+		}
+	}
+	if len(ours) != len(HookEvents) {
+		h.T.Fatalf("hooks/list shows %d of cx's %d hooks: %+v", len(ours), len(HookEvents), list)
+	}
+	if err := c.Trust(ctx, ours); err != nil {
+		h.T.Fatalf("trust hooks: %v", err)
+	}
+	list, err = c.ListHooks(ctx, h.Work)
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	for _, hk := range list {
+		if strings.Contains(hk.Command, h.CX) && hk.TrustStatus != "trusted" {
+			h.T.Fatalf("hook %s still %s after trust", hk.Key, hk.TrustStatus)
+		}
+	}
+}
+
+// Env is the environment cx and Codex run with.
+func (h *H) Env() []string {
+	env := []string{}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "CODEX_HOME", k == "CX_HOME", k == "CX_CONFIG", k == "CX_SINKS", k == "TMUX",
+			strings.HasPrefix(k, "CX_RUN"), k == "CX_SUPERVISOR_PID", k == "CX_CODEX_BIN":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env,
+		"CODEX_HOME="+h.CodexHome,
+		"CX_HOME="+h.CXHome,
+		"CX_CODEX_BIN="+h.Codex.Launcher,
+		"CX_TEST_MOCK_KEY=mock",
+		"TERM=xterm-256color",
+	)
+}
+
+// Exec runs cx with args in pipe mode (stdin from stdinData, or /dev/null),
+// in the project directory.
+func (h *H) Exec(stdinData string, args ...string) (stdout, stderr string, code int) {
+	h.T.Helper()
+	return h.run(h.CX, stdinData, args...)
+}
+
+// Direct runs the same Codex without cx, for comparisons.
+func (h *H) Direct(stdinData string, args ...string) (stdout, stderr string, code int) {
+	h.T.Helper()
+	return h.run(h.Codex.Native, stdinData, args...)
+}
+
+func (h *H) run(bin, stdinData string, args ...string) (string, string, int) {
+	h.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = h.Work
+	cmd.Env = h.Env()
+	if stdinData != "" {
+		cmd.Stdin = strings.NewReader(stdinData)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		h.T.Fatalf("%s %v timed out; stderr:\n%s", bin, args, errb.String())
+	}
+	if err != nil && cmd.ProcessState == nil {
+		h.T.Fatalf("%s %v: %v", bin, args, err)
+	}
+	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+}
+
+// Rollouts lists the rollout files under CODEX_HOME/sessions, sorted.
+func (h *H) Rollouts() []string {
+	var out []string
+	_ = filepath.WalkDir(filepath.Join(h.CodexHome, "sessions"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), "rollout-") && strings.HasSuffix(d.Name(), ".jsonl") {
+			out = append(out, p)
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out
+}
+
+// RolloutSessionIDs are the session ids named by the rollout files.
+func (h *H) RolloutSessionIDs() []string {
+	re := regexp.MustCompile(`([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$`)
+	var ids []string
+	for _, p := range h.Rollouts() {
+		if m := re.FindStringSubmatch(p); m != nil {
+			ids = append(ids, m[1])
+		}
+	}
+	return ids
+}
+
+// HookEvent is one hook invocation cx recorded.
+type HookEvent struct {
+	Event     string
+	RunID     string
+	SessionID string
+	Source    string
+	Raw       map[string]any
+}
+
+// HookEvents returns the hook events cx's handler recorded, in order.
+func (h *H) HookEvents() []HookEvent {
+	f, err := os.Open(filepath.Join(h.CXHome, "logs", "hook-events.jsonl"))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []HookEvent
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var rec struct {
+			Event   string         `json:"event"`
+			RunID   string         `json:"run_id"`
+			Payload map[string]any `json:"payload"`
+		}
+		if json.Unmarshal(sc.Bytes(), &rec) != nil {
+			continue
+		}
+		e := HookEvent{Event: rec.Event, RunID: rec.RunID, Raw: rec.Payload}
+		e.SessionID, _ = rec.Payload["session_id"].(string)
+		e.Source, _ = rec.Payload["source"].(string)
+		out = append(out, e)
+	}
+	return out
+}
+
+// EventNames is the sequence of hook event names, for messages.
+func EventNames(evs []HookEvent) []string {
+	var s []string
+	for _, e := range evs {
+		s = append(s, e.Event)
+	}
+	return s
+}
+
+// Requests returns what reached the model.
+func (h *H) Requests() []mockmodel.Request { return h.Model.Requests() }

@@ -1,0 +1,264 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// TUI is cx (and so Codex's interactive TUI) running in a tmux pane of its
+// own tmux server, the way a person runs it in a terminal.
+type TUI struct {
+	h    *H
+	dir  string
+	sock string
+}
+
+// Ready matches the screen of an idle Codex TUI waiting for a prompt.
+var Ready = regexp.MustCompile(`(?m)^› |Ask Codex to do anything|send a message|for shortcuts`)
+
+// StartTUI runs `cx args…` in a fresh terminal (120×40) in the project and
+// waits until the pane's script has recorded cx's pid.
+func (h *H) StartTUI(args ...string) *TUI {
+	h.T.Helper()
+	dir, err := os.MkdirTemp(h.Root, "tui-")
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	tu := &TUI{h: h, dir: dir, sock: filepath.Join(dir, "tmux.sock")}
+	quoted := []string{shellQuote(h.CX)}
+	for _, a := range args {
+		quoted = append(quoted, shellQuote(a))
+	}
+	// The pane records the terminal state around cx, cx's pid (the sh that
+	// execs cx), and cx's exit status; then it stays open for inspection.
+	script := fmt.Sprintf(`cd %[1]s || exit 1
+stty -g > %[2]s/stty.before
+sh -c 'echo $$ > %[2]s/cx.pid.tmp && mv %[2]s/cx.pid.tmp %[2]s/cx.pid && exec "$@"' sh %[3]s
+echo $? > %[2]s/exit.tmp && mv %[2]s/exit.tmp %[2]s/exit
+stty -g > %[2]s/stty.after
+exec sleep 3600
+`, shellQuote(h.Work), dir, strings.Join(quoted, " "))
+	if err := os.WriteFile(filepath.Join(dir, "run.sh"), []byte(script), 0o700); err != nil {
+		h.T.Fatal(err)
+	}
+	cmd := exec.Command("tmux", "-S", tu.sock, "-f", "/dev/null", "new-session", "-d", "-s", "cx", "-x", "120", "-y", "40",
+		"sh "+filepath.Join(dir, "run.sh"))
+	cmd.Env = h.Env()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		h.T.Fatalf("start tmux: %v\n%s", err, out)
+	}
+	h.T.Cleanup(tu.Close)
+	tu.waitFile("cx.pid", 20*time.Second)
+	return tu
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func (tu *TUI) tmux(args ...string) (string, error) {
+	cmd := exec.Command("tmux", append([]string{"-S", tu.sock}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// Screen is what the terminal shows now.
+func (tu *TUI) Screen() string {
+	out, err := tu.tmux("capture-pane", "-p", "-t", "cx")
+	if err != nil {
+		return "(capture-pane failed: " + err.Error() + ")"
+	}
+	return out
+}
+
+// WaitFor waits until the screen matches re, failing with the screen shown.
+func (tu *TUI) WaitFor(re *regexp.Regexp, d time.Duration) {
+	tu.h.T.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		s := tu.Screen()
+		if re.MatchString(s) {
+			return
+		}
+		if time.Now().After(deadline) {
+			tu.h.T.Fatalf("timed out after %v waiting for %q; screen:\n%s", d, re, s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// WaitText waits for literal text on the screen.
+func (tu *TUI) WaitText(s string, d time.Duration) {
+	tu.h.T.Helper()
+	tu.WaitFor(regexp.MustCompile(regexp.QuoteMeta(s)), d)
+}
+
+// WaitReady waits for the idle prompt.
+func (tu *TUI) WaitReady() {
+	tu.h.T.Helper()
+	tu.WaitFor(Ready, 60*time.Second)
+}
+
+// Type types text literally, then presses Enter.
+func (tu *TUI) Type(text string) {
+	tu.h.T.Helper()
+	if _, err := tu.tmux("send-keys", "-t", "cx", "-l", text); err != nil {
+		tu.h.T.Fatalf("send-keys: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond) // let the composer take the paste before Enter
+	tu.Keys("Enter")
+}
+
+// Keys sends tmux key names (Enter, C-c, C-d, Escape, Down…).
+func (tu *TUI) Keys(keys ...string) {
+	tu.h.T.Helper()
+	if _, err := tu.tmux(append([]string{"send-keys", "-t", "cx"}, keys...)...); err != nil {
+		tu.h.T.Fatalf("send-keys %v: %v", keys, err)
+	}
+}
+
+// Prompt types a prompt and waits for the model's turn to finish: the text
+// want on screen and the prompt idle again.
+func (tu *TUI) Prompt(text, want string) {
+	tu.h.T.Helper()
+	tu.Type(text)
+	tu.WaitText(want, 60*time.Second)
+	tu.WaitReady()
+}
+
+// Slash runs a slash command such as /exit, pressing Enter again when the
+// first Enter only closed the command popup (seen on 0.128).
+func (tu *TUI) Slash(cmd string) {
+	tu.h.T.Helper()
+	tu.Type(cmd)
+	if cmd == "/exit" || cmd == "/quit" {
+		deadline := time.Now().Add(3 * time.Second)
+		for time.Now().Before(deadline) {
+			if tu.Exited() {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if !tu.Exited() {
+			tu.Keys("Enter")
+		}
+	}
+}
+
+func (tu *TUI) waitFile(name string, d time.Duration) string {
+	tu.h.T.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		if data, err := os.ReadFile(filepath.Join(tu.dir, name)); err == nil {
+			return strings.TrimSpace(string(data))
+		}
+		if time.Now().After(deadline) {
+			tu.h.T.Fatalf("timed out after %v waiting for %s; screen:\n%s", d, name, tu.Screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// CXPid is cx's pid.
+func (tu *TUI) CXPid() int {
+	tu.h.T.Helper()
+	pid, err := strconv.Atoi(tu.waitFile("cx.pid", 10*time.Second))
+	if err != nil {
+		tu.h.T.Fatal(err)
+	}
+	return pid
+}
+
+// CodexPid is the pid of the Codex process cx started.
+func (tu *TUI) CodexPid() int {
+	tu.h.T.Helper()
+	cx := tu.CXPid()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, c := range Children(cx) {
+			return c
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	tu.h.T.Fatalf("cx %d has no child", cx)
+	return 0
+}
+
+// Children lists pid's child processes.
+func Children(pid int) []int {
+	var out []int
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, t := range tasks {
+		data, _ := os.ReadFile(t)
+		for _, f := range strings.Fields(string(data)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// Alive reports whether pid is a live (non-zombie) process.
+func Alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
+}
+
+// Signal sends sig to pid (a process this test started).
+func (tu *TUI) Signal(pid int, sig syscall.Signal) {
+	tu.h.T.Helper()
+	if err := syscall.Kill(pid, sig); err != nil {
+		tu.h.T.Fatalf("kill %d %v: %v", pid, sig, err)
+	}
+}
+
+// Exited reports whether cx has exited (the pane recorded its status).
+func (tu *TUI) Exited() bool {
+	_, err := os.Stat(filepath.Join(tu.dir, "exit"))
+	return err == nil
+}
+
+// WaitExit waits for cx to exit and returns its status.
+func (tu *TUI) WaitExit(d time.Duration) int {
+	tu.h.T.Helper()
+	n, err := strconv.Atoi(tu.waitFile("exit", d))
+	if err != nil {
+		tu.h.T.Fatal(err)
+	}
+	return n
+}
+
+// Stty returns the terminal settings recorded before cx started and after it
+// exited.
+func (tu *TUI) Stty() (before, after string) {
+	tu.h.T.Helper()
+	return tu.waitFile("stty.before", 5*time.Second), tu.waitFile("stty.after", 10*time.Second)
+}
+
+// Close ends the tmux server and any process of this TUI still running.
+func (tu *TUI) Close() {
+	var pids []int
+	if data, err := os.ReadFile(filepath.Join(tu.dir, "cx.pid")); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && Alive(pid) {
+			pids = append(pids, Children(pid)...)
+			pids = append(pids, pid)
+		}
+	}
+	_, _ = tu.tmux("kill-server")
+	for _, p := range pids {
+		if Alive(p) {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	}
+}

@@ -1,0 +1,132 @@
+package mockmodel
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Directives is the default script: the last user message may hold
+// directives, answered one per model request within the turn (each tool
+// output Codex sends back moves to the next), then a closing text:
+//
+//	[[shell: CMD]]            run CMD with Codex's shell tool
+//	[[patch]]…[[/patch]]      apply_patch with the text between (an "*** Begin Patch" body)
+//	[[plan: a | b | [x] c]]   update_plan; "[x] " marks a step completed, the first open one is in progress
+//	[[slow: 2s]]              answer the next text after a delay
+//	[[error: 500]]            answer with this HTTP status
+//	[[say: TEXT]]             answer TEXT
+//
+// A message without directives is answered "mock reply: <its first words>".
+func Directives(r Request) Reply {
+	text := r.LastUserText()
+	ds := parseDirectives(text)
+	step := toolOutputsSinceLastUser(r)
+	var delay time.Duration
+	for i, d := range ds {
+		if d.kind == "slow" {
+			delay, _ = time.ParseDuration(d.arg)
+			ds = slices.Delete(ds, i, i+1)
+			break
+		}
+	}
+	if step < len(ds) {
+		reply := ds[step].reply(r)
+		reply.Delay = delay
+		return reply
+	}
+	if len(ds) > 0 {
+		return Reply{Text: fmt.Sprintf("mock: done (%d steps)", len(ds)), Delay: delay}
+	}
+	return Reply{Text: "mock reply: " + firstWords(text, 8), Delay: delay}
+}
+
+type directive struct{ kind, arg string }
+
+var directiveRE = regexp.MustCompile(`(?s)\[\[(shell|plan|slow|error|say):\s*(.*?)\]\]|\[\[patch\]\](.*?)\[\[/patch\]\]`)
+
+func parseDirectives(text string) []directive {
+	var out []directive
+	for _, m := range directiveRE.FindAllStringSubmatch(text, -1) {
+		if m[1] != "" {
+			out = append(out, directive{m[1], strings.TrimSpace(m[2])})
+		} else {
+			out = append(out, directive{"patch", strings.Trim(m[3], "\n")})
+		}
+	}
+	return out
+}
+
+func (d directive) reply(r Request) Reply {
+	switch d.kind {
+	case "shell":
+		tools := r.ToolNames()
+		switch {
+		case slices.Contains(tools, "exec_command"):
+			return Reply{Call: &FunctionCall{Name: "exec_command", Arguments: mustJSON(map[string]any{"cmd": d.arg, "yield_time_ms": 5000})}}
+		case slices.Contains(tools, "shell_command"):
+			return Reply{Call: &FunctionCall{Name: "shell_command", Arguments: mustJSON(map[string]any{"command": d.arg})}}
+		default:
+			return Reply{Call: &FunctionCall{Name: "shell", Arguments: mustJSON(map[string]any{"command": []string{"bash", "-lc", d.arg}})}}
+		}
+	case "patch":
+		return Reply{CustomCall: &CustomCall{Name: "apply_patch", Input: d.arg + "\n"}}
+	case "plan":
+		var steps []map[string]string
+		open := false
+		for _, s := range strings.Split(d.arg, "|") {
+			s = strings.TrimSpace(s)
+			status := "pending"
+			if rest, ok := strings.CutPrefix(s, "[x] "); ok {
+				s, status = rest, "completed"
+			} else if !open {
+				status, open = "in_progress", true
+			}
+			steps = append(steps, map[string]string{"step": s, "status": status})
+		}
+		return Reply{Call: &FunctionCall{Name: "update_plan", Arguments: mustJSON(map[string]any{"plan": steps})}}
+	case "error":
+		code, err := strconv.Atoi(d.arg)
+		if err != nil {
+			code = 500
+		}
+		return Reply{Status: code}
+	case "say":
+		return Reply{Text: d.arg}
+	}
+	return Reply{Text: "mock: unknown directive " + d.kind}
+}
+
+func toolOutputsSinceLastUser(r Request) int {
+	items := r.Inputs()
+	n := 0
+	for i := len(items) - 1; i >= 0; i-- {
+		if items[i]["type"] == "message" && items[i]["role"] == "user" {
+			break
+		}
+		if t, _ := items[i]["type"].(string); strings.HasSuffix(t, "_call_output") {
+			n++
+		}
+	}
+	return n
+}
+
+func firstWords(s string, n int) string {
+	f := strings.Fields(s)
+	if len(f) > n {
+		f = f[:n]
+	}
+	return strings.Join(f, " ")
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}

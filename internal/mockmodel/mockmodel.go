@@ -1,0 +1,264 @@
+// Package mockmodel is a mock OpenAI Responses API on 127.0.0.1 for driving
+// the real Codex CLI in tests: it streams the SSE events Codex needs to
+// complete a turn, answers with scripted replies (text, a shell command,
+// apply_patch, update_plan, a slow reply, an error) chosen per request, and
+// records every request body so tests can assert what reached the model.
+package mockmodel
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Request is one recorded POST /v1/responses.
+type Request struct {
+	Header http.Header
+	Body   []byte         // decoded (decompressed) JSON body
+	JSON   map[string]any // Body parsed
+}
+
+// Inputs returns the request's input items.
+func (r Request) Inputs() []map[string]any {
+	items, _ := r.JSON["input"].([]any)
+	out := make([]map[string]any, 0, len(items))
+	for _, it := range items {
+		if m, ok := it.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// ToolNames lists the tools Codex offered in the request.
+func (r Request) ToolNames() []string {
+	tools, _ := r.JSON["tools"].([]any)
+	var names []string
+	for _, t := range tools {
+		if m, ok := t.(map[string]any); ok {
+			if n, ok := m["name"].(string); ok {
+				names = append(names, n)
+			}
+		}
+	}
+	return names
+}
+
+// LastUserText is the text of the last user message in the input.
+func (r Request) LastUserText() string {
+	items := r.Inputs()
+	for i := len(items) - 1; i >= 0; i-- {
+		if items[i]["type"] == "message" && items[i]["role"] == "user" {
+			return textOf(items[i])
+		}
+	}
+	return ""
+}
+
+// EndsWithToolOutput reports whether the last input item is a tool's output
+// (Codex ran the tool the previous reply asked for).
+func (r Request) EndsWithToolOutput() bool {
+	items := r.Inputs()
+	if len(items) == 0 {
+		return false
+	}
+	t, _ := items[len(items)-1]["type"].(string)
+	return strings.HasSuffix(t, "_call_output")
+}
+
+func textOf(item map[string]any) string {
+	switch c := item["content"].(type) {
+	case string:
+		return c
+	case []any:
+		var b strings.Builder
+		for _, p := range c {
+			if m, ok := p.(map[string]any); ok {
+				if s, ok := m["text"].(string); ok {
+					b.WriteString(s)
+				}
+			}
+		}
+		return b.String()
+	}
+	return ""
+}
+
+// Reply is what the mock answers one request with.
+type Reply struct {
+	Text       string        // assistant text
+	Call       *FunctionCall // a function tool call (exec_command, update_plan, …)
+	CustomCall *CustomCall   // a freeform tool call (apply_patch)
+	Delay      time.Duration // wait before answering (a slow model)
+	Status     int           // non-zero: answer this HTTP error instead
+}
+
+// FunctionCall is a function tool call; Arguments is JSON.
+type FunctionCall struct {
+	Name      string
+	Arguments string
+}
+
+// CustomCall is a freeform tool call such as apply_patch.
+type CustomCall struct {
+	Name  string
+	Input string
+}
+
+// Script chooses the reply for a request.
+type Script func(r Request) Reply
+
+// Server is a running mock model.
+type Server struct {
+	URL    string // base URL, e.g. http://127.0.0.1:PORT/v1
+	Model  string
+	script Script
+	srv    *http.Server
+	ln     net.Listener
+
+	mu       sync.Mutex
+	requests []Request
+	seq      int
+}
+
+// Start starts a mock on a random loopback port. A nil script uses Directives.
+func Start(model string, script Script) (*Server, error) {
+	if script == nil {
+		script = Directives
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("mock model listen: %w", err)
+	}
+	s := &Server{URL: "http://" + ln.Addr().String() + "/v1", Model: model, script: script, ln: ln}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/models", s.models)
+	mux.HandleFunc("POST /v1/responses", s.responses)
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// Close stops the server.
+func (s *Server) Close() error { return s.srv.Close() }
+
+// Requests returns every POST /v1/responses received so far.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"object": "list",
+		"data":   []map[string]any{{"id": s.Model, "object": "model", "owned_by": "mock"}},
+		"models": []any{},
+	})
+}
+
+func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	req := Request{Header: r.Header.Clone(), Body: body}
+	if err := json.Unmarshal(body, &req.JSON); err != nil {
+		http.Error(w, "bad json: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.requests = append(s.requests, req)
+	s.seq++
+	seq := s.seq
+	s.mu.Unlock()
+
+	reply := s.script(req)
+	if reply.Delay > 0 {
+		select {
+		case <-time.After(reply.Delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if reply.Status != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(reply.Status)
+		fmt.Fprintf(w, `{"error":{"message":"mock error %d","type":"server_error","code":null}}`, reply.Status)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	flusher, _ := w.(http.Flusher)
+	send := func(event string, data map[string]any) {
+		data["type"] = event
+		b, _ := json.Marshal(data)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	respID := fmt.Sprintf("resp_mock_%d", seq)
+	send("response.created", map[string]any{"response": map[string]any{
+		"id": respID, "object": "response", "status": "in_progress", "model": s.Model, "output": []any{}}})
+
+	var item map[string]any
+	switch {
+	case reply.Call != nil:
+		item = map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d", seq),
+			"call_id": fmt.Sprintf("call_%d", seq), "name": reply.Call.Name, "arguments": reply.Call.Arguments}
+	case reply.CustomCall != nil:
+		item = map[string]any{"type": "custom_tool_call", "id": fmt.Sprintf("ctc_%d", seq),
+			"call_id": fmt.Sprintf("call_%d", seq), "name": reply.CustomCall.Name, "input": reply.CustomCall.Input}
+	default:
+		msgID := fmt.Sprintf("msg_%d", seq)
+		send("response.output_item.added", map[string]any{"output_index": 0, "item": map[string]any{
+			"id": msgID, "type": "message", "status": "in_progress", "role": "assistant", "content": []any{}}})
+		send("response.output_text.delta", map[string]any{"item_id": msgID, "output_index": 0,
+			"content_index": 0, "delta": reply.Text})
+		item = map[string]any{"id": msgID, "type": "message", "status": "completed", "role": "assistant",
+			"content": []any{map[string]any{"type": "output_text", "text": reply.Text, "annotations": []any{}}}}
+	}
+	if item["type"] != "message" {
+		added := map[string]any{}
+		for k, v := range item {
+			added[k] = v
+		}
+		added["status"] = "in_progress"
+		send("response.output_item.added", map[string]any{"output_index": 0, "item": added})
+		item["status"] = "completed"
+	}
+	send("response.output_item.done", map[string]any{"output_index": 0, "item": item})
+	send("response.completed", map[string]any{"response": map[string]any{
+		"id": respID, "object": "response", "status": "completed", "model": s.Model, "output": []any{item},
+		"usage": map[string]any{
+			"input_tokens": 100, "input_tokens_details": map[string]any{"cached_tokens": 0},
+			"output_tokens": 10, "output_tokens_details": map[string]any{"reasoning_tokens": 0},
+			"total_tokens": 110,
+		}}})
+}
+
+func readBody(r *http.Request) ([]byte, error) {
+	raw, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("read request body: %w", err)
+	}
+	switch enc := r.Header.Get("Content-Encoding"); enc {
+	case "", "identity":
+		return raw, nil
+	case "zstd":
+		return decodeZstd(raw)
+	default:
+		return nil, fmt.Errorf("unsupported Content-Encoding %q", enc)
+	}
+}
+
+var _ = bytes.MinRead
