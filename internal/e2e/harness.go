@@ -69,10 +69,12 @@ func New(t testing.TB, in codextest.Install, opts Options) *H {
 	if err := os.MkdirAll(base, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	root, err := os.MkdirTemp(base, sanitize(t.Name())+"-")
+	// Short names: tmux's socket path must stay under the 108-byte limit.
+	root, err := os.MkdirTemp(base, "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	_ = os.WriteFile(filepath.Join(root, "TEST"), []byte(t.Name()+"\n"), 0o600)
 	h := &H{T: t, Codex: in, CX: codextest.CX(t), Root: root,
 		CodexHome: filepath.Join(root, "codex-home"), Work: filepath.Join(root, "project"), CXHome: filepath.Join(root, "cx-home")}
 	t.Cleanup(func() {
@@ -98,10 +100,6 @@ func New(t testing.TB, in codextest.Install, opts Options) *H {
 		h.InstallHooks()
 	}
 	return h
-}
-
-func sanitize(s string) string {
-	return regexp.MustCompile(`[^A-Za-z0-9._-]+`).ReplaceAllString(s, "_")
 }
 
 func (h *H) initProject() {

@@ -1,8 +1,12 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
+	"regexp"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,6 +39,21 @@ func checkTerminal(t *testing.T, tu *TUI) {
 	}
 }
 
+// knownToCX checks that every session with a rollout reached cx's hook
+// handler. (The lifecycle's ledger will make this "committed exactly once".)
+func knownToCX(t *testing.T, h *H) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, e := range h.HookEvents() {
+		seen[e.SessionID] = true
+	}
+	for _, id := range h.RolloutSessionIDs() {
+		if !seen[id] {
+			t.Errorf("session %s has a rollout but never reached cx", id)
+		}
+	}
+}
+
 func hasEvent(evs []HookEvent, name string) bool {
 	return slices.ContainsFunc(evs, func(e HookEvent) bool { return e.Event == name })
 }
@@ -59,5 +78,237 @@ func TestScenarioExit(t *testing.T) {
 			t.Fatalf("no Stop hook; events %v", EventNames(evs))
 		}
 		t.Logf("hooks: %v", EventNames(evs))
+	})
+}
+
+// startTurn starts cx, runs one turn and returns the TUI with Codex's pid.
+func startTurn(t *testing.T, h *H, prompt string, args ...string) (*TUI, int) {
+	t.Helper()
+	tu := h.StartTUI(args...)
+	tu.WaitReady()
+	tu.Prompt(prompt, "mock reply: "+prompt)
+	return tu, tu.CodexPid()
+}
+
+// Scenario 2: the ways Codex or cx can be stopped from outside.
+func TestScenarioSignals(t *testing.T) {
+	cases := []struct {
+		name     string
+		toCodex  bool
+		sig      syscall.Signal
+		wantExit int
+	}{
+		{"SIGTERM to codex", true, syscall.SIGTERM, 143},
+		{"SIGKILL to codex", true, syscall.SIGKILL, 137},
+		{"SIGTERM to cx", false, syscall.SIGTERM, 0},
+		{"SIGHUP to cx", false, syscall.SIGHUP, 0},
+	}
+	eachCodex(t, func(t *testing.T, in codextest.Install) {
+		for _, c := range cases {
+			t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
+				h := New(t, in, Options{})
+				tu, codex := startTurn(t, h, "before the "+strings.Fields(c.name)[0])
+				target := codex
+				if !c.toCodex {
+					target = tu.CXPid()
+				}
+				tu.Signal(target, c.sig)
+				if code := tu.WaitExit(30 * time.Second); code != c.wantExit {
+					t.Fatalf("cx exit %d, want %d; screen:\n%s", code, c.wantExit, tu.Screen())
+				}
+				checkTerminal(t, tu)
+				if Alive(codex) {
+					t.Fatalf("codex %d still running after cx exited", codex)
+				}
+				if len(h.RolloutSessionIDs()) != 1 {
+					t.Fatalf("rollouts: %v", h.Rollouts())
+				}
+				knownToCX(t, h)
+			})
+		}
+		t.Run("SIGKILL_to_cx_then_new_cx", func(t *testing.T) {
+			h := New(t, in, Options{})
+			tu, codex := startTurn(t, h, "before the kill")
+			tu.Signal(tu.CXPid(), syscall.SIGKILL)
+			deadline := time.Now().Add(10 * time.Second)
+			for Alive(codex) && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if Alive(codex) {
+				t.Fatalf("codex %d outlived its SIGKILLed cx", codex)
+			}
+			// A new cx starts and works normally afterwards.
+			tu2, _ := startTurn(t, h, "after the kill")
+			tu2.Slash("/exit")
+			if code := tu2.WaitExit(30 * time.Second); code != 0 {
+				t.Fatalf("second cx exit %d", code)
+			}
+			checkTerminal(t, tu2)
+			if n := len(h.RolloutSessionIDs()); n != 2 {
+				t.Fatalf("want 2 sessions, rollouts %v", h.Rollouts())
+			}
+			knownToCX(t, h)
+		})
+	})
+}
+
+// Scenario 3: /new and /clear each start a session; every id is seen.
+func TestScenarioNewClear(t *testing.T) {
+	eachCodex(t, func(t *testing.T, in codextest.Install) {
+		h := New(t, in, Options{})
+		tu, _ := startTurn(t, h, "first session")
+		tu.New()
+		tu.Prompt("second session", "mock reply: second session")
+		tu.Type("/clear")
+		tu.WaitReady()
+		tu.Prompt("third session", "mock reply: third session")
+		tu.Slash("/exit")
+		if code := tu.WaitExit(30 * time.Second); code != 0 {
+			t.Fatalf("cx exit %d", code)
+		}
+		checkTerminal(t, tu)
+		ids := h.RolloutSessionIDs()
+		if len(ids) != 3 {
+			t.Fatalf("want 3 sessions, rollouts %v", h.Rollouts())
+		}
+		var started []string
+		for _, e := range h.HookEvents() {
+			if e.Event == "SessionStart" {
+				started = append(started, e.SessionID+"/"+e.Source)
+			}
+		}
+		for _, id := range ids {
+			if !slices.ContainsFunc(started, func(s string) bool { return strings.HasPrefix(s, id+"/") }) {
+				t.Errorf("session %s had no SessionStart; starts %v", id, started)
+			}
+		}
+		t.Logf("starts: %v", started)
+	})
+}
+
+// Scenario 4: /compact then a turn.
+func TestScenarioCompact(t *testing.T) {
+	eachCodex(t, func(t *testing.T, in codextest.Install) {
+		h := New(t, in, Options{})
+		tu, _ := startTurn(t, h, "before compaction")
+		tu.Type("/compact")
+		tu.WaitFor(regexp.MustCompile(`(?i)compact`), 30*time.Second)
+		tu.WaitReady()
+		tu.Prompt("after compaction", "mock reply: after compaction")
+		tu.Slash("/exit")
+		if code := tu.WaitExit(30 * time.Second); code != 0 {
+			t.Fatalf("cx exit %d", code)
+		}
+		checkTerminal(t, tu)
+		if len(h.RolloutSessionIDs()) != 1 {
+			t.Fatalf("rollouts %v", h.Rollouts())
+		}
+		data, err := os.ReadFile(h.Rollouts()[0])
+		if err != nil || !strings.Contains(string(data), `"compacted"`) {
+			t.Fatalf("rollout holds no compaction (err %v)", err)
+		}
+		t.Logf("hooks: %v", EventNames(h.HookEvents()))
+	})
+}
+
+// Scenario 5: `codex resume <id>` through cx continues the same session.
+func TestScenarioResume(t *testing.T) {
+	eachCodex(t, func(t *testing.T, in codextest.Install) {
+		h := New(t, in, Options{})
+		tu, _ := startTurn(t, h, "to be resumed")
+		tu.Slash("/exit")
+		if code := tu.WaitExit(30 * time.Second); code != 0 {
+			t.Fatalf("cx exit %d", code)
+		}
+		ids := h.RolloutSessionIDs()
+		if len(ids) != 1 {
+			t.Fatalf("rollouts %v", h.Rollouts())
+		}
+		tu2 := h.StartTUI("resume", ids[0])
+		tu2.WaitText("to be resumed", 60*time.Second)
+		tu2.WaitReady()
+		tu2.Prompt("resumed turn", "mock reply: resumed turn")
+		tu2.Slash("/exit")
+		if code := tu2.WaitExit(30 * time.Second); code != 0 {
+			t.Fatalf("resumed cx exit %d", code)
+		}
+		checkTerminal(t, tu2)
+		if got := h.RolloutSessionIDs(); len(got) != 1 || got[0] != ids[0] {
+			t.Fatalf("resume made rollouts %v", got)
+		}
+		var resumed bool
+		for _, e := range h.HookEvents() {
+			resumed = resumed || (e.Event == "SessionStart" && e.Source == "resume" && e.SessionID == ids[0])
+		}
+		if !resumed {
+			t.Fatalf("no SessionStart(resume) for %s: %v", ids[0], EventNames(h.HookEvents()))
+		}
+	})
+}
+
+// Scenario 6: `codex exec` through cx (pipe mode): output and exit code as
+// when Codex runs directly.
+func TestScenarioExec(t *testing.T) {
+	eachCodex(t, func(t *testing.T, in codextest.Install) {
+		h := New(t, in, Options{})
+		prompt := "exec prompt [[shell: echo exec-tool-ran]]"
+		out, errOut, code := h.Exec("", "exec", prompt)
+		dOut, _, dCode := h.Direct("", "exec", prompt)
+		if code != 0 || code != dCode || out != dOut {
+			t.Fatalf("through cx: code %d stdout %q (stderr %q); directly: code %d stdout %q", code, out, errOut, dCode, dOut)
+		}
+		if !strings.Contains(out, "mock: done (1 steps)") {
+			t.Fatalf("stdout %q", out)
+		}
+		// A failing run fails the same way.
+		_, _, code = h.Exec("", "exec", "[[error: 400]]")
+		_, _, dCode = h.Direct("", "exec", "[[error: 400]]")
+		if code != dCode || code == 0 {
+			t.Fatalf("error run: through cx %d, directly %d", code, dCode)
+		}
+		if evs := h.HookEvents(); !hasEvent(evs, "Stop") {
+			t.Fatalf("exec through cx fired no Stop: %v", EventNames(evs))
+		}
+	})
+}
+
+// Scenario 7: four cx+Codex at once on one CODEX_HOME, one killed.
+func TestScenarioConcurrent(t *testing.T) {
+	eachCodex(t, func(t *testing.T, in codextest.Install) {
+		h := New(t, in, Options{})
+		var tus []*TUI
+		for i := 0; i < 4; i++ {
+			tus = append(tus, h.StartTUI())
+		}
+		codex := make([]int, 4)
+		for i, tu := range tus {
+			tu.WaitReady()
+			p := fmt.Sprintf("concurrent %d", i)
+			tu.Prompt(p, "mock reply: "+p)
+			codex[i] = tu.CodexPid()
+		}
+		tus[2].Signal(codex[2], syscall.SIGKILL)
+		if code := tus[2].WaitExit(30 * time.Second); code != 137 {
+			t.Fatalf("killed one: cx exit %d", code)
+		}
+		for i, tu := range tus {
+			if i == 2 {
+				continue
+			}
+			if !Alive(codex[i]) {
+				t.Fatalf("codex %d died with its neighbour", i)
+			}
+			tu.Slash("/exit")
+		}
+		for i, tu := range tus {
+			code := tu.WaitExit(30 * time.Second)
+			if i != 2 && code != 0 {
+				t.Fatalf("cx %d exit %d", i, code)
+			}
+			checkTerminal(t, tu)
+		}
+		if n := len(h.RolloutSessionIDs()); n != 4 {
+			t.Fatalf("want 4 sessions, rollouts %v", h.Rollouts())
+		}
 	})
 }

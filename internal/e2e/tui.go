@@ -27,11 +27,11 @@ var Ready = regexp.MustCompile(`(?m)^› |Ask Codex to do anything|send a messag
 // waits until the pane's script has recorded cx's pid.
 func (h *H) StartTUI(args ...string) *TUI {
 	h.T.Helper()
-	dir, err := os.MkdirTemp(h.Root, "tui-")
+	dir, err := os.MkdirTemp(h.Root, "t")
 	if err != nil {
 		h.T.Fatal(err)
 	}
-	tu := &TUI{h: h, dir: dir, sock: filepath.Join(dir, "tmux.sock")}
+	tu := &TUI{h: h, dir: dir, sock: filepath.Join(dir, "s")}
 	quoted := []string{shellQuote(h.CX)}
 	for _, a := range args {
 		quoted = append(quoted, shellQuote(a))
@@ -112,6 +112,27 @@ func (tu *TUI) Type(text string) {
 	}
 	time.Sleep(300 * time.Millisecond) // let the composer take the paste before Enter
 	tu.Keys("Enter")
+	// Under load the TUI may take the Enter as part of a paste burst and keep
+	// the text in the composer: press Enter again until it is submitted.
+	for i := 0; i < 5; i++ {
+		time.Sleep(500 * time.Millisecond)
+		if composerLine(tu.Screen()) != "› "+text {
+			return
+		}
+		tu.Keys("Enter")
+	}
+}
+
+// composerLine is the last line that starts with the prompt marker: the
+// composer, when Codex is idle.
+func composerLine(screen string) string {
+	lines := strings.Split(screen, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimRight(lines[i], " "); strings.HasPrefix(strings.TrimLeft(l, " "), "› ") {
+			return strings.TrimLeft(l, " ")
+		}
+	}
+	return ""
 }
 
 // Keys sends tmux key names (Enter, C-c, C-d, Escape, Down…).
@@ -261,4 +282,26 @@ func (tu *TUI) Close() {
 			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
 	}
+}
+
+var whereToRun = regexp.MustCompile(`Where should the new conversation run\?`)
+
+// New runs /new, answering 0.169's "where should it run" question (inside a
+// git repository) with the current worktree, and waits for the idle prompt.
+func (tu *TUI) New() {
+	tu.h.T.Helper()
+	tu.Type("/new")
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		s := tu.Screen()
+		if whereToRun.MatchString(s) {
+			tu.Keys("Enter")
+			break
+		}
+		if Ready.MatchString(s) && !strings.Contains(s, "/new") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	tu.WaitReady()
 }
