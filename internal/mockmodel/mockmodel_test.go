@@ -1,0 +1,105 @@
+package mockmodel
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func post(t *testing.T, s *Server, body map[string]any) (*http.Response, []map[string]any) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	resp, err := http.Post(s.URL+"/responses", "application/json", strings.NewReader(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var events []map[string]any
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			var ev map[string]any
+			if err := json.Unmarshal([]byte(data), &ev); err != nil {
+				t.Fatalf("bad SSE data %q: %v", data, err)
+			}
+			events = append(events, ev)
+		}
+	}
+	return resp, events
+}
+
+func user(text string) map[string]any {
+	return map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": text}}}
+}
+
+func types(evs []map[string]any) string {
+	var s []string
+	for _, e := range evs {
+		s = append(s, e["type"].(string))
+	}
+	return strings.Join(s, " ")
+}
+
+func TestTurnShapesAndRecording(t *testing.T) {
+	s, err := Start("gpt-5.5", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tools := []any{map[string]any{"type": "function", "name": "exec_command"}, map[string]any{"type": "custom", "name": "apply_patch"}}
+
+	_, evs := post(t, s, map[string]any{"input": []any{user("hi there")}, "tools": tools})
+	if got := types(evs); got != "response.created response.output_item.added response.output_text.delta response.output_item.done response.completed" {
+		t.Fatalf("text turn events: %s", got)
+	}
+	if d := evs[2]["delta"]; d != "mock reply: hi there" {
+		t.Fatalf("delta %v", d)
+	}
+
+	prompt := "go [[shell: ls]] [[patch]]*** Begin Patch\n*** Add File: a\n+x\n*** End Patch[[/patch]]"
+	_, evs = post(t, s, map[string]any{"input": []any{user(prompt)}, "tools": tools})
+	item := evs[2]["item"].(map[string]any)
+	if item["type"] != "function_call" || item["name"] != "exec_command" || !strings.Contains(item["arguments"].(string), `"cmd":"ls"`) {
+		t.Fatalf("step 1: %v", item)
+	}
+	_, evs = post(t, s, map[string]any{"input": []any{user(prompt), item, map[string]any{"type": "function_call_output", "call_id": item["call_id"], "output": "ok"}}, "tools": tools})
+	item2 := evs[2]["item"].(map[string]any)
+	if item2["type"] != "custom_tool_call" || item2["name"] != "apply_patch" || !strings.HasPrefix(item2["input"].(string), "*** Begin Patch") {
+		t.Fatalf("step 2: %v", item2)
+	}
+	_, evs = post(t, s, map[string]any{"input": []any{user(prompt), item, map[string]any{"type": "function_call_output"}, item2, map[string]any{"type": "custom_tool_call_output"}}})
+	if d := evs[2]["delta"]; d != "mock: done (2 steps)" {
+		t.Fatalf("closing text %v", d)
+	}
+
+	resp, _ := post(t, s, map[string]any{"input": []any{user("[[error: 503]]")}})
+	if resp.StatusCode != 503 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	start := time.Now()
+	post(t, s, map[string]any{"input": []any{user("[[slow: 300ms]]")}})
+	if time.Since(start) < 300*time.Millisecond {
+		t.Fatal("slow reply was not slow")
+	}
+	if n := len(s.Requests()); n != 6 {
+		t.Fatalf("recorded %d requests, want 6", n)
+	}
+	if s.Requests()[0].LastUserText() != "hi there" {
+		t.Fatalf("recorded body %s", s.Requests()[0].Body)
+	}
+}
+
+func TestPlanDirective(t *testing.T) {
+	r := Request{JSON: map[string]any{"input": []any{user("[[plan: read | [x] write | test]]")}, "tools": []any{}}}
+	reply := Directives(r)
+	if reply.Call == nil || reply.Call.Name != "update_plan" {
+		t.Fatalf("%+v", reply)
+	}
+	want := `{"plan":[{"status":"in_progress","step":"read"},{"status":"completed","step":"write"},{"status":"pending","step":"test"}]}`
+	if reply.Call.Arguments != want {
+		t.Fatalf("args %s", reply.Call.Arguments)
+	}
+}
