@@ -1,0 +1,122 @@
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"cx/internal/codextest"
+)
+
+// TestRecordRollouts records real rollouts from each Codex version into
+// testdata/rollouts/<version>/ for the capture and checkpoint golden tests.
+// It runs only with CX_TEST_RECORD=1 (the recordings are committed).
+func TestRecordRollouts(t *testing.T) {
+	if os.Getenv("CX_TEST_RECORD") != "1" {
+		t.Skip("set CX_TEST_RECORD=1 to re-record rollouts")
+	}
+	_, file, _, _ := runtime.Caller(0)
+	outRoot := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "rollouts")
+	eachCodex(t, func(t *testing.T, in codextest.Install) {
+		out := filepath.Join(outRoot, in.Version)
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		save := func(h *H, name string) {
+			t.Helper()
+			rs := h.Rollouts()
+			if len(rs) == 0 {
+				t.Fatalf("%s: no rollout", name)
+			}
+			for i, r := range rs {
+				data, err := os.ReadFile(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// No paths of this machine in the recordings.
+				data = bytes.ReplaceAll(data, []byte(h.Root), []byte("/home/user/cx-e2e"))
+				if home, err := os.UserHomeDir(); err == nil && home != "/" {
+					data = bytes.ReplaceAll(data, []byte(home+"/"), []byte("/home/user/"))
+					data = bytes.ReplaceAll(data, []byte(`\"`+home+`\"`), []byte(`\"/home/user\"`))
+					data = bytes.ReplaceAll(data, []byte(`"`+home+`"`), []byte(`"/home/user"`))
+				}
+				n := name
+				if len(rs) > 1 {
+					n = name + "-" + string(rune('a'+i))
+				}
+				if err := os.WriteFile(filepath.Join(out, n+".jsonl"), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+
+		// exec: a shell command (failing), a patch that adds and one that
+		// updates a file, a plan.
+		h := New(t, in, Options{})
+		_, _, _ = h.Exec("", "exec", `Add notes and check them.
+[[plan: write notes | [x] read README | run checks]]
+[[patch]]*** Begin Patch
+*** Add File: notes.txt
++first line
++second line
+*** End Patch[[/patch]]
+[[shell: grep -c line notes.txt]]
+[[patch]]*** Begin Patch
+*** Update File: notes.txt
+@@
+ first line
+-second line
++second line, edited
+*** End Patch[[/patch]]
+[[shell: ls missing-file]]`)
+		save(h, "exec-tools")
+
+		// TUI: two turns, an interrupted slow turn, a compaction, one more turn.
+		h = New(t, in, Options{})
+		tu := h.StartTUI()
+		tu.WaitReady()
+		tu.Prompt("fix the flaky test in parser_test.go", "mock reply: fix the flaky test")
+		tu.Prompt("continue [[shell: echo step two]]", "mock: done (1 steps)")
+		tu.Type("take your time [[slow: 20s]]")
+		time.Sleep(1500 * time.Millisecond)
+		tu.Keys("Escape")
+		time.Sleep(1500 * time.Millisecond)
+		tu.WaitReady()
+		tu.Type("/compact")
+		time.Sleep(3 * time.Second)
+		tu.WaitReady()
+		tu.Prompt("after the compaction", "mock reply: after the compaction")
+		tu.Slash("/exit")
+		tu.WaitExit(30 * time.Second)
+		save(h, "tui-compact-interrupt")
+
+		// fork: a session, then `codex fork <id>` with one turn.
+		h = New(t, in, Options{})
+		tu = h.StartTUI()
+		tu.WaitReady()
+		tu.Prompt("parent turn", "mock reply: parent turn")
+		tu.Slash("/exit")
+		tu.WaitExit(30 * time.Second)
+		parent := h.RolloutSessionIDs()[0]
+		tu = h.StartTUI("fork", parent)
+		tu.WaitText("parent turn", 60*time.Second)
+		tu.WaitReady()
+		tu.Prompt("child turn", "mock reply: child turn")
+		tu.Slash("/exit")
+		tu.WaitExit(30 * time.Second)
+		save(h, "fork")
+
+		// killed mid-session: SIGKILL to Codex after a turn.
+		h = New(t, in, Options{})
+		tu = h.StartTUI()
+		tu.WaitReady()
+		tu.Prompt("a turn before the kill", "mock reply: a turn before the kill")
+		tu.Signal(tu.CodexPid(), syscall.SIGKILL)
+		tu.WaitExit(30 * time.Second)
+		save(h, "killed")
+	})
+}

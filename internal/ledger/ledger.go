@@ -1,0 +1,250 @@
+// Package ledger is cx's state in SQLite (pure Go driver): runs, sessions
+// and their generations, the outbox of jobs, and an append-only event log.
+// Many short hook processes and several cx processes use it at once: WAL,
+// a busy timeout, and write transactions that take the write lock up front
+// (BEGIN IMMEDIATE), so a read-then-write decision is never raced.
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// FileName is the ledger's file inside CX_HOME.
+const FileName = "cx.db"
+
+// DB is an open ledger.
+type DB struct {
+	db   *sql.DB
+	Path string
+}
+
+// Options tune Open.
+type Options struct {
+	// BusyTimeout is how long a statement waits for another process's lock.
+	BusyTimeout time.Duration
+}
+
+// ErrDamaged means the file is not a usable SQLite database.
+var ErrDamaged = errors.New("ledger damaged")
+
+// Open opens (creating if needed, mode 0600) and migrates the ledger at path.
+func Open(ctx context.Context, path string, opts Options) (*DB, error) {
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 2 * time.Second
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("open ledger %s: %w", path, err)
+	}
+	// Create the file ourselves so it is 0600; SQLite gives its -wal and
+	// -shm files the database's permissions.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open ledger %s: %w", path, err)
+	}
+	f.Close()
+	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate",
+		path, opts.BusyTimeout.Milliseconds())
+	sdb, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open ledger %s: %w", path, err)
+	}
+	sdb.SetMaxOpenConns(1) // one connection per process: SQLite serialises writers anyway
+	db := &DB{db: sdb, Path: path}
+	if err := db.migrate(ctx); err != nil {
+		sdb.Close()
+		if isDamage(err) {
+			return nil, fmt.Errorf("%w: %s: %v", ErrDamaged, path, err)
+		}
+		return nil, fmt.Errorf("open ledger %s: %w", path, err)
+	}
+	return db, nil
+}
+
+func isDamage(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "not a database") || strings.Contains(s, "malformed") || strings.Contains(s, "SQLITE_CORRUPT") || strings.Contains(s, "SQLITE_NOTADB")
+}
+
+// IsBusy reports whether err is SQLite's "database is locked".
+func IsBusy(err error) bool {
+	if err == nil {
+		return false
+	}
+	s := err.Error()
+	return strings.Contains(s, "SQLITE_BUSY") || strings.Contains(s, "database is locked")
+}
+
+// Close closes the ledger.
+func (db *DB) Close() error { return db.db.Close() }
+
+// SQL exposes the handle for read-only queries of the commands.
+func (db *DB) SQL() *sql.DB { return db.db }
+
+// Tx runs f in one write transaction (the write lock taken at BEGIN).
+func (db *DB) Tx(ctx context.Context, f func(tx *Tx) error) error {
+	stx, err := db.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("ledger begin: %w", err)
+	}
+	tx := &Tx{tx: stx, now: time.Now().UTC()}
+	if err := f(tx); err != nil {
+		_ = stx.Rollback()
+		return err
+	}
+	if err := stx.Commit(); err != nil {
+		return fmt.Errorf("ledger commit: %w", err)
+	}
+	return nil
+}
+
+// migrations, in order; user_version is the number applied.
+var migrations = []string{
+	`CREATE TABLE runs (
+		id TEXT PRIMARY KEY,
+		pid INTEGER NOT NULL,
+		pid_start INTEGER NOT NULL,
+		codex_pid INTEGER NOT NULL DEFAULT 0,
+		codex_start INTEGER NOT NULL DEFAULT 0,
+		codex_home TEXT NOT NULL DEFAULT '',
+		codex_version TEXT NOT NULL DEFAULT '',
+		cwd TEXT NOT NULL DEFAULT '',
+		mode TEXT NOT NULL DEFAULT '',
+		args TEXT NOT NULL DEFAULT '[]',
+		sinks TEXT NOT NULL DEFAULT '[]',
+		foreground TEXT NOT NULL DEFAULT '',
+		started_at TEXT NOT NULL,
+		ended_at TEXT,
+		exit_code INTEGER,
+		end_reason TEXT NOT NULL DEFAULT ''
+	);
+	CREATE INDEX runs_open ON runs(ended_at) WHERE ended_at IS NULL;
+	CREATE TABLE sessions (
+		id TEXT PRIMARY KEY,
+		run_id TEXT NOT NULL DEFAULT '',
+		status TEXT NOT NULL,
+		generation INTEGER NOT NULL DEFAULT 1,
+		end_reason TEXT NOT NULL DEFAULT '',
+		transcript_path TEXT NOT NULL DEFAULT '',
+		cwd TEXT NOT NULL DEFAULT '',
+		sinks TEXT NOT NULL DEFAULT '[]',
+		cursor_offset INTEGER NOT NULL DEFAULT 0,
+		cursor_inode INTEGER NOT NULL DEFAULT 0,
+		cursor_size INTEGER NOT NULL DEFAULT 0,
+		cursor_head TEXT NOT NULL DEFAULT '',
+		gen_start INTEGER NOT NULL DEFAULT 0,
+		turns INTEGER NOT NULL DEFAULT 0,
+		interrupted INTEGER NOT NULL DEFAULT 0,
+		compactions INTEGER NOT NULL DEFAULT 0,
+		placeholders INTEGER NOT NULL DEFAULT 0,
+		created_at TEXT NOT NULL,
+		last_seen TEXT NOT NULL,
+		ended_at TEXT
+	);
+	CREATE INDEX sessions_run ON sessions(run_id, status);
+	CREATE TABLE generations (
+		session_id TEXT NOT NULL,
+		generation INTEGER NOT NULL,
+		status TEXT NOT NULL,
+		end_reason TEXT NOT NULL,
+		run_id TEXT NOT NULL DEFAULT '',
+		sinks TEXT NOT NULL DEFAULT '[]',
+		start_offset INTEGER NOT NULL,
+		end_offset INTEGER NOT NULL,
+		turns INTEGER NOT NULL,
+		exit_status INTEGER,
+		ended_at TEXT NOT NULL,
+		committed_at TEXT,
+		PRIMARY KEY (session_id, generation)
+	);
+	CREATE TABLE jobs (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		kind TEXT NOT NULL,
+		session_id TEXT NOT NULL,
+		generation INTEGER NOT NULL,
+		sink TEXT NOT NULL,
+		state TEXT NOT NULL,
+		attempts INTEGER NOT NULL DEFAULT 0,
+		next_attempt_at TEXT NOT NULL,
+		lease_owner TEXT NOT NULL DEFAULT '',
+		lease_until TEXT,
+		last_error TEXT NOT NULL DEFAULT '',
+		created_at TEXT NOT NULL,
+		updated_at TEXT NOT NULL,
+		UNIQUE (kind, session_id, generation, sink)
+	);
+	CREATE INDEX jobs_due ON jobs(state, next_attempt_at);
+	CREATE TABLE events (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		at TEXT NOT NULL,
+		kind TEXT NOT NULL,
+		session_id TEXT NOT NULL DEFAULT '',
+		run_id TEXT NOT NULL DEFAULT '',
+		detail TEXT NOT NULL DEFAULT ''
+	);
+	CREATE TABLE archives (
+		session_id TEXT NOT NULL,
+		generation INTEGER NOT NULL,
+		turns TEXT NOT NULL DEFAULT '[]',
+		checkpoint TEXT NOT NULL DEFAULT '',
+		continuity TEXT NOT NULL DEFAULT '',
+		stored_at TEXT NOT NULL,
+		PRIMARY KEY (session_id, generation)
+	);
+	-- The event log is append-only.
+	CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+	CREATE TRIGGER events_no_delete BEFORE DELETE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;`,
+}
+
+// SchemaVersion is the schema version this build writes.
+var SchemaVersion = len(migrations)
+
+func (db *DB) migrate(ctx context.Context) error {
+	var v int
+	if err := db.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return err
+	}
+	if v > len(migrations) {
+		return fmt.Errorf("ledger schema version %d is newer than this cx understands (%d)", v, len(migrations))
+	}
+	for i := v; i < len(migrations); i++ {
+		err := db.Tx(ctx, func(tx *Tx) error {
+			var cur int
+			if err := tx.tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&cur); err != nil {
+				return err
+			}
+			if cur > i {
+				return nil // another process migrated meanwhile
+			}
+			if _, err := tx.tx.ExecContext(ctx, migrations[i]); err != nil {
+				return fmt.Errorf("migration %d: %w", i+1, err)
+			}
+			_, err := tx.tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", i+1))
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Check runs SQLite's quick integrity check.
+func (db *DB) Check(ctx context.Context) error {
+	var res string
+	if err := db.db.QueryRowContext(ctx, "PRAGMA quick_check").Scan(&res); err != nil {
+		return fmt.Errorf("ledger check: %w", err)
+	}
+	if res != "ok" {
+		return fmt.Errorf("%w: %s", ErrDamaged, res)
+	}
+	return nil
+}

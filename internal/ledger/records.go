@@ -1,0 +1,620 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Session statuses.
+const (
+	Live      = "live"
+	Ended     = "ended"
+	Committed = "committed"
+	Empty     = "empty"
+)
+
+// Job states.
+const (
+	JobPending = "pending"
+	JobLeased  = "leased"
+	JobDone    = "done"
+	JobParked  = "parked"
+)
+
+// Run is one cx process.
+type Run struct {
+	ID           string
+	PID          int
+	PIDStart     uint64
+	CodexPID     int
+	CodexStart   uint64
+	CodexHome    string
+	CodexVersion string
+	Cwd          string
+	Mode         string
+	Args         []string
+	Sinks        []string
+	Foreground   string
+	StartedAt    time.Time
+	EndedAt      *time.Time
+	ExitCode     *int
+	EndReason    string
+}
+
+// Cursor is how far a session's rollout has been captured, with enough of
+// the file's identity to notice a rewrite or shrink.
+type Cursor struct {
+	Offset int64
+	Inode  uint64
+	Size   int64
+	Head   string // hash of the file's first bytes
+}
+
+// Session is one Codex session (thread) and its current generation.
+type Session struct {
+	ID             string
+	RunID          string
+	Status         string
+	Generation     int
+	EndReason      string
+	TranscriptPath string
+	Cwd            string
+	Sinks          []string
+	Cursor         Cursor
+	GenStart       int64 // rollout offset where the current generation began
+	Turns          int   // turns captured in the current generation
+	Interrupted    int
+	Compactions    int
+	Placeholders   int
+	CreatedAt      time.Time
+	LastSeen       time.Time
+	EndedAt        *time.Time
+}
+
+// Generation is one ended generation of a session.
+type Generation struct {
+	SessionID   string
+	Generation  int
+	Status      string
+	EndReason   string
+	RunID       string
+	Sinks       []string
+	StartOffset int64
+	EndOffset   int64
+	Turns       int
+	ExitStatus  *int
+	EndedAt     time.Time
+	CommittedAt *time.Time
+}
+
+// Job is one unit of outbox work.
+type Job struct {
+	ID            int64
+	Kind          string
+	SessionID     string
+	Generation    int
+	Sink          string
+	State         string
+	Attempts      int
+	NextAttemptAt time.Time
+	LeaseOwner    string
+	LeaseUntil    *time.Time
+	LastError     string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// Tx is a write transaction.
+type Tx struct {
+	tx  *sql.Tx
+	now time.Time
+}
+
+// Now is the transaction's timestamp.
+func (tx *Tx) Now() time.Time { return tx.now }
+
+func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func tsPtr(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return ts(*t)
+}
+
+func parseTS(s string) time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, s)
+	return t
+}
+
+func parseTSPtr(s sql.NullString) *time.Time {
+	if !s.Valid || s.String == "" {
+		return nil
+	}
+	t := parseTS(s.String)
+	return &t
+}
+
+func jsonList(v []string) string {
+	if v == nil {
+		v = []string{}
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func parseList(s string) []string {
+	var v []string
+	_ = json.Unmarshal([]byte(s), &v)
+	if v == nil {
+		v = []string{}
+	}
+	return v
+}
+
+// ErrNotFound is returned for a missing row.
+var ErrNotFound = errors.New("not found")
+
+type querier interface {
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+const runCols = `id, pid, pid_start, codex_pid, codex_start, codex_home, codex_version, cwd, mode, args, sinks, foreground, started_at, ended_at, exit_code, end_reason`
+
+func scanRun(s scanner) (Run, error) {
+	var r Run
+	var args, sinks, started string
+	var ended sql.NullString
+	var exit sql.NullInt64
+	err := s.Scan(&r.ID, &r.PID, &r.PIDStart, &r.CodexPID, &r.CodexStart, &r.CodexHome, &r.CodexVersion, &r.Cwd, &r.Mode,
+		&args, &sinks, &r.Foreground, &started, &ended, &exit, &r.EndReason)
+	if err != nil {
+		return r, err
+	}
+	r.Args, r.Sinks, r.StartedAt, r.EndedAt = parseList(args), parseList(sinks), parseTS(started), parseTSPtr(ended)
+	if exit.Valid {
+		n := int(exit.Int64)
+		r.ExitCode = &n
+	}
+	return r, nil
+}
+
+const sessionCols = `id, run_id, status, generation, end_reason, transcript_path, cwd, sinks, cursor_offset, cursor_inode, cursor_size, cursor_head, gen_start, turns, interrupted, compactions, placeholders, created_at, last_seen, ended_at`
+
+func scanSession(s scanner) (Session, error) {
+	var x Session
+	var sinks, created, seen string
+	var ended sql.NullString
+	err := s.Scan(&x.ID, &x.RunID, &x.Status, &x.Generation, &x.EndReason, &x.TranscriptPath, &x.Cwd, &sinks,
+		&x.Cursor.Offset, &x.Cursor.Inode, &x.Cursor.Size, &x.Cursor.Head, &x.GenStart, &x.Turns, &x.Interrupted,
+		&x.Compactions, &x.Placeholders, &created, &seen, &ended)
+	if err != nil {
+		return x, err
+	}
+	x.Sinks, x.CreatedAt, x.LastSeen, x.EndedAt = parseList(sinks), parseTS(created), parseTS(seen), parseTSPtr(ended)
+	return x, nil
+}
+
+const jobCols = `id, kind, session_id, generation, sink, state, attempts, next_attempt_at, lease_owner, lease_until, last_error, created_at, updated_at`
+
+func scanJob(s scanner) (Job, error) {
+	var j Job
+	var next, created, updated string
+	var lease sql.NullString
+	err := s.Scan(&j.ID, &j.Kind, &j.SessionID, &j.Generation, &j.Sink, &j.State, &j.Attempts, &next, &j.LeaseOwner,
+		&lease, &j.LastError, &created, &updated)
+	if err != nil {
+		return j, err
+	}
+	j.NextAttemptAt, j.LeaseUntil, j.CreatedAt, j.UpdatedAt = parseTS(next), parseTSPtr(lease), parseTS(created), parseTS(updated)
+	return j, nil
+}
+
+const genCols = `session_id, generation, status, end_reason, run_id, sinks, start_offset, end_offset, turns, exit_status, ended_at, committed_at`
+
+func scanGeneration(s scanner) (Generation, error) {
+	var g Generation
+	var sinks, ended string
+	var exit sql.NullInt64
+	var committed sql.NullString
+	err := s.Scan(&g.SessionID, &g.Generation, &g.Status, &g.EndReason, &g.RunID, &sinks, &g.StartOffset, &g.EndOffset,
+		&g.Turns, &exit, &ended, &committed)
+	if err != nil {
+		return g, err
+	}
+	g.Sinks, g.EndedAt, g.CommittedAt = parseList(sinks), parseTS(ended), parseTSPtr(committed)
+	if exit.Valid {
+		n := int(exit.Int64)
+		g.ExitStatus = &n
+	}
+	return g, nil
+}
+
+func getRun(ctx context.Context, q querier, id string) (Run, error) {
+	r, err := scanRun(q.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("run %s: %w", id, ErrNotFound)
+	}
+	return r, err
+}
+
+func getSession(ctx context.Context, q querier, id string) (Session, error) {
+	s, err := scanSession(q.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, fmt.Errorf("session %s: %w", id, ErrNotFound)
+	}
+	return s, err
+}
+
+func listSessions(ctx context.Context, q querier, where string, args ...any) ([]Session, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+sessionCols+` FROM sessions `+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Session
+	for rows.Next() {
+		s, err := scanSession(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+func listRuns(ctx context.Context, q querier, where string, args ...any) ([]Run, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+runCols+` FROM runs `+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func listJobs(ctx context.Context, q querier, where string, args ...any) ([]Job, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs `+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+func listGenerations(ctx context.Context, q querier, where string, args ...any) ([]Generation, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+genCols+` FROM generations `+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Generation
+	for rows.Next() {
+		g, err := scanGeneration(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+// --- reads outside a transaction ---
+
+// Run returns one run.
+func (db *DB) Run(ctx context.Context, id string) (Run, error) { return getRun(ctx, db.db, id) }
+
+// Session returns one session.
+func (db *DB) Session(ctx context.Context, id string) (Session, error) {
+	return getSession(ctx, db.db, id)
+}
+
+// Sessions returns every session, newest activity first.
+func (db *DB) Sessions(ctx context.Context) ([]Session, error) {
+	return listSessions(ctx, db.db, `ORDER BY last_seen DESC, id`)
+}
+
+// Runs returns runs, newest first; open only when openOnly.
+func (db *DB) Runs(ctx context.Context, openOnly bool) ([]Run, error) {
+	if openOnly {
+		return listRuns(ctx, db.db, `WHERE ended_at IS NULL ORDER BY started_at DESC`)
+	}
+	return listRuns(ctx, db.db, `ORDER BY started_at DESC`)
+}
+
+// Jobs returns jobs in the given states (all when none), oldest first.
+func (db *DB) Jobs(ctx context.Context, states ...string) ([]Job, error) {
+	if len(states) == 0 {
+		return listJobs(ctx, db.db, `ORDER BY id`)
+	}
+	b, _ := json.Marshal(states)
+	return listJobs(ctx, db.db, `WHERE state IN (SELECT value FROM json_each(?)) ORDER BY id`, string(b))
+}
+
+// Generations returns a session's ended generations, in order.
+func (db *DB) Generations(ctx context.Context, sessionID string) ([]Generation, error) {
+	return listGenerations(ctx, db.db, `WHERE session_id = ? ORDER BY generation`, sessionID)
+}
+
+// Commits counts a session's generations committed to every sink.
+func (db *DB) Commits(ctx context.Context, sessionID string) (int, error) {
+	var n int
+	err := db.db.QueryRowContext(ctx, `SELECT count(*) FROM generations WHERE session_id = ? AND status = ?`, sessionID, Committed).Scan(&n)
+	return n, err
+}
+
+// DueJobs reports whether any job is due now (cheap: lets a hook decide
+// whether to start outbox work at all).
+func (db *DB) DueJobs(ctx context.Context, now time.Time) (bool, error) {
+	var n int
+	err := db.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM jobs WHERE (state = ? AND next_attempt_at <= ?) OR (state = ? AND lease_until <= ?) LIMIT 1)`,
+		JobPending, ts(now), JobLeased, ts(now)).Scan(&n)
+	return n > 0, err
+}
+
+// Events returns the audit log for a session (all when sessionID is "").
+func (db *DB) Events(ctx context.Context, sessionID string) ([]Event, error) {
+	q := `SELECT id, at, kind, session_id, run_id, detail FROM events `
+	var args []any
+	if sessionID != "" {
+		q += `WHERE session_id = ? `
+		args = append(args, sessionID)
+	}
+	rows, err := db.db.QueryContext(ctx, q+`ORDER BY id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var e Event
+		var at string
+		if err := rows.Scan(&e.ID, &at, &e.Kind, &e.SessionID, &e.RunID, &e.Detail); err != nil {
+			return nil, err
+		}
+		e.At = parseTS(at)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// Event is one audit-log entry.
+type Event struct {
+	ID        int64
+	At        time.Time
+	Kind      string
+	SessionID string
+	RunID     string
+	Detail    string
+}
+
+// --- writes inside a transaction ---
+
+// Run returns one run.
+func (tx *Tx) Run(ctx context.Context, id string) (Run, error) { return getRun(ctx, tx.tx, id) }
+
+// Session returns one session.
+func (tx *Tx) Session(ctx context.Context, id string) (Session, error) {
+	return getSession(ctx, tx.tx, id)
+}
+
+// RunSessions returns the sessions a run owns.
+func (tx *Tx) RunSessions(ctx context.Context, runID string) ([]Session, error) {
+	return listSessions(ctx, tx.tx, `WHERE run_id = ? ORDER BY created_at, id`, runID)
+}
+
+// UnownedLive returns live sessions no run owns.
+func (tx *Tx) UnownedLive(ctx context.Context) ([]Session, error) {
+	return listSessions(ctx, tx.tx, `WHERE run_id = '' AND status = ? ORDER BY last_seen DESC`, Live)
+}
+
+// OpenRuns returns runs not yet ended.
+func (tx *Tx) OpenRuns(ctx context.Context) ([]Run, error) {
+	return listRuns(ctx, tx.tx, `WHERE ended_at IS NULL ORDER BY started_at`)
+}
+
+// PutRun inserts or replaces a run.
+func (tx *Tx) PutRun(ctx context.Context, r Run) error {
+	var exit any
+	if r.ExitCode != nil {
+		exit = *r.ExitCode
+	}
+	_, err := tx.tx.ExecContext(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		ON CONFLICT(id) DO UPDATE SET pid=excluded.pid, pid_start=excluded.pid_start, codex_pid=excluded.codex_pid,
+		codex_start=excluded.codex_start, codex_home=excluded.codex_home, codex_version=excluded.codex_version,
+		cwd=excluded.cwd, mode=excluded.mode, args=excluded.args, sinks=excluded.sinks, foreground=excluded.foreground,
+		started_at=excluded.started_at, ended_at=excluded.ended_at, exit_code=excluded.exit_code, end_reason=excluded.end_reason`,
+		r.ID, r.PID, r.PIDStart, r.CodexPID, r.CodexStart, r.CodexHome, r.CodexVersion, r.Cwd, r.Mode, jsonList(r.Args),
+		jsonList(r.Sinks), r.Foreground, ts(r.StartedAt), tsPtr(r.EndedAt), exit, r.EndReason)
+	if err != nil {
+		return fmt.Errorf("put run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// PutSession inserts or replaces a session.
+func (tx *Tx) PutSession(ctx context.Context, s Session) error {
+	_, err := tx.tx.ExecContext(ctx, `INSERT INTO sessions (`+sessionCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		ON CONFLICT(id) DO UPDATE SET run_id=excluded.run_id, status=excluded.status, generation=excluded.generation,
+		end_reason=excluded.end_reason, transcript_path=excluded.transcript_path, cwd=excluded.cwd, sinks=excluded.sinks,
+		cursor_offset=excluded.cursor_offset, cursor_inode=excluded.cursor_inode, cursor_size=excluded.cursor_size,
+		cursor_head=excluded.cursor_head, gen_start=excluded.gen_start, turns=excluded.turns, interrupted=excluded.interrupted,
+		compactions=excluded.compactions, placeholders=excluded.placeholders, last_seen=excluded.last_seen, ended_at=excluded.ended_at`,
+		s.ID, s.RunID, s.Status, s.Generation, s.EndReason, s.TranscriptPath, s.Cwd, jsonList(s.Sinks), s.Cursor.Offset,
+		s.Cursor.Inode, s.Cursor.Size, s.Cursor.Head, s.GenStart, s.Turns, s.Interrupted, s.Compactions, s.Placeholders,
+		ts(s.CreatedAt), ts(s.LastSeen), tsPtr(s.EndedAt))
+	if err != nil {
+		return fmt.Errorf("put session %s: %w", s.ID, err)
+	}
+	return nil
+}
+
+// InsertGeneration records an ended generation.
+func (tx *Tx) InsertGeneration(ctx context.Context, g Generation) error {
+	var exit any
+	if g.ExitStatus != nil {
+		exit = *g.ExitStatus
+	}
+	_, err := tx.tx.ExecContext(ctx, `INSERT INTO generations (`+genCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+		g.SessionID, g.Generation, g.Status, g.EndReason, g.RunID, jsonList(g.Sinks), g.StartOffset, g.EndOffset, g.Turns,
+		exit, ts(g.EndedAt), tsPtr(g.CommittedAt))
+	if err != nil {
+		return fmt.Errorf("record generation %s/%d: %w", g.SessionID, g.Generation, err)
+	}
+	return nil
+}
+
+// Generation returns one ended generation.
+func (tx *Tx) Generation(ctx context.Context, sessionID string, gen int) (Generation, error) {
+	gs, err := listGenerations(ctx, tx.tx, `WHERE session_id = ? AND generation = ?`, sessionID, gen)
+	if err != nil {
+		return Generation{}, err
+	}
+	if len(gs) == 0 {
+		return Generation{}, fmt.Errorf("generation %s/%d: %w", sessionID, gen, ErrNotFound)
+	}
+	return gs[0], nil
+}
+
+// SetGenerationStatus updates an ended generation's status.
+func (tx *Tx) SetGenerationStatus(ctx context.Context, sessionID string, gen int, status string) error {
+	var committed any
+	if status == Committed {
+		committed = ts(tx.now)
+	}
+	_, err := tx.tx.ExecContext(ctx, `UPDATE generations SET status = ?, committed_at = ? WHERE session_id = ? AND generation = ?`,
+		status, committed, sessionID, gen)
+	return err
+}
+
+// Enqueue adds a job unless one with the same key exists; it reports
+// whether it added one.
+func (tx *Tx) Enqueue(ctx context.Context, kind, sessionID string, gen int, sink string) (bool, error) {
+	res, err := tx.tx.ExecContext(ctx, `INSERT INTO jobs (kind, session_id, generation, sink, state, next_attempt_at, created_at, updated_at)
+		VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(kind, session_id, generation, sink) DO NOTHING`,
+		kind, sessionID, gen, sink, JobPending, ts(tx.now), ts(tx.now), ts(tx.now))
+	if err != nil {
+		return false, fmt.Errorf("enqueue %s %s/%d %s: %w", kind, sessionID, gen, sink, err)
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
+
+// LeaseJob takes the oldest due job (pending and due, or leased with an
+// expired lease) for owner until the lease ends.
+func (tx *Tx) LeaseJob(ctx context.Context, owner string, lease time.Duration, only []int64) (Job, bool, error) {
+	q := `WHERE ((state = ? AND next_attempt_at <= ?) OR (state = ? AND lease_until <= ?))`
+	args := []any{JobPending, ts(tx.now), JobLeased, ts(tx.now)}
+	if only != nil {
+		b, _ := json.Marshal(only)
+		q += ` AND id IN (SELECT value FROM json_each(?))`
+		args = append(args, string(b))
+	}
+	jobs, err := listJobs(ctx, tx.tx, q+` ORDER BY id LIMIT 1`, args...)
+	if err != nil || len(jobs) == 0 {
+		return Job{}, false, err
+	}
+	j := jobs[0]
+	until := tx.now.Add(lease)
+	j.State, j.LeaseOwner, j.LeaseUntil = JobLeased, owner, &until
+	_, err = tx.tx.ExecContext(ctx, `UPDATE jobs SET state = ?, lease_owner = ?, lease_until = ?, updated_at = ? WHERE id = ?`,
+		JobLeased, owner, ts(until), ts(tx.now), j.ID)
+	return j, err == nil, err
+}
+
+// Job returns one job.
+func (tx *Tx) Job(ctx context.Context, id int64) (Job, error) {
+	jobs, err := listJobs(ctx, tx.tx, `WHERE id = ?`, id)
+	if err != nil {
+		return Job{}, err
+	}
+	if len(jobs) == 0 {
+		return Job{}, fmt.Errorf("job %d: %w", id, ErrNotFound)
+	}
+	return jobs[0], nil
+}
+
+// UpdateJob writes a job's state fields.
+func (tx *Tx) UpdateJob(ctx context.Context, j Job) error {
+	_, err := tx.tx.ExecContext(ctx, `UPDATE jobs SET state = ?, attempts = ?, next_attempt_at = ?, lease_owner = ?, lease_until = ?,
+		last_error = ?, updated_at = ? WHERE id = ?`,
+		j.State, j.Attempts, ts(j.NextAttemptAt), j.LeaseOwner, tsPtr(j.LeaseUntil), j.LastError, ts(tx.now), j.ID)
+	return err
+}
+
+// GenerationJobs returns every job of one generation.
+func (tx *Tx) GenerationJobs(ctx context.Context, sessionID string, gen int) ([]Job, error) {
+	return listJobs(ctx, tx.tx, `WHERE session_id = ? AND generation = ? ORDER BY id`, sessionID, gen)
+}
+
+// ParkedJobs returns parked jobs (ids nil: all).
+func (tx *Tx) ParkedJobs(ctx context.Context) ([]Job, error) {
+	return listJobs(ctx, tx.tx, `WHERE state = ? ORDER BY id`, JobParked)
+}
+
+// AddEvent appends to the audit log.
+func (tx *Tx) AddEvent(ctx context.Context, kind, sessionID, runID, detail string) error {
+	_, err := tx.tx.ExecContext(ctx, `INSERT INTO events (at, kind, session_id, run_id, detail) VALUES (?,?,?,?,?)`,
+		ts(tx.now), kind, sessionID, runID, detail)
+	return err
+}
+
+// PutArchive stores (or keeps, if already stored) a generation's archive:
+// storing twice is a no-op, so a retried local commit never doubles.
+func (tx *Tx) PutArchive(ctx context.Context, sessionID string, gen int, turns, checkpoint, continuity string) error {
+	_, err := tx.tx.ExecContext(ctx, `INSERT INTO archives (session_id, generation, turns, checkpoint, continuity, stored_at)
+		VALUES (?,?,?,?,?,?) ON CONFLICT(session_id, generation) DO NOTHING`, sessionID, gen, turns, checkpoint, continuity, ts(tx.now))
+	return err
+}
+
+// Archive is a stored generation archive.
+type Archive struct {
+	SessionID  string
+	Generation int
+	Turns      string
+	Checkpoint string
+	Continuity string
+	StoredAt   time.Time
+}
+
+// Archives returns a session's stored archives.
+func (db *DB) Archives(ctx context.Context, sessionID string) ([]Archive, error) {
+	rows, err := db.db.QueryContext(ctx, `SELECT session_id, generation, turns, checkpoint, continuity, stored_at FROM archives WHERE session_id = ? ORDER BY generation`, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Archive
+	for rows.Next() {
+		var a Archive
+		var at string
+		if err := rows.Scan(&a.SessionID, &a.Generation, &a.Turns, &a.Checkpoint, &a.Continuity, &at); err != nil {
+			return nil, err
+		}
+		a.StoredAt = parseTS(at)
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
