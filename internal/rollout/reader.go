@@ -1,0 +1,184 @@
+// Package rollout reads Codex rollout files ($CODEX_HOME/sessions/…/rollout-*.jsonl)
+// incrementally: from a cursor to the last complete line, at a cost
+// proportional to the new bytes. It notices a file that shrank or was
+// rewritten, turns unreadable or oversized lines into counted placeholders,
+// and assembles records into turns (see turns.go).
+package rollout
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+)
+
+// Cursor is how far a rollout has been read, with enough of the file's
+// identity to notice that it was replaced, truncated or rewritten.
+type Cursor struct {
+	Offset int64  // where the next read starts: always the start of a line
+	Seen   int64  // everything before this was read (and counted) already; ≥ Offset
+	Inode  uint64 // the file's inode when read
+	Size   int64  // the file's size when read
+	Head   string // sha256 of the first min(Seen, HeadBytes) bytes
+}
+
+// HeadBytes is how much of the file's start the cursor fingerprints.
+const HeadBytes = 4096
+
+// DefaultMaxLine is the default longest line read whole ([capture] max_line_bytes).
+const DefaultMaxLine = 16 << 20
+
+// Line is one complete line of the file.
+type Line struct {
+	Offset int64
+	Size   int64  // bytes, without the newline
+	Data   []byte // nil when the line was longer than the limit
+	// TooLong is set when the line exceeded the limit; Data is nil.
+	TooLong bool
+}
+
+// ReadResult describes one incremental read.
+type ReadResult struct {
+	Cursor    Cursor
+	Rewritten bool  // the file no longer matched the cursor: read from the start
+	Lines     int   // complete lines read
+	Bytes     int64 // bytes consumed
+}
+
+// ReadLines calls fn for each complete line from cur onwards and returns the
+// new cursor. A last line without its newline is left for the next read.
+// Lines longer than maxLine are reported with TooLong and no data, without
+// holding them in memory. Line.Data is only valid during the call.
+func ReadLines(path string, cur Cursor, maxLine int, fn func(Line) error) (ReadResult, error) {
+	if maxLine <= 0 {
+		maxLine = DefaultMaxLine
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ReadResult{Cursor: cur}, fmt.Errorf("open rollout %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return ReadResult{Cursor: cur}, fmt.Errorf("stat rollout %s: %w", path, err)
+	}
+	inode := inodeOf(fi)
+	res := ReadResult{Cursor: cur}
+	if cur.Seen < cur.Offset {
+		cur.Seen = cur.Offset
+	}
+	if cur.Seen > 0 && !sameFile(f, fi, inode, cur) {
+		res.Rewritten = true
+		cur = Cursor{}
+	}
+	if _, err := f.Seek(cur.Offset, io.SeekStart); err != nil {
+		return res, fmt.Errorf("seek rollout %s: %w", path, err)
+	}
+	br := bufio.NewReaderSize(f, 256<<10)
+	off := cur.Offset
+	var long []byte // accumulates a line spanning buffer fills (up to maxLine)
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if len(long)+len(chunk) <= maxLine {
+				long = append(long, chunk...)
+				continue
+			}
+			// Over the limit: skip to the end of the line without keeping it.
+			n := int64(len(long) + len(chunk))
+			long = long[:0]
+			complete := false
+			for {
+				c, err := br.ReadSlice('\n')
+				n += int64(len(c))
+				if err == nil {
+					complete = true
+					break
+				}
+				if !errors.Is(err, bufio.ErrBufferFull) {
+					break
+				}
+			}
+			if !complete {
+				break // a half-written long line: leave it for next time
+			}
+			if err := fn(Line{Offset: off, Size: n - 1, TooLong: true}); err != nil {
+				return res, err
+			}
+			off += n
+			res.Lines++
+			continue
+		}
+		if err != nil { // io.EOF: chunk is an incomplete last line (or empty)
+			break
+		}
+		line := chunk
+		if len(long) > 0 {
+			long = append(long, chunk...)
+			line = long
+		}
+		n := int64(len(line))
+		ln := Line{Offset: off, Size: n - 1, Data: line[:n-1]}
+		if n-1 > int64(maxLine) {
+			ln.Data, ln.TooLong = nil, true
+		}
+		if err := fn(ln); err != nil {
+			return res, err
+		}
+		long = long[:0]
+		off += n
+		res.Lines++
+	}
+	res.Bytes = off - cur.Offset
+	head, err := headHash(f, off)
+	if err != nil {
+		return res, fmt.Errorf("rollout %s: %w", path, err)
+	}
+	res.Cursor = Cursor{Offset: off, Seen: off, Inode: inode, Size: fi.Size(), Head: head}
+	return res, nil
+}
+
+// sameFile reports whether the open file is still the one the cursor was
+// taken from: same inode, not shorter than the cursor, same first bytes.
+func sameFile(f *os.File, fi os.FileInfo, inode uint64, cur Cursor) bool {
+	if cur.Inode != 0 && inode != 0 && inode != cur.Inode {
+		return false
+	}
+	if fi.Size() < cur.Seen {
+		return false
+	}
+	if cur.Head != "" {
+		h, err := headHash(f, cur.Seen)
+		if err != nil || h != cur.Head {
+			return false
+		}
+	}
+	return true
+}
+
+func headHash(f *os.File, upTo int64) (string, error) {
+	n := min(upTo, HeadBytes)
+	buf := make([]byte, n)
+	if _, err := f.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("read head: %w", err)
+	}
+	sum := sha256.Sum256(buf)
+	return hex.EncodeToString(sum[:8]), nil
+}
+
+func inodeOf(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
+}
+
+var newline = []byte{'\n'}
+
+// CountLines counts complete lines in b (tests and benchmarks).
+func CountLines(b []byte) int { return bytes.Count(b, newline) }

@@ -1,0 +1,77 @@
+package rollout
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// Placeholder kinds: a line that could not be used is kept as a counted
+// placeholder, never dropped silently and never an error.
+const (
+	PlaceholderTooLong     = "too_long"
+	PlaceholderInvalidUTF8 = "invalid_utf8"
+	PlaceholderInvalidJSON = "invalid_json"
+)
+
+// Record is one rollout line: {"timestamp", "ordinal"?, "type", "payload", "metadata"?}.
+type Record struct {
+	Offset      int64
+	Size        int64
+	Timestamp   string
+	Type        string          // session_meta, turn_context, event_msg, response_item, compacted, …
+	PType       string          // payload.type, when the payload is an object with one
+	Payload     json.RawMessage // valid only during the callback
+	Placeholder string          // non-empty: the line could not be parsed (kind)
+}
+
+type envelope struct {
+	Timestamp string          `json:"timestamp"`
+	Type      string          `json:"type"`
+	Payload   json.RawMessage `json:"payload"`
+}
+
+// ParseLine turns a line into a record; an unusable line becomes a placeholder.
+func ParseLine(l Line) Record {
+	r := Record{Offset: l.Offset, Size: l.Size}
+	switch {
+	case l.TooLong:
+		r.Placeholder = PlaceholderTooLong
+		return r
+	case !utf8.Valid(l.Data):
+		r.Placeholder = PlaceholderInvalidUTF8
+		return r
+	}
+	var env envelope
+	if err := json.Unmarshal(l.Data, &env); err != nil || env.Type == "" {
+		r.Placeholder = PlaceholderInvalidJSON
+		return r
+	}
+	r.Timestamp, r.Type, r.Payload = env.Timestamp, env.Type, env.Payload
+	r.PType = payloadType(env.Payload)
+	return r
+}
+
+// payloadType finds the payload's top-level "type" without decoding the
+// whole payload (payloads can be large: instructions, tool output).
+func payloadType(p json.RawMessage) string {
+	// Fast path: Codex writes "type" first in every payload that has one.
+	const prefix = `{"type":"`
+	if len(p) > len(prefix) && string(p[:len(prefix)]) == prefix {
+		rest := p[len(prefix):]
+		for i, c := range rest {
+			if c == '"' {
+				return string(rest[:i])
+			}
+			if c == '\\' {
+				break
+			}
+		}
+	}
+	var t struct {
+		Type string `json:"type"`
+	}
+	if len(p) > 0 && p[0] == '{' {
+		_ = json.Unmarshal(p, &t)
+	}
+	return t.Type
+}

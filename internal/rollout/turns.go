@@ -1,0 +1,686 @@
+package rollout
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// SessionMeta is the file's identity: its first session_meta.
+type SessionMeta struct {
+	ID           string `json:"id"`
+	Cwd          string `json:"cwd"`
+	Originator   string `json:"originator"`
+	CLIVersion   string `json:"cli_version"`
+	Source       string `json:"-"`
+	ForkedFromID string `json:"forked_from_id"`
+	Timestamp    string `json:"timestamp"`
+}
+
+// Turn is one user request and what the agent did for it.
+type Turn struct {
+	Key       string     `json:"key"`    // Codex's turn id, or "offset:N"
+	Offset    int64      `json:"offset"` // where the turn's first record starts
+	Time      string     `json:"time"`
+	User      string     `json:"user"`
+	Assistant []string   `json:"assistant,omitempty"`
+	Tools     []ToolCall `json:"tools,omitempty"`
+	Files     []FileEdit `json:"files,omitempty"`
+	Plan      []PlanStep `json:"plan,omitempty"` // the turn's last plan update
+	Aborted   bool       `json:"aborted,omitempty"`
+	Complete  bool       `json:"complete,omitempty"` // task_complete (or turn_aborted) seen
+}
+
+// ToolCall is one tool call with its (bounded) input and output.
+type ToolCall struct {
+	CallID   string `json:"call_id"`
+	Name     string `json:"name"`
+	Input    string `json:"input,omitempty"`
+	Command  string `json:"command,omitempty"` // shell tools: the command line
+	Output   string `json:"output,omitempty"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Done     bool   `json:"done,omitempty"` // its output was seen
+}
+
+// FileEdit is a file written by a patch.
+type FileEdit struct {
+	Path   string `json:"path"` // relative to the session cwd when inside it
+	Op     string `json:"op"`   // add | update | delete
+	MoveTo string `json:"move_to,omitempty"`
+	Hash   string `json:"hash,omitempty"` // content hash the patch implies, when known (add)
+	OK     *bool  `json:"ok,omitempty"`   // the patch applied
+}
+
+// PlanStep is one update_plan step.
+type PlanStep struct {
+	Step   string `json:"step"`
+	Status string `json:"status"` // pending | in_progress | completed
+}
+
+// Placeholder is a line that could not be used.
+type Placeholder struct {
+	Kind   string `json:"kind"`
+	Offset int64  `json:"offset"`
+	Size   int64  `json:"size"`
+}
+
+// Capture is what one incremental read of a rollout yields.
+type Capture struct {
+	// Cursor is where the next read starts: after the last complete turn, so
+	// an open turn is read again (and completed) next time.
+	Cursor       Cursor
+	Rewritten    bool
+	Meta         *SessionMeta
+	Turns        []Turn // turns starting at or after the read's start, in order; the last may be open
+	Compactions  int
+	Aborted      int
+	Placeholders []Placeholder
+	Records      int
+	Bytes        int64
+}
+
+// Options bound what capture keeps.
+type Options struct {
+	MaxLineBytes int // default DefaultMaxLine
+	MaxToolChars int // default 2000
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxLineBytes <= 0 {
+		o.MaxLineBytes = DefaultMaxLine
+	}
+	if o.MaxToolChars <= 0 {
+		o.MaxToolChars = 2000
+	}
+	return o
+}
+
+// CaptureFile reads a rollout from cur and assembles its turns.
+// meta is the file's identity when already known (it is needed to keep
+// paths relative and to skip a fork's copied history on later reads).
+func CaptureFile(path string, cur Cursor, meta *SessionMeta, opts Options) (Capture, error) {
+	opts = opts.withDefaults()
+	a := newAssembler(opts, meta)
+	a.seen = max(cur.Seen, cur.Offset)
+	res, err := ReadLines(path, cur, opts.MaxLineBytes, func(l Line) error {
+		a.add(ParseLine(l), l.Offset+l.Size+1)
+		return nil
+	})
+	if err != nil {
+		return Capture{Cursor: cur}, err
+	}
+	if res.Rewritten {
+		// Read again from the start with a fresh assembler: the file changed
+		// under the cursor. Callers dedupe turns by key.
+		a = newAssembler(opts, nil)
+		res, err = ReadLines(path, Cursor{}, opts.MaxLineBytes, func(l Line) error {
+			a.add(ParseLine(l), l.Offset+l.Size+1)
+			return nil
+		})
+		if err != nil {
+			return Capture{Cursor: cur}, err
+		}
+		res.Rewritten = true
+	}
+	c := a.finish()
+	c.Rewritten, c.Bytes = res.Rewritten, res.Bytes
+	c.Cursor = res.Cursor
+	c.Cursor.Seen = res.Cursor.Offset
+	if at := a.resumeAt(); at >= 0 && at < res.Cursor.Offset {
+		// Resume at the unfinished task's start; what lies before Seen is
+		// not counted again.
+		c.Cursor.Offset = at
+	}
+	return c, nil
+}
+
+// Assemble reduces complete rollout bytes (no cursor) to their capture.
+func Assemble(data []byte, opts Options) Capture {
+	opts = opts.withDefaults()
+	a := newAssembler(opts, nil)
+	off := int64(0)
+	for {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break // an incomplete last line is not read
+		}
+		l := Line{Offset: off, Size: int64(i), Data: data[:i]}
+		if i > opts.MaxLineBytes {
+			l.Data, l.TooLong = nil, true
+		}
+		a.add(ParseLine(l), off+int64(i)+1)
+		data = data[i+1:]
+		off += int64(i) + 1
+	}
+	return a.finish()
+}
+
+type assembler struct {
+	opts      Options
+	meta      *SessionMeta
+	metas     int
+	forkCopy  bool // inside a fork's copied parent history (0.128)
+	forkTime  time.Time
+	turns     []Turn
+	cur       *Turn // the open turn
+	taskID    string
+	taskStart int64 // offset of the task_started that opened the current task
+	taskAt    string
+	pending   string // a plain user message seen in the task, used if no prompt event comes
+	calls     map[string]int
+	seen      int64 // records before this offset were counted by an earlier read
+	capture   Capture
+}
+
+func newAssembler(opts Options, meta *SessionMeta) *assembler {
+	a := &assembler{opts: opts, meta: meta, calls: map[string]int{}, taskStart: -1}
+	if meta != nil {
+		a.metas = 1
+		a.forkTime = parseTime(meta.Timestamp)
+	}
+	return a
+}
+
+func (a *assembler) finish() Capture {
+	a.capture.Meta = a.meta
+	a.capture.Turns = a.turns
+	return a.capture
+}
+
+// resumeAt is where the next read must start so that an unfinished task is
+// read whole again: its start, or -1 when every task is finished.
+func (a *assembler) resumeAt() int64 {
+	if a.cur != nil && !a.cur.Complete {
+		return a.cur.Offset
+	}
+	return a.taskStart
+}
+
+var turnIDUUID = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// uuidV7Time is the creation time a UUIDv7 carries.
+func uuidV7Time(id string) (time.Time, bool) {
+	if !turnIDUUID.MatchString(id) {
+		return time.Time{}, false
+	}
+	b, err := hex.DecodeString(strings.ReplaceAll(id, "-", "")[:12])
+	if err != nil {
+		return time.Time{}, false
+	}
+	var ms int64
+	for _, x := range b {
+		ms = ms<<8 | int64(x)
+	}
+	return time.UnixMilli(ms), true
+}
+
+func parseTime(s string) time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, s)
+	return t
+}
+
+func (a *assembler) add(r Record, end int64) {
+	fresh := r.Offset >= a.seen // not counted by an earlier read
+	if fresh {
+		a.capture.Records++
+	}
+	if r.Placeholder != "" {
+		if fresh {
+			a.capture.Placeholders = append(a.capture.Placeholders, Placeholder{Kind: r.Placeholder, Offset: r.Offset, Size: r.Size})
+		}
+		return
+	}
+	switch r.Type {
+	case "session_meta":
+		a.sessionMeta(r)
+		return
+	case "compacted":
+		if !a.forkCopy && fresh {
+			a.capture.Compactions++
+		}
+		return
+	}
+	if r.Type == "event_msg" && r.PType == "turn_aborted" && fresh && !a.forkCopy {
+		a.capture.Aborted++
+	}
+	if a.forkCopy {
+		// A fork's copy of its parent's history ends where the fork's own
+		// first task starts: a task newer than the fork itself.
+		if r.Type == "event_msg" && r.PType == "task_started" {
+			id, startedAt := taskIdentity(r.Payload)
+			if !a.copied(id, startedAt) {
+				a.forkCopy = false
+			}
+		}
+		if a.forkCopy {
+			return
+		}
+	}
+	switch r.Type {
+	case "event_msg":
+		a.event(r)
+	case "response_item":
+		a.item(r)
+	}
+}
+
+func (a *assembler) sessionMeta(r Record) {
+	var m struct {
+		SessionMeta
+		Source json.RawMessage `json:"source"`
+	}
+	_ = json.Unmarshal(r.Payload, &m)
+	a.metas++
+	if a.meta == nil {
+		mm := m.SessionMeta
+		if len(m.Source) > 0 && m.Source[0] == '"' {
+			_ = json.Unmarshal(m.Source, &mm.Source)
+		}
+		a.meta = &mm
+		a.forkTime = parseTime(mm.Timestamp)
+		return
+	}
+	if m.ID != "" && m.ID != a.meta.ID {
+		// A second session_meta naming another session: the parent's history
+		// copied into a fork (0.128) follows.
+		a.forkCopy = true
+	}
+}
+
+// copied reports whether a task predates the fork (belongs to the parent).
+func (a *assembler) copied(turnID string, startedAt int64) bool {
+	if a.forkTime.IsZero() {
+		return false
+	}
+	if t, ok := uuidV7Time(turnID); ok {
+		return t.Before(a.forkTime)
+	}
+	return startedAt > 0 && startedAt < a.forkTime.Unix()
+}
+
+func taskIdentity(p json.RawMessage) (string, int64) {
+	var t struct {
+		TurnID      string `json:"turn_id"`
+		StartedAt   int64  `json:"started_at"`
+		Attribution struct {
+			TurnID string `json:"turn_id"`
+		} `json:"turn_attribution"`
+	}
+	_ = json.Unmarshal(p, &t)
+	if t.TurnID == "" {
+		t.TurnID = t.Attribution.TurnID
+	}
+	return t.TurnID, t.StartedAt
+}
+
+func (a *assembler) event(r Record) {
+	switch r.PType {
+	case "task_started":
+		a.closeTask()
+		a.taskID, _ = taskIdentity(r.Payload)
+		a.taskStart, a.taskAt, a.pending = r.Offset, r.Timestamp, ""
+	case "user_message": // 0.128 and earlier
+		var m struct {
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(r.Payload, &m)
+		a.prompt(m.Message, r)
+	case "item_completed": // 0.169: typed items
+		var m struct {
+			Item struct {
+				Type    string `json:"type"`
+				ID      string `json:"id"`
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+				ExitCode *int                       `json:"exit_code"`
+				Changes  map[string]json.RawMessage `json:"changes"`
+				Status   string                     `json:"status"`
+			} `json:"item"`
+		}
+		if json.Unmarshal(r.Payload, &m) != nil {
+			return
+		}
+		switch m.Item.Type {
+		case "UserMessage":
+			var b strings.Builder
+			for _, c := range m.Item.Content {
+				b.WriteString(c.Text)
+			}
+			a.prompt(b.String(), r)
+		case "CommandExecution":
+			if t := a.cur; t != nil && m.Item.ExitCode != nil {
+				if i, ok := a.calls[m.Item.ID]; ok {
+					t.Tools[i].ExitCode = m.Item.ExitCode
+				}
+			}
+		case "FileChange":
+			a.fileChanges(m.Item.Changes, m.Item.Status == "completed")
+		}
+	case "exec_command_end": // 0.128
+		var m struct {
+			CallID   string `json:"call_id"`
+			ExitCode *int   `json:"exit_code"`
+		}
+		if json.Unmarshal(r.Payload, &m) == nil && a.cur != nil && m.ExitCode != nil {
+			if i, ok := a.calls[m.CallID]; ok {
+				a.cur.Tools[i].ExitCode = m.ExitCode
+			}
+		}
+	case "patch_apply_end":
+		var m struct {
+			Success bool                       `json:"success"`
+			Changes map[string]json.RawMessage `json:"changes"`
+		}
+		if json.Unmarshal(r.Payload, &m) == nil {
+			a.fileChanges(m.Changes, m.Success)
+		}
+	case "turn_aborted":
+		if a.cur != nil {
+			a.cur.Aborted, a.cur.Complete = true, true
+		}
+		a.closeTask()
+	case "task_complete":
+		if a.cur != nil {
+			a.cur.Complete = true
+		}
+		a.closeTask()
+	}
+}
+
+// prompt gives the current task its user text, starting its turn.
+func (a *assembler) prompt(text string, r Record) {
+	text = StripInjected(text)
+	a.pending = ""
+	key := a.taskKey(r)
+	if a.cur != nil && a.cur.Key == key {
+		switch {
+		case a.cur.User == "":
+			a.cur.User = text
+		case text != a.cur.User && !strings.Contains(a.cur.User, text):
+			a.cur.User += "\n" + text // a message sent while the turn ran
+		}
+		return
+	}
+	a.cur = nil
+	start := a.taskStart
+	if start < 0 {
+		start = r.Offset
+	}
+	t := Turn{Key: key, Offset: start, Time: a.taskAt, User: text}
+	if t.Time == "" {
+		t.Time = r.Timestamp
+	}
+	a.turns = append(a.turns, t)
+	a.cur = &a.turns[len(a.turns)-1]
+	a.calls = map[string]int{}
+}
+
+func (a *assembler) taskKey(r Record) string {
+	if a.taskID != "" {
+		return a.taskID
+	}
+	if a.taskStart >= 0 {
+		return fmt.Sprintf("offset:%d", a.taskStart)
+	}
+	return fmt.Sprintf("offset:%d", r.Offset)
+}
+
+// closeTask ends the current task (and its turn): no later record belongs to it.
+func (a *assembler) closeTask() {
+	if a.cur == nil && a.pending != "" && a.taskStart >= 0 {
+		// A task whose prompt was only a plain user message (older formats).
+		a.prompt(a.pending, Record{Offset: a.taskStart, Timestamp: a.taskAt})
+	}
+	a.cur = nil
+	a.taskID, a.taskStart, a.taskAt, a.pending = "", -1, "", ""
+}
+
+var contextPrefixes = []string{"<environment_context>", "<user_instructions>", "# AGENTS.md", "<turn_aborted>", "<permissions instructions>", "<cx-context", "<user_shell_command>", "<skill"}
+
+func isContextText(s string) bool {
+	t := strings.TrimSpace(s)
+	for _, p := range contextPrefixes {
+		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	return false
+}
+
+var injectedRE = regexp.MustCompile(`(?s)<cx-context\b[^>]*>.*?</cx-context>\s*`)
+
+// StripInjected removes cx's own injected blocks from a text.
+func StripInjected(s string) string {
+	if !strings.Contains(s, "<cx-context") {
+		return s
+	}
+	return strings.TrimSpace(injectedRE.ReplaceAllString(s, ""))
+}
+
+type contentPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+func (a *assembler) item(r Record) {
+	switch r.PType {
+	case "message":
+		var m struct {
+			Role    string        `json:"role"`
+			Content []contentPart `json:"content"`
+		}
+		if json.Unmarshal(r.Payload, &m) != nil {
+			return
+		}
+		var b strings.Builder
+		for _, c := range m.Content {
+			b.WriteString(c.Text)
+		}
+		text := b.String()
+		switch m.Role {
+		case "assistant":
+			if a.cur != nil && strings.TrimSpace(text) != "" {
+				a.cur.Assistant = append(a.cur.Assistant, text)
+			}
+		case "user":
+			if a.cur == nil && !isContextText(text) && a.taskStart >= 0 {
+				a.pending = text
+			}
+		}
+	case "function_call", "custom_tool_call", "local_shell_call":
+		if a.cur == nil {
+			return
+		}
+		var m struct {
+			CallID    string          `json:"call_id"`
+			ID        string          `json:"id"`
+			Name      string          `json:"name"`
+			Arguments string          `json:"arguments"`
+			Input     string          `json:"input"`
+			Action    json.RawMessage `json:"action"`
+		}
+		if json.Unmarshal(r.Payload, &m) != nil {
+			return
+		}
+		tc := ToolCall{CallID: m.CallID, Name: m.Name, Input: m.Arguments}
+		if tc.CallID == "" {
+			tc.CallID = m.ID
+		}
+		if r.PType == "custom_tool_call" {
+			tc.Input = m.Input
+		}
+		if r.PType == "local_shell_call" {
+			tc.Name = "local_shell"
+			tc.Input = string(m.Action)
+		}
+		tc.Command = shellCommand(tc.Name, tc.Input, m.Action)
+		if tc.Name == "apply_patch" {
+			a.patch(tc.Input)
+		}
+		if tc.Name == "update_plan" {
+			a.plan(tc.Input)
+		}
+		tc.Input = Bound(tc.Input, a.opts.MaxToolChars)
+		a.cur.Tools = append(a.cur.Tools, tc)
+		a.calls[tc.CallID] = len(a.cur.Tools) - 1
+	case "function_call_output", "custom_tool_call_output":
+		if a.cur == nil {
+			return
+		}
+		var m struct {
+			CallID string          `json:"call_id"`
+			Output json.RawMessage `json:"output"`
+		}
+		if json.Unmarshal(r.Payload, &m) != nil {
+			return
+		}
+		out := outputText(m.Output)
+		i, ok := a.calls[m.CallID]
+		if !ok {
+			return
+		}
+		t := &a.cur.Tools[i]
+		t.Done = true
+		if code, ok := ExitCode(out); ok && t.ExitCode == nil && t.Name != "update_plan" {
+			t.ExitCode = &code
+		}
+		t.Output = Bound(out, a.opts.MaxToolChars)
+	}
+}
+
+// outputText is a tool output's text: a string, or content items' text.
+func outputText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []contentPart
+	if json.Unmarshal(raw, &parts) == nil {
+		var b strings.Builder
+		for _, p := range parts {
+			b.WriteString(p.Text)
+		}
+		return b.String()
+	}
+	var obj struct {
+		Content string `json:"content"`
+	}
+	if json.Unmarshal(raw, &obj) == nil {
+		return obj.Content
+	}
+	return string(raw)
+}
+
+// shellCommand is the command line of a shell tool call, if it is one.
+func shellCommand(name, input string, action json.RawMessage) string {
+	var args struct {
+		Cmd     string          `json:"cmd"`
+		Command json.RawMessage `json:"command"`
+	}
+	src := input
+	if name == "local_shell" {
+		src = string(action)
+	}
+	switch name {
+	case "exec_command", "shell", "shell_command", "local_shell", "container.exec":
+	default:
+		return ""
+	}
+	if json.Unmarshal([]byte(src), &args) != nil {
+		return ""
+	}
+	if args.Cmd != "" {
+		return args.Cmd
+	}
+	var s string
+	if json.Unmarshal(args.Command, &s) == nil {
+		return s
+	}
+	var argv []string
+	if json.Unmarshal(args.Command, &argv) == nil {
+		if len(argv) == 3 && (argv[1] == "-lc" || argv[1] == "-c") {
+			return argv[2]
+		}
+		return strings.Join(argv, " ")
+	}
+	return ""
+}
+
+func (a *assembler) patch(body string) {
+	for _, pf := range ParsePatch(body) {
+		fe := FileEdit{Path: a.rel(pf.Path), Op: pf.Op}
+		if pf.MoveTo != "" {
+			fe.MoveTo = a.rel(pf.MoveTo)
+		}
+		if pf.HasBytes {
+			fe.Hash = ContentHash(pf.Content)
+		}
+		a.addFile(fe)
+	}
+}
+
+// fileChanges records the outcome Codex reports for applied changes.
+func (a *assembler) fileChanges(changes map[string]json.RawMessage, ok bool) {
+	if a.cur == nil {
+		return
+	}
+	for p := range changes {
+		rel := a.rel(p)
+		for i := range a.cur.Files {
+			if a.cur.Files[i].Path == rel && a.cur.Files[i].OK == nil {
+				v := ok
+				a.cur.Files[i].OK = &v
+			}
+		}
+	}
+}
+
+func (a *assembler) addFile(fe FileEdit) {
+	if a.cur == nil {
+		return
+	}
+	a.cur.Files = append(a.cur.Files, fe)
+}
+
+// rel makes p relative to the session's cwd when it is inside it.
+func (a *assembler) rel(p string) string {
+	p = filepath.Clean(p)
+	if a.meta == nil || a.meta.Cwd == "" || !filepath.IsAbs(p) {
+		return filepath.ToSlash(p)
+	}
+	if r, err := filepath.Rel(a.meta.Cwd, p); err == nil && !strings.HasPrefix(r, "..") {
+		return filepath.ToSlash(r)
+	}
+	return filepath.ToSlash(p)
+}
+
+func (a *assembler) plan(args string) {
+	var m struct {
+		Plan []PlanStep `json:"plan"`
+	}
+	if json.Unmarshal([]byte(args), &m) == nil && a.cur != nil {
+		a.cur.Plan = m.Plan
+	}
+}
+
+// Bound cuts s to at most n characters (runes), marking the cut.
+func Bound(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i, count := 0, 0
+	for i = range s {
+		if count == n {
+			break
+		}
+		count++
+	}
+	return s[:i] + fmt.Sprintf("… [%d chars cut]", utf8.RuneCountInString(s[i:]))
+}
