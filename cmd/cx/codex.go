@@ -10,6 +10,7 @@ import (
 
 	"cx/internal/codexbin"
 	"cx/internal/config"
+	"cx/lifecycle"
 	"cx/wrapper"
 )
 
@@ -70,14 +71,21 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 		a.errorf("warning: %v", err)
 	}
 
+	codexArgs := codexbin.Args(args, caps)
+	runID := lifecycle.NewRunID()
+	sup := startSupervision(ctx, a, cfg, lifecycle.RunInfo{
+		ID: runID, CodexHome: codexHomeOf(a.getenv), CodexVersion: caps.Version,
+		Cwd: cwd(), Args: codexArgs, Sinks: cfg.Sinks,
+	})
 	spec := wrapper.Spec{
-		Path:   bin.Path,
-		Args:   codexbin.Args(args, caps),
-		Env:    codexEnv(os.Environ(), bin, cfg, os.Getpid()),
-		Stdin:  a.stdin,
-		Stdout: a.stdout,
-		Stderr: a.stderr,
-		Stop:   wrapper.StopPolicy{Keys: ctrlC, Grace: cfg.Wrapper.Grace.Duration},
+		Path:     bin.Path,
+		Args:     codexArgs,
+		Env:      codexEnv(os.Environ(), bin, cfg, os.Getpid(), runID),
+		Stdin:    a.stdin,
+		Stdout:   a.stdout,
+		Stderr:   a.stderr,
+		Stop:     wrapper.StopPolicy{Keys: ctrlC, Grace: cfg.Wrapper.Grace.Duration},
+		Observer: sup,
 	}
 	ex, err := wrapper.Run(ctx, spec)
 	if ex.StartErr != nil {
@@ -86,12 +94,33 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 	if err != nil {
 		a.errorf("%v", err) // cx's own trouble never changes Codex's status
 	}
+	// The terminal is restored: now the synthesized session end, bounded.
+	sup.finish(ctx, ex)
 	return ex.Code
+}
+
+func cwd() string {
+	d, _ := os.Getwd()
+	return d
+}
+
+// codexHomeOf is the CODEX_HOME Codex will use.
+func codexHomeOf(getenv func(string) (string, bool)) string {
+	if v, ok := getenv("CODEX_HOME"); ok && v != "" {
+		if abs, err := filepath.Abs(v); err == nil {
+			return abs
+		}
+		return v
+	}
+	if h, ok := getenv("HOME"); ok && h != "" {
+		return filepath.Join(h, ".codex")
+	}
+	return ""
 }
 
 // codexEnv is cx's environment plus what the npm launcher would have set and
 // cx's own variables.
-func codexEnv(base []string, bin codexbin.Binary, cfg config.Config, pid int) []string {
+func codexEnv(base []string, bin codexbin.Binary, cfg config.Config, pid int, runID string) []string {
 	env := make([]string, 0, len(base)+len(bin.Env)+3)
 	set := map[string]string{}
 	for _, kv := range bin.Env {
@@ -100,6 +129,8 @@ func codexEnv(base []string, bin codexbin.Binary, cfg config.Config, pid int) []
 	}
 	set["CX_HOME"] = cfg.Home
 	set[supervisorPIDVar] = strconv.Itoa(pid)
+	set["CX_RUN_ID"] = runID
+	set["CX_HOOKS_OFF"] = "" // never for the Codex cx supervises
 	for _, kv := range base {
 		k, v, _ := strings.Cut(kv, "=")
 		if _, ok := set[k]; ok {
@@ -114,10 +145,6 @@ func codexEnv(base []string, bin codexbin.Binary, cfg config.Config, pid int) []
 		k, _, _ := strings.Cut(kv, "=")
 		env = append(env, k+"="+set[k])
 	}
-	env = append(env, "CX_HOME="+cfg.Home, supervisorPIDVar+"="+strconv.Itoa(pid))
+	env = append(env, "CX_HOME="+cfg.Home, supervisorPIDVar+"="+strconv.Itoa(pid), "CX_RUN_ID="+runID)
 	return env
-}
-
-func configHome(getenv func(string) (string, bool)) (string, error) {
-	return config.Home(getenv)
 }

@@ -6,32 +6,133 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"cx/internal/config"
+	"cx/lifecycle"
 )
 
+// hookBudget is how long the handler may work before it answers anyway:
+// well inside the timeout cx installs for the event (SessionEnd and
+// Interrupt are clamped to 3 s by Codex).
+func hookBudget(event string) time.Duration {
+	switch event {
+	case lifecycle.EvSessionEnd, lifecycle.EvInterrupt:
+		return 2 * time.Second
+	case lifecycle.EvUserPromptSubmit:
+		return 6 * time.Second
+	}
+	return 8 * time.Second
+}
+
 // ctlHook is the handler Codex runs for each hook event: JSON on stdin, a
-// valid answer on stdout, always exit 0 — a hook must never block or break
-// Codex. (This first version records the event; the session lifecycle acts
-// on it.)
+// valid answer on stdout, always exit 0 — a hook never blocks or breaks
+// Codex. Whatever it cannot finish in time is picked up later from the
+// rollout.
 func (a *app) ctlHook(ctx context.Context, args []string) int {
 	event := ""
 	if len(args) > 0 {
 		event = args[0]
 	}
-	payload, readErr := readHookInput(a.stdin, 8<<20, 5*time.Second)
-	var fields struct {
-		HookEventName string `json:"hook_event_name"`
+	answer := func() int {
+		fmt.Fprintln(a.stdout, "{}")
+		return 0
 	}
-	parseErr := json.Unmarshal(payload, &fields)
-	if parseErr == nil && fields.HookEventName != "" {
-		event = fields.HookEventName // the payload's name wins
+	payload, readErr := readHookInput(a.stdin, 8<<20, 3*time.Second)
+	if v, _ := a.getenv("CX_HOOKS_OFF"); v == "1" {
+		return answer()
 	}
-	if os.Getenv("CX_HOOKS_OFF") != "1" {
-		a.logHookEvent(event, payload, readErr, parseErr)
+	cfg, cfgErr := config.Load(a.getenv)
+	logger := lifecycle.NewLogger(cfg.Home)
+	in := lifecycle.HookInput{Event: event, Payload: payload, PPID: os.Getppid()}
+	in.RunID, _ = a.getenv("CX_RUN_ID")
+	ev, p, perr := lifecycle.ParseHook(in)
+	a.recordHookEvent(cfg.Home, ev, payload, in.RunID, perr)
+	switch {
+	case readErr != nil:
+		logger.Printf("hook %s: read input: %v", ev, readErr)
+		return answer()
+	case perr != nil:
+		logger.Printf("hook %s: %v (answered with a no-op)", ev, perr)
+		return answer()
+	case cfgErr != nil:
+		logger.Printf("hook %s: %v", ev, cfgErr)
 	}
-	fmt.Fprintln(a.stdout, "{}")
-	return 0
+	if len(p.SessionID) >= len(lifecycle.DoctorPrefix) && p.SessionID[:len(lifecycle.DoctorPrefix)] == lifecycle.DoctorPrefix {
+		return answer()
+	}
+
+	done := make(chan struct{})
+	var due bool
+	go func() {
+		defer close(done)
+		wctx, cancel := context.WithTimeout(ctx, hookBudget(ev))
+		defer cancel()
+		m, err := lifecycle.Open(wctx, cfg, lifecycle.Options{BusyTimeout: hookBudget(ev) / 2})
+		if err != nil {
+			logger.Printf("hook %s %s: %v", ev, p.SessionID, err)
+			return
+		}
+		defer m.Close()
+		if err := m.HandleHook(wctx, in); err != nil {
+			logger.Printf("hook %s %s: %v", ev, p.SessionID, err)
+		}
+		if _, err := m.RecoverOrphans(wctx); err != nil {
+			logger.Printf("hook %s: orphan recovery: %v", ev, err)
+		}
+		due, _ = m.DB.DueJobs(wctx, time.Now().UTC())
+	}()
+	select {
+	case <-done:
+	case <-time.After(hookBudget(ev)):
+		logger.Printf("hook %s %s: out of time after %v; answered, the rollout keeps the rest", ev, p.SessionID, hookBudget(ev))
+		return answer()
+	}
+	if due {
+		a.spawnSweeper(cfg.Home, logger)
+	}
+	return answer()
+}
+
+// spawnSweeper starts `cx ctl sweep --background` in a session of its own,
+// so commits proceed after the hook has answered and Codex moved on.
+func (a *app) spawnSweeper(home string, logger *lifecycle.Logger) {
+	if sweepLocked(home) {
+		return
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return
+	}
+	cmd := exec.Command(self, "ctl", "sweep", "--background")
+	cmd.Env = os.Environ()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		logger.Printf("start background sweep: %v", err)
+		return
+	}
+	_ = cmd.Process.Release()
+}
+
+// sweepLock is held by the one background sweeper at a time.
+func sweepLockPath(home string) string { return filepath.Join(home, "sweep.lock") }
+
+func sweepLocked(home string) bool {
+	f, err := os.OpenFile(sweepLockPath(home), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return true
+	}
+	_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return false
 }
 
 // readHookInput reads stdin up to max bytes, giving up after d (a hook must
@@ -54,9 +155,10 @@ func readHookInput(r io.Reader, max int64, d time.Duration) ([]byte, error) {
 	}
 }
 
-func (a *app) logHookEvent(event string, payload []byte, readErr, parseErr error) {
-	home, err := cxHome(a)
-	if err != nil {
+// recordHookEvent appends the raw event to CX_HOME/logs/hook-events.jsonl:
+// what Codex sent, for audit and debugging.
+func (a *app) recordHookEvent(home, event string, payload []byte, runID string, parseErr error) {
+	if home == "" {
 		return
 	}
 	dir := filepath.Join(home, "logs")
@@ -66,16 +168,14 @@ func (a *app) logHookEvent(event string, payload []byte, readErr, parseErr error
 	rec := map[string]any{
 		"time":   time.Now().UTC().Format(time.RFC3339Nano),
 		"event":  event,
-		"run_id": os.Getenv("CX_RUN_ID"),
+		"run_id": runID,
 		"ppid":   os.Getppid(),
 	}
-	if parseErr == nil {
+	if json.Valid(payload) {
 		rec["payload"] = json.RawMessage(payload)
-	} else {
-		rec["error"] = fmt.Sprintf("parse hook input: %v", parseErr)
 	}
-	if readErr != nil {
-		rec["error"] = readErr.Error()
+	if parseErr != nil {
+		rec["error"] = parseErr.Error()
 	}
 	line, _ := json.Marshal(rec)
 	f, err := os.OpenFile(filepath.Join(dir, "hook-events.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -84,8 +184,4 @@ func (a *app) logHookEvent(event string, payload []byte, readErr, parseErr error
 	}
 	defer f.Close()
 	_, _ = f.Write(append(line, '\n'))
-}
-
-func cxHome(a *app) (string, error) {
-	return configHome(a.getenv)
 }

@@ -339,3 +339,43 @@ func EventNames(evs []HookEvent) []string {
 
 // Requests returns what reached the model.
 func (h *H) Requests() []mockmodel.Request { return h.Model.Requests() }
+
+// SessionState is one entry of `cx ctl sessions --json`.
+type SessionState struct {
+	ID         string `json:"id"`
+	Status     string `json:"status"`
+	EndReason  string `json:"end_reason"`
+	RunID      string `json:"run_id"`
+	Generation int    `json:"generation"`
+	Commits    int    `json:"commits"`
+	Turns      int    `json:"turns"`
+	TotalTurns int    `json:"total_turns"`
+}
+
+// Sessions is what cx's ledger says about every session.
+func (h *H) Sessions() map[string]SessionState {
+	h.T.Helper()
+	out, errOut, code := h.run(h.CX, "", "ctl", "sessions", "--json")
+	if code != 0 {
+		h.T.Fatalf("cx ctl sessions: exit %d: %s", code, errOut)
+	}
+	var list []SessionState
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		h.T.Fatalf("cx ctl sessions --json: %v\n%s", err, out)
+	}
+	m := map[string]SessionState{}
+	for _, s := range list {
+		m[s.ID] = s
+	}
+	return m
+}
+
+// CX runs `cx args…` (a ctl command) and returns its stdout.
+func (h *H) CXCtl(args ...string) string {
+	h.T.Helper()
+	out, errOut, code := h.run(h.CX, "", args...)
+	if code != 0 {
+		h.T.Fatalf("cx %v: exit %d: %s", args, code, errOut)
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -310,5 +311,26 @@ func TestScenarioConcurrent(t *testing.T) {
 		if n := len(h.RolloutSessionIDs()); n != 4 {
 			t.Fatalf("want 4 sessions, rollouts %v", h.Rollouts())
 		}
+	})
+}
+
+func TestDebugLedger(t *testing.T) {
+	if os.Getenv("CX_DEBUG") == "" {
+		t.Skip()
+	}
+	eachCodex(t, func(t *testing.T, in codextest.Install) {
+		h := New(t, in, Options{})
+		tu, _ := startTurn(t, h, "first session")
+		tu.New()
+		tu.Prompt("second session", "mock reply: second session")
+		tu.Slash("/exit")
+		tu.WaitExit(30 * time.Second)
+		t.Logf("%s", h.CXCtl("ctl", "sessions", "--json"))
+		t.Logf("%s", h.CXCtl("ctl", "status"))
+		for id := range h.Sessions() {
+			t.Logf("%s", h.CXCtl("ctl", "show", id))
+		}
+		data, _ := os.ReadFile(filepath.Join(h.CXHome, "logs", "cx.log"))
+		t.Logf("cx.log:\n%s", data)
 	})
 }

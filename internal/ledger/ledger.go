@@ -136,7 +136,10 @@ var migrations = []string{
 		transcript_path TEXT NOT NULL DEFAULT '',
 		cwd TEXT NOT NULL DEFAULT '',
 		sinks TEXT NOT NULL DEFAULT '[]',
+		codex_home TEXT NOT NULL DEFAULT '',
+		meta TEXT NOT NULL DEFAULT '',
 		cursor_offset INTEGER NOT NULL DEFAULT 0,
+		cursor_seen INTEGER NOT NULL DEFAULT 0,
 		cursor_inode INTEGER NOT NULL DEFAULT 0,
 		cursor_size INTEGER NOT NULL DEFAULT 0,
 		cursor_head TEXT NOT NULL DEFAULT '',
@@ -190,6 +193,16 @@ var migrations = []string{
 		run_id TEXT NOT NULL DEFAULT '',
 		detail TEXT NOT NULL DEFAULT ''
 	);
+	CREATE TABLE turns (
+		session_id TEXT NOT NULL,
+		key TEXT NOT NULL,
+		generation INTEGER NOT NULL,
+		offset INTEGER NOT NULL,
+		data TEXT NOT NULL,
+		captured_at TEXT NOT NULL,
+		PRIMARY KEY (session_id, key)
+	);
+	CREATE INDEX turns_gen ON turns(session_id, generation, offset);
 	CREATE TABLE archives (
 		session_id TEXT NOT NULL,
 		generation INTEGER NOT NULL,

@@ -49,6 +49,7 @@ type Run struct {
 // the file's identity to notice a rewrite or shrink.
 type Cursor struct {
 	Offset int64
+	Seen   int64
 	Inode  uint64
 	Size   int64
 	Head   string // hash of the file's first bytes
@@ -63,6 +64,8 @@ type Session struct {
 	EndReason      string
 	TranscriptPath string
 	Cwd            string
+	CodexHome      string
+	Meta           string // the rollout's session_meta (JSON), once read
 	Sinks          []string
 	Cursor         Cursor
 	GenStart       int64 // rollout offset where the current generation began
@@ -186,14 +189,14 @@ func scanRun(s scanner) (Run, error) {
 	return r, nil
 }
 
-const sessionCols = `id, run_id, status, generation, end_reason, transcript_path, cwd, sinks, cursor_offset, cursor_inode, cursor_size, cursor_head, gen_start, turns, interrupted, compactions, placeholders, created_at, last_seen, ended_at`
+const sessionCols = `id, run_id, status, generation, end_reason, transcript_path, cwd, codex_home, meta, sinks, cursor_offset, cursor_seen, cursor_inode, cursor_size, cursor_head, gen_start, turns, interrupted, compactions, placeholders, created_at, last_seen, ended_at`
 
 func scanSession(s scanner) (Session, error) {
 	var x Session
 	var sinks, created, seen string
 	var ended sql.NullString
-	err := s.Scan(&x.ID, &x.RunID, &x.Status, &x.Generation, &x.EndReason, &x.TranscriptPath, &x.Cwd, &sinks,
-		&x.Cursor.Offset, &x.Cursor.Inode, &x.Cursor.Size, &x.Cursor.Head, &x.GenStart, &x.Turns, &x.Interrupted,
+	err := s.Scan(&x.ID, &x.RunID, &x.Status, &x.Generation, &x.EndReason, &x.TranscriptPath, &x.Cwd, &x.CodexHome, &x.Meta, &sinks,
+		&x.Cursor.Offset, &x.Cursor.Seen, &x.Cursor.Inode, &x.Cursor.Size, &x.Cursor.Head, &x.GenStart, &x.Turns, &x.Interrupted,
 		&x.Compactions, &x.Placeholders, &created, &seen, &ended)
 	if err != nil {
 		return x, err
@@ -456,14 +459,14 @@ func (tx *Tx) PutRun(ctx context.Context, r Run) error {
 
 // PutSession inserts or replaces a session.
 func (tx *Tx) PutSession(ctx context.Context, s Session) error {
-	_, err := tx.tx.ExecContext(ctx, `INSERT INTO sessions (`+sessionCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+	_, err := tx.tx.ExecContext(ctx, `INSERT INTO sessions (`+sessionCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET run_id=excluded.run_id, status=excluded.status, generation=excluded.generation,
-		end_reason=excluded.end_reason, transcript_path=excluded.transcript_path, cwd=excluded.cwd, sinks=excluded.sinks,
-		cursor_offset=excluded.cursor_offset, cursor_inode=excluded.cursor_inode, cursor_size=excluded.cursor_size,
+		end_reason=excluded.end_reason, transcript_path=excluded.transcript_path, cwd=excluded.cwd, codex_home=excluded.codex_home,
+		meta=excluded.meta, sinks=excluded.sinks, cursor_offset=excluded.cursor_offset, cursor_seen=excluded.cursor_seen, cursor_inode=excluded.cursor_inode, cursor_size=excluded.cursor_size,
 		cursor_head=excluded.cursor_head, gen_start=excluded.gen_start, turns=excluded.turns, interrupted=excluded.interrupted,
 		compactions=excluded.compactions, placeholders=excluded.placeholders, last_seen=excluded.last_seen, ended_at=excluded.ended_at`,
-		s.ID, s.RunID, s.Status, s.Generation, s.EndReason, s.TranscriptPath, s.Cwd, jsonList(s.Sinks), s.Cursor.Offset,
-		s.Cursor.Inode, s.Cursor.Size, s.Cursor.Head, s.GenStart, s.Turns, s.Interrupted, s.Compactions, s.Placeholders,
+		s.ID, s.RunID, s.Status, s.Generation, s.EndReason, s.TranscriptPath, s.Cwd, s.CodexHome, s.Meta, jsonList(s.Sinks), s.Cursor.Offset,
+		s.Cursor.Seen, s.Cursor.Inode, s.Cursor.Size, s.Cursor.Head, s.GenStart, s.Turns, s.Interrupted, s.Compactions, s.Placeholders,
 		ts(s.CreatedAt), ts(s.LastSeen), tsPtr(s.EndedAt))
 	if err != nil {
 		return fmt.Errorf("put session %s: %w", s.ID, err)
@@ -617,4 +620,62 @@ func (db *DB) Archives(ctx context.Context, sessionID string) ([]Archive, error)
 		out = append(out, a)
 	}
 	return out, rows.Err()
+}
+
+// StoredTurn is a captured turn as the ledger keeps it.
+type StoredTurn struct {
+	SessionID  string
+	Key        string
+	Generation int
+	Offset     int64
+	Data       string // JSON of the turn
+}
+
+// UpsertTurn stores a turn by key. A turn seen before keeps its generation
+// and gets the newer data (a turn captured while still open is completed
+// later); inserted reports whether it is new.
+func (tx *Tx) UpsertTurn(ctx context.Context, t StoredTurn) (inserted bool, err error) {
+	var n int
+	if err := tx.tx.QueryRowContext(ctx, `SELECT count(*) FROM turns WHERE session_id = ? AND key = ?`, t.SessionID, t.Key).Scan(&n); err != nil {
+		return false, err
+	}
+	if n > 0 {
+		_, err = tx.tx.ExecContext(ctx, `UPDATE turns SET data = ? WHERE session_id = ? AND key = ?`, t.Data, t.SessionID, t.Key)
+		return false, err
+	}
+	_, err = tx.tx.ExecContext(ctx, `INSERT INTO turns (session_id, key, generation, offset, data, captured_at) VALUES (?,?,?,?,?,?)`,
+		t.SessionID, t.Key, t.Generation, t.Offset, t.Data, ts(tx.now))
+	return err == nil, err
+}
+
+// CountTurns counts a generation's captured turns.
+func (tx *Tx) CountTurns(ctx context.Context, sessionID string, gen int) (int, error) {
+	var n int
+	err := tx.tx.QueryRowContext(ctx, `SELECT count(*) FROM turns WHERE session_id = ? AND generation = ?`, sessionID, gen).Scan(&n)
+	return n, err
+}
+
+// Turns returns a generation's captured turns in rollout order.
+func (db *DB) Turns(ctx context.Context, sessionID string, gen int) ([]StoredTurn, error) {
+	rows, err := db.db.QueryContext(ctx, `SELECT session_id, key, generation, offset, data FROM turns WHERE session_id = ? AND generation = ? ORDER BY offset, key`, sessionID, gen)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []StoredTurn
+	for rows.Next() {
+		var t StoredTurn
+		if err := rows.Scan(&t.SessionID, &t.Key, &t.Generation, &t.Offset, &t.Data); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// TotalTurns counts every captured turn of a session.
+func (db *DB) TotalTurns(ctx context.Context, sessionID string) (int, error) {
+	var n int
+	err := db.db.QueryRowContext(ctx, `SELECT count(*) FROM turns WHERE session_id = ?`, sessionID).Scan(&n)
+	return n, err
 }

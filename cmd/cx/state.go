@@ -1,0 +1,461 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"cx/internal/config"
+	"cx/internal/ledger"
+	"cx/lifecycle"
+)
+
+// openManager opens the ledger for a ctl command.
+func (a *app) openManager(ctx context.Context) (*lifecycle.Manager, int) {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		a.errorf("%v", err)
+		return nil, 1
+	}
+	m, err := lifecycle.Open(ctx, cfg, lifecycle.Options{})
+	if err != nil {
+		a.errorf("%v", err)
+		return nil, 1
+	}
+	return m, 0
+}
+
+// parseFlags parses a ctl command's flags; it prints usage errors itself.
+func (a *app) parseFlags(name string, args []string, define func(fs *flag.FlagSet)) (*flag.FlagSet, bool) {
+	fs := flag.NewFlagSet("cx ctl "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	define(fs)
+	if err := fs.Parse(args); err != nil {
+		a.errorf("ctl %s: %v", name, err)
+		return fs, false
+	}
+	return fs, true
+}
+
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func rfc3339Ptr(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := rfc3339(*t)
+	return &s
+}
+
+func (a *app) printJSON(v any) {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// sessionJSON is one session as `sessions --json` prints it.
+type sessionJSON struct {
+	ID             string   `json:"id"`
+	Status         string   `json:"status"`
+	EndReason      string   `json:"end_reason"`
+	RunID          string   `json:"run_id"`
+	Generation     int      `json:"generation"`
+	Commits        int      `json:"commits"`
+	Turns          int      `json:"turns"`
+	TotalTurns     int      `json:"total_turns"`
+	TranscriptPath string   `json:"transcript_path"`
+	Cwd            string   `json:"cwd"`
+	Sinks          []string `json:"sinks"`
+	Interrupted    int      `json:"interrupted_turns"`
+	Compactions    int      `json:"compactions"`
+	Placeholders   int      `json:"placeholders"`
+	CreatedAt      string   `json:"created_at"`
+	LastSeen       string   `json:"last_seen"`
+	EndedAt        *string  `json:"ended_at"`
+}
+
+func toSessionJSON(ctx context.Context, db *ledger.DB, s ledger.Session) sessionJSON {
+	commits, _ := db.Commits(ctx, s.ID)
+	total, _ := db.TotalTurns(ctx, s.ID)
+	return sessionJSON{ID: s.ID, Status: s.Status, EndReason: s.EndReason, RunID: s.RunID, Generation: s.Generation,
+		Commits: commits, Turns: s.Turns, TotalTurns: total, TranscriptPath: s.TranscriptPath, Cwd: s.Cwd, Sinks: s.Sinks,
+		Interrupted: s.Interrupted, Compactions: s.Compactions, Placeholders: s.Placeholders,
+		CreatedAt: rfc3339(s.CreatedAt), LastSeen: rfc3339(s.LastSeen), EndedAt: rfc3339Ptr(s.EndedAt)}
+}
+
+func (a *app) ctlSessions(ctx context.Context, args []string) int {
+	var asJSON bool
+	if _, ok := a.parseFlags("sessions", args, func(fs *flag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "JSON output") }); !ok {
+		return usageExit
+	}
+	m, code := a.openManager(ctx)
+	if m == nil {
+		return code
+	}
+	defer m.Close()
+	sessions, err := m.DB.Sessions(ctx)
+	if err != nil {
+		a.errorf("sessions: %v", err)
+		return 1
+	}
+	out := make([]sessionJSON, 0, len(sessions))
+	for _, s := range sessions {
+		out = append(out, toSessionJSON(ctx, m.DB, s))
+	}
+	if asJSON {
+		a.printJSON(out)
+		return 0
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tSTATUS\tGEN\tCOMMITS\tTURNS\tEND\tLAST SEEN\tCWD")
+	for _, s := range out {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", s.ID, s.Status, s.Generation, s.Commits, s.TotalTurns, s.EndReason, s.LastSeen, s.Cwd)
+	}
+	_ = tw.Flush()
+	return 0
+}
+
+type jobJSON struct {
+	ID          int64   `json:"id"`
+	Kind        string  `json:"kind"`
+	SessionID   string  `json:"session_id"`
+	Generation  int     `json:"generation"`
+	Sink        string  `json:"sink"`
+	State       string  `json:"state"`
+	Attempts    int     `json:"attempts"`
+	NextAttempt string  `json:"next_attempt_at"`
+	LastError   string  `json:"last_error"`
+	LeaseUntil  *string `json:"lease_until"`
+	UpdatedAt   string  `json:"updated_at"`
+}
+
+func toJobJSON(j ledger.Job) jobJSON {
+	return jobJSON{ID: j.ID, Kind: j.Kind, SessionID: j.SessionID, Generation: j.Generation, Sink: j.Sink, State: j.State,
+		Attempts: j.Attempts, NextAttempt: rfc3339(j.NextAttemptAt), LastError: j.LastError, LeaseUntil: rfc3339Ptr(j.LeaseUntil),
+		UpdatedAt: rfc3339(j.UpdatedAt)}
+}
+
+type runJSON struct {
+	ID         string   `json:"id"`
+	PID        int      `json:"pid"`
+	CodexPID   int      `json:"codex_pid"`
+	Version    string   `json:"codex_version"`
+	Sinks      []string `json:"sinks"`
+	Cwd        string   `json:"cwd"`
+	Foreground string   `json:"foreground_session"`
+	StartedAt  string   `json:"started_at"`
+	EndedAt    *string  `json:"ended_at"`
+	ExitCode   *int     `json:"exit_code"`
+	EndReason  string   `json:"end_reason"`
+}
+
+func toRunJSON(r ledger.Run) runJSON {
+	return runJSON{ID: r.ID, PID: r.PID, CodexPID: r.CodexPID, Version: r.CodexVersion, Sinks: r.Sinks, Cwd: r.Cwd,
+		Foreground: r.Foreground, StartedAt: rfc3339(r.StartedAt), EndedAt: rfc3339Ptr(r.EndedAt), ExitCode: r.ExitCode, EndReason: r.EndReason}
+}
+
+func (a *app) ctlStatus(ctx context.Context, args []string) int {
+	var asJSON bool
+	if _, ok := a.parseFlags("status", args, func(fs *flag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "JSON output") }); !ok {
+		return usageExit
+	}
+	m, code := a.openManager(ctx)
+	if m == nil {
+		return code
+	}
+	defer m.Close()
+	runs, err := m.DB.Runs(ctx, true)
+	if err != nil {
+		a.errorf("status: %v", err)
+		return 1
+	}
+	sessions, _ := m.DB.Sessions(ctx)
+	jobs, _ := m.DB.Jobs(ctx, ledger.JobPending, ledger.JobLeased, ledger.JobParked)
+	out := struct {
+		Ledger       string         `json:"ledger"`
+		Runs         []runJSON      `json:"runs"`
+		LiveSessions []sessionJSON  `json:"live_sessions"`
+		Pending      []jobJSON      `json:"pending_jobs"`
+		Parked       []jobJSON      `json:"parked_jobs"`
+		Counts       map[string]int `json:"counts"`
+	}{Ledger: m.DB.Path, Runs: []runJSON{}, LiveSessions: []sessionJSON{}, Pending: []jobJSON{}, Parked: []jobJSON{}, Counts: map[string]int{}}
+	for _, r := range runs {
+		out.Runs = append(out.Runs, toRunJSON(r))
+	}
+	for _, s := range sessions {
+		out.Counts["sessions_"+s.Status]++
+		if s.Status == ledger.Live {
+			out.LiveSessions = append(out.LiveSessions, toSessionJSON(ctx, m.DB, s))
+		}
+	}
+	for _, j := range jobs {
+		out.Counts["jobs_"+j.State]++
+		if j.State == ledger.JobParked {
+			out.Parked = append(out.Parked, toJobJSON(j))
+		} else {
+			out.Pending = append(out.Pending, toJobJSON(j))
+		}
+	}
+	if asJSON {
+		a.printJSON(out)
+		return 0
+	}
+	fmt.Fprintf(a.stdout, "ledger: %s\n", out.Ledger)
+	fmt.Fprintf(a.stdout, "runs: %d running\n", len(out.Runs))
+	for _, r := range out.Runs {
+		fmt.Fprintf(a.stdout, "  %s pid %d codex %d (%s) sinks %v since %s\n", r.ID, r.PID, r.CodexPID, r.Version, r.Sinks, r.StartedAt)
+	}
+	fmt.Fprintf(a.stdout, "live sessions: %d\n", len(out.LiveSessions))
+	for _, s := range out.LiveSessions {
+		fmt.Fprintf(a.stdout, "  %s g%d turns %d run %s\n", s.ID, s.Generation, s.Turns, s.RunID)
+	}
+	fmt.Fprintf(a.stdout, "pending jobs: %d\n", len(out.Pending))
+	for _, j := range out.Pending {
+		fmt.Fprintf(a.stdout, "  #%d %s %s g%d → %s (%s, attempts %d) %s\n", j.ID, j.Kind, j.SessionID, j.Generation, j.Sink, j.State, j.Attempts, j.LastError)
+	}
+	fmt.Fprintf(a.stdout, "parked jobs: %d\n", len(out.Parked))
+	for _, j := range out.Parked {
+		fmt.Fprintf(a.stdout, "  #%d %s %s g%d → %s after %d attempts: %s (cx ctl retry %d)\n", j.ID, j.Kind, j.SessionID, j.Generation, j.Sink, j.Attempts, j.LastError, j.ID)
+	}
+	return 0
+}
+
+func (a *app) ctlShow(ctx context.Context, args []string) int {
+	var asJSON bool
+	fs, ok := a.parseFlags("show", args, func(fs *flag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "JSON output") })
+	if !ok || fs.NArg() != 1 {
+		a.errorf("usage: cx ctl show <session> [--json]")
+		return usageExit
+	}
+	m, code := a.openManager(ctx)
+	if m == nil {
+		return code
+	}
+	defer m.Close()
+	id := fs.Arg(0)
+	s, err := m.DB.Session(ctx, id)
+	if errors.Is(err, ledger.ErrNotFound) {
+		a.errorf("no session %s in the ledger", id)
+		return 1
+	}
+	if err != nil {
+		a.errorf("show %s: %v", id, err)
+		return 1
+	}
+	gens, _ := m.DB.Generations(ctx, id)
+	events, _ := m.DB.Events(ctx, id)
+	archives, _ := m.DB.Archives(ctx, id)
+	allJobs, _ := m.DB.Jobs(ctx)
+	type genJSON struct {
+		Generation  int     `json:"generation"`
+		Status      string  `json:"status"`
+		EndReason   string  `json:"end_reason"`
+		Turns       int     `json:"turns"`
+		ExitStatus  *int    `json:"exit_status"`
+		EndedAt     string  `json:"ended_at"`
+		CommittedAt *string `json:"committed_at"`
+	}
+	type eventJSON struct {
+		At     string `json:"at"`
+		Kind   string `json:"kind"`
+		RunID  string `json:"run_id,omitempty"`
+		Detail string `json:"detail"`
+	}
+	type archiveJSON struct {
+		Generation int             `json:"generation"`
+		StoredAt   string          `json:"stored_at"`
+		Turns      json.RawMessage `json:"turns"`
+		Checkpoint json.RawMessage `json:"checkpoint,omitempty"`
+		Continuity string          `json:"continuity,omitempty"`
+	}
+	out := struct {
+		Session     sessionJSON   `json:"session"`
+		Generations []genJSON     `json:"generations"`
+		Jobs        []jobJSON     `json:"jobs"`
+		Archives    []archiveJSON `json:"archives"`
+		Events      []eventJSON   `json:"events"`
+	}{Session: toSessionJSON(ctx, m.DB, s), Generations: []genJSON{}, Jobs: []jobJSON{}, Archives: []archiveJSON{}, Events: []eventJSON{}}
+	for _, g := range gens {
+		out.Generations = append(out.Generations, genJSON{g.Generation, g.Status, g.EndReason, g.Turns, g.ExitStatus, rfc3339(g.EndedAt), rfc3339Ptr(g.CommittedAt)})
+	}
+	for _, j := range allJobs {
+		if j.SessionID == id {
+			out.Jobs = append(out.Jobs, toJobJSON(j))
+		}
+	}
+	for _, ar := range archives {
+		aj := archiveJSON{Generation: ar.Generation, StoredAt: rfc3339(ar.StoredAt), Turns: json.RawMessage(ar.Turns), Continuity: ar.Continuity}
+		if json.Valid([]byte(ar.Checkpoint)) {
+			aj.Checkpoint = json.RawMessage(ar.Checkpoint)
+		}
+		out.Archives = append(out.Archives, aj)
+	}
+	for _, e := range events {
+		out.Events = append(out.Events, eventJSON{rfc3339(e.At), e.Kind, e.RunID, e.Detail})
+	}
+	if asJSON {
+		a.printJSON(out)
+		return 0
+	}
+	ss := out.Session
+	fmt.Fprintf(a.stdout, "session %s\n  status %s (generation %d, %d committed)  end reason %q\n  run %s  sinks %v\n  rollout %s\n  cwd %s\n  turns %d in this generation, %d in all; %d interrupted, %d compactions, %d unreadable lines\n",
+		ss.ID, ss.Status, ss.Generation, ss.Commits, ss.EndReason, ss.RunID, ss.Sinks, ss.TranscriptPath, ss.Cwd, ss.Turns, ss.TotalTurns, ss.Interrupted, ss.Compactions, ss.Placeholders)
+	for _, g := range out.Generations {
+		fmt.Fprintf(a.stdout, "  g%d %s (%s) turns %d ended %s\n", g.Generation, g.Status, g.EndReason, g.Turns, g.EndedAt)
+	}
+	for _, j := range out.Jobs {
+		fmt.Fprintf(a.stdout, "  job #%d %s g%d → %s: %s (attempts %d) %s\n", j.ID, j.Kind, j.Generation, j.Sink, j.State, j.Attempts, j.LastError)
+	}
+	for _, ar := range out.Archives {
+		var turns []map[string]any
+		_ = json.Unmarshal(ar.Turns, &turns)
+		fmt.Fprintf(a.stdout, "  archive g%d: %d turns (stored %s)\n", ar.Generation, len(turns), ar.StoredAt)
+		for _, t := range turns {
+			fmt.Fprintf(a.stdout, "    › %s\n", oneLine(fmt.Sprint(t["user"]), 100))
+		}
+	}
+	return 0
+}
+
+func oneLine(s string, n int) string {
+	r := []rune(s)
+	for i, c := range r {
+		if c == '\n' || c == '\r' {
+			r[i] = ' '
+		}
+	}
+	if len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return string(r)
+}
+
+func (a *app) ctlCommit(ctx context.Context, args []string) int {
+	if len(args) != 1 {
+		a.errorf("usage: cx ctl commit <session>")
+		return usageExit
+	}
+	m, code := a.openManager(ctx)
+	if m == nil {
+		return code
+	}
+	defer m.Close()
+	if _, err := m.DB.Session(ctx, args[0]); err != nil {
+		a.errorf("commit %s: %v", args[0], err)
+		return 1
+	}
+	ended, err := m.Commit(ctx, args[0])
+	if err != nil {
+		a.errorf("commit %s: %v", args[0], err)
+		return 1
+	}
+	s, _ := m.DB.Session(ctx, args[0])
+	if ended {
+		fmt.Fprintf(a.stdout, "%s: generation %d ended (%s), status %s\n", s.ID, s.Generation, lifecycle.ReasonManual, s.Status)
+	} else {
+		fmt.Fprintf(a.stdout, "%s: nothing live to end (status %s, generation %d)\n", s.ID, s.Status, s.Generation)
+	}
+	return 0
+}
+
+func (a *app) ctlSweep(ctx context.Context, args []string) int {
+	var background, asJSON bool
+	if _, ok := a.parseFlags("sweep", args, func(fs *flag.FlagSet) {
+		fs.BoolVar(&background, "background", false, "run quietly as the single background sweeper")
+		fs.BoolVar(&asJSON, "json", false, "JSON output")
+	}); !ok {
+		return usageExit
+	}
+	cfg, err := config.Load(a.getenv)
+	if err != nil && !background {
+		a.errorf("%v", err)
+		return 1
+	}
+	if background {
+		f, err := os.OpenFile(sweepLockPath(cfg.Home), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			return 0
+		}
+		defer f.Close()
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+			return 0 // another sweeper is at work
+		}
+	}
+	m, err := lifecycle.Open(ctx, cfg, lifecycle.Options{})
+	if err != nil {
+		if !background {
+			a.errorf("%v", err)
+		}
+		return 1
+	}
+	defer m.Close()
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	res, err := m.Sweep(sctx)
+	if err != nil {
+		m.Log.Printf("sweep: %v", err)
+		if !background {
+			a.errorf("sweep: %v", err)
+		}
+		return 1
+	}
+	if background {
+		return 0
+	}
+	if asJSON {
+		a.printJSON(map[string]int{"orphan_runs": res.Orphans, "generations_ended": res.Ended, "jobs_worked": res.Jobs})
+		return 0
+	}
+	fmt.Fprintf(a.stdout, "orphan runs: %d, generations ended: %d, jobs worked: %d\n", res.Orphans, res.Ended, res.Jobs)
+	return 0
+}
+
+func (a *app) ctlRetry(ctx context.Context, args []string) int {
+	var all bool
+	fs, ok := a.parseFlags("retry", args, func(fs *flag.FlagSet) { fs.BoolVar(&all, "all", false, "every parked job") })
+	if !ok || (!all && fs.NArg() == 0) {
+		a.errorf("usage: cx ctl retry <job id>… | --all")
+		return usageExit
+	}
+	var ids []int64
+	for _, s := range fs.Args() {
+		id, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			a.errorf("retry: %q is not a job id", s)
+			return usageExit
+		}
+		ids = append(ids, id)
+	}
+	m, code := a.openManager(ctx)
+	if m == nil {
+		return code
+	}
+	defer m.Close()
+	n, err := m.Retry(ctx, ids, all)
+	if err != nil {
+		a.errorf("retry: %v", err)
+		return 1
+	}
+	fmt.Fprintf(a.stdout, "%d parked job(s) back in the outbox\n", n)
+	if n > 0 {
+		if _, err := m.WorkOutbox(ctx, nil); err != nil {
+			a.errorf("retry: %v", err)
+			return 1
+		}
+	}
+	return 0
+}

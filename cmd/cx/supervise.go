@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"cx/internal/config"
+	"cx/lifecycle"
+	"cx/wrapper"
+)
+
+// supervision connects the wrapper's child events to the lifecycle. The
+// ledger is opened beside Codex's launch, never before it: start overhead
+// stays that of the supervisor alone.
+type supervision struct {
+	a       *app
+	ready   chan struct{}
+	m       *lifecycle.Manager
+	run     *lifecycle.Run
+	err     error
+	started chan struct{} // ChildStarted has been handed to the run
+	pid     int
+}
+
+func startSupervision(ctx context.Context, a *app, cfg config.Config, info lifecycle.RunInfo) *supervision {
+	s := &supervision{a: a, ready: make(chan struct{}), started: make(chan struct{})}
+	go func() {
+		defer close(s.ready)
+		s.m, s.err = lifecycle.Open(ctx, cfg, lifecycle.Options{})
+		if s.err != nil {
+			return
+		}
+		s.run = s.m.BeginRun(ctx, info)
+	}()
+	// Earlier runs whose cx died, and commits left in the outbox: handled
+	// beside Codex, not before it.
+	go func() {
+		<-s.ready
+		if s.m == nil {
+			return
+		}
+		if _, err := s.m.RecoverOrphans(ctx); err != nil {
+			s.m.Log.Printf("orphan recovery at start: %v", err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if _, err := s.m.WorkOutbox(wctx, nil); err != nil && wctx.Err() == nil {
+			s.m.Log.Printf("outbox at start: %v", err)
+		}
+	}()
+	return s
+}
+
+// Started implements wrapper.Observer.
+func (s *supervision) Started(pid int, _ wrapper.Mode) {
+	s.pid = pid
+	go func() {
+		defer close(s.started)
+		<-s.ready
+		if s.run != nil {
+			s.run.ChildStarted(pid)
+		}
+	}()
+}
+
+// Exited implements wrapper.Observer; the work happens in finish, after
+// wrapper.Run has restored the terminal.
+func (s *supervision) Exited(wrapper.Exit) {}
+
+func (s *supervision) finish(ctx context.Context, ex wrapper.Exit) {
+	if s.pid != 0 {
+		<-s.started
+	}
+	<-s.ready
+	if s.err != nil {
+		s.a.errorf("warning: %v: this run's sessions are not recorded (their rollouts are intact; see `cx ctl doctor`)", s.err)
+		return
+	}
+	defer s.m.Close()
+	info := lifecycle.ExitInfo{Code: ex.Code}
+	if ex.Signal != 0 {
+		info.Signal = wrapper.SignalName(ex.Signal)
+	}
+	if ex.Received != nil {
+		info.Received = wrapper.SignalName(ex.Received)
+	}
+	if err := s.run.Finish(ctx, info); err != nil {
+		s.m.Log.Printf("finish run %s: %v", s.run.ID(), err)
+		s.a.errorf("warning: ending this run's sessions: %v (a later `cx ctl sweep` finishes it)", err)
+	}
+}

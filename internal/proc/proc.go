@@ -1,0 +1,101 @@
+// Package proc reads what cx needs to know about processes from /proc:
+// start times (to tell a live process from a reused pid), parents (to check
+// which process a hook came from) and open files (to learn which sessions a
+// Codex process holds).
+package proc
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Stat is the part of /proc/<pid>/stat cx uses.
+type Stat struct {
+	PID       int
+	Comm      string
+	State     byte
+	PPID      int
+	StartTime uint64 // clock ticks after boot: with the pid, a process identity
+}
+
+// ReadStat reads /proc/<pid>/stat.
+func ReadStat(pid int) (Stat, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return Stat{}, err
+	}
+	return parseStat(pid, string(data))
+}
+
+func parseStat(pid int, s string) (Stat, error) {
+	// comm is in parentheses and may contain spaces or parentheses itself.
+	open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || close < open || close+2 >= len(s) {
+		return Stat{}, fmt.Errorf("parse /proc/%d/stat: malformed", pid)
+	}
+	st := Stat{PID: pid, Comm: s[open+1 : close]}
+	fields := strings.Fields(s[close+2:])
+	// fields[0] is state (field 3); ppid is field 4; starttime is field 22.
+	if len(fields) < 20 {
+		return Stat{}, fmt.Errorf("parse /proc/%d/stat: %d fields", pid, len(fields))
+	}
+	st.State = fields[0][0]
+	st.PPID, _ = strconv.Atoi(fields[1])
+	st.StartTime, _ = strconv.ParseUint(fields[19], 10, 64)
+	return st, nil
+}
+
+// Alive reports whether pid is running (not a zombie) and, when start is
+// non-zero, is the same process that had that start time.
+func Alive(pid int, start uint64) bool {
+	if pid <= 0 {
+		return false
+	}
+	st, err := ReadStat(pid)
+	if err != nil || st.State == 'Z' || st.State == 'X' {
+		return false
+	}
+	return start == 0 || st.StartTime == start
+}
+
+// StartTime is pid's start time, 0 if it cannot be read.
+func StartTime(pid int) uint64 {
+	st, err := ReadStat(pid)
+	if err != nil {
+		return 0
+	}
+	return st.StartTime
+}
+
+// OpenFiles lists the paths pid's open descriptors point to.
+func OpenFiles(pid int) []string {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(ents))
+	for _, e := range ents {
+		if target, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && strings.HasPrefix(target, "/") {
+			out = append(out, target)
+		}
+	}
+	return out
+}
+
+// Ancestors returns pid's parent chain, nearest first, up to n processes.
+func Ancestors(pid, n int) []Stat {
+	var out []Stat
+	for i := 0; i < n && pid > 1; i++ {
+		st, err := ReadStat(pid)
+		if err != nil {
+			break
+		}
+		out = append(out, st)
+		pid = st.PPID
+	}
+	return out
+}

@@ -1,0 +1,307 @@
+package lifecycle
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"cx/internal/ledger"
+	"cx/internal/proc"
+)
+
+// Hook events cx handles (Codex's spelling).
+const (
+	EvSessionStart     = "SessionStart"
+	EvUserPromptSubmit = "UserPromptSubmit"
+	EvStop             = "Stop"
+	EvPreCompact       = "PreCompact"
+	EvPostCompact      = "PostCompact"
+	EvSessionEnd       = "SessionEnd"
+	EvInterrupt        = "Interrupt"
+)
+
+// KnownEvents are the events with a handler.
+var KnownEvents = []string{EvSessionStart, EvUserPromptSubmit, EvStop, EvPreCompact, EvPostCompact, EvSessionEnd, EvInterrupt}
+
+// DoctorPrefix marks the session ids of `cx ctl doctor`'s test calls: the
+// handler answers them and records nothing.
+const DoctorPrefix = "cx-doctor-"
+
+// HookPayload is the JSON Codex gives a hook on stdin.
+type HookPayload struct {
+	SessionID      string `json:"session_id"`
+	TranscriptPath string `json:"transcript_path"`
+	Cwd            string `json:"cwd"`
+	HookEventName  string `json:"hook_event_name"`
+	Source         string `json:"source"`
+	TurnID         string `json:"turn_id"`
+	Trigger        string `json:"trigger"`
+	Reason         string `json:"reason"`
+	Model          string `json:"model"`
+}
+
+// HookInput is one hook invocation.
+type HookInput struct {
+	Event   string // from the command line; the payload's hook_event_name wins
+	Payload []byte
+	RunID   string // CX_RUN_ID of the hook's environment
+	PPID    int    // the hook process's parent
+}
+
+// ParseHook validates a hook's input and settles its event name.
+func ParseHook(in HookInput) (string, HookPayload, error) {
+	var p HookPayload
+	if len(strings.TrimSpace(string(in.Payload))) == 0 {
+		return in.Event, p, errors.New("empty hook input")
+	}
+	if err := json.Unmarshal(in.Payload, &p); err != nil {
+		return in.Event, p, fmt.Errorf("hook input is not JSON: %w", err)
+	}
+	ev := in.Event
+	if p.HookEventName != "" {
+		ev = p.HookEventName
+	}
+	known := false
+	for _, k := range KnownEvents {
+		known = known || k == ev
+	}
+	if !known {
+		return ev, p, fmt.Errorf("unknown hook event %q", ev)
+	}
+	if p.SessionID == "" {
+		return ev, p, fmt.Errorf("%s hook input has no session_id", ev)
+	}
+	return ev, p, nil
+}
+
+// HandleHook acts on one hook event. It never blocks for long: slow work
+// (commits) is left in the outbox.
+func (m *Manager) HandleHook(ctx context.Context, in HookInput) error {
+	ev, p, err := ParseHook(in)
+	if err != nil {
+		return err
+	}
+	if strings.HasPrefix(p.SessionID, DoctorPrefix) {
+		return nil
+	}
+	run, owned := m.attribute(ctx, in.RunID, in.PPID)
+	hint := ledger.Session{ID: p.SessionID, TranscriptPath: p.TranscriptPath, Cwd: p.Cwd, CodexHome: m.codexHome()}
+	if owned {
+		hint.RunID, hint.Sinks, hint.CodexHome = run.ID, run.Sinks, run.CodexHome
+	}
+	var s ledger.Session
+	err = m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		var err error
+		s, _, err = m.ensureSession(ctx, tx, hint)
+		if err != nil {
+			return err
+		}
+		changed := false
+		if owned && s.RunID != run.ID {
+			adoptable := s.RunID == "" || ev == EvSessionStart
+			if !adoptable {
+				if prev, err := tx.Run(ctx, s.RunID); err != nil || prev.EndedAt != nil {
+					adoptable = true
+				}
+			}
+			if adoptable {
+				adopt(&s, run)
+				changed = true
+			}
+		}
+		if ev == EvSessionStart && p.Source == "resume" && s.Status != ledger.Live {
+			// The session is live again under this run; a resume without a
+			// turn leaves it as it was (see endLive).
+			m.openNext(&s, tx, s.Cursor.Seen)
+			changed = true
+		}
+		if ev == EvUserPromptSubmit || ev == EvStop {
+			s.LastSeen = tx.Now()
+			changed = true
+		}
+		detail := ev
+		if p.Source != "" {
+			detail += "(" + p.Source + ")"
+		}
+		if ev == EvInterrupt && p.TurnID != "" {
+			detail += " turn " + p.TurnID
+		}
+		_ = tx.AddEvent(ctx, "hook", s.ID, run.ID, detail)
+		if changed {
+			return tx.PutSession(ctx, s)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+
+	switch ev {
+	case EvSessionStart:
+		switch p.Source {
+		case "startup", "clear":
+			reason := ReasonNew
+			if p.Source == "clear" {
+				reason = ReasonClear
+			}
+			if owned {
+				return m.switchForeground(ctx, run.ID, s.ID, reason)
+			}
+			return m.activeWindow(ctx, s.ID, reason)
+		case "resume", "fork":
+			if owned {
+				return m.setForeground(ctx, run.ID, s.ID)
+			}
+		}
+	case EvStop:
+		_, err := m.catchUp(ctx, s.ID)
+		return err
+	case EvPreCompact:
+		if _, err := m.catchUp(ctx, s.ID); err != nil {
+			return err
+		}
+		return m.compact(ctx, s.ID)
+	case EvSessionEnd:
+		_, err := m.End(ctx, s.ID, ReasonSessionEnd, EndOptions{})
+		return err
+	}
+	return nil
+}
+
+// compact ends the generation before a compaction and opens the next: the
+// compacted half is a generation of its own.
+func (m *Manager) compact(ctx context.Context, id string) error {
+	s, err := m.DB.Session(ctx, id)
+	if err != nil || s.Status != ledger.Live || s.Turns == 0 {
+		return err
+	}
+	ended, err := m.endLive(ctx, id, ReasonCompact, EndOptions{OnlyGeneration: s.Generation})
+	if err != nil || !ended {
+		return err
+	}
+	return m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		s, err := tx.Session(ctx, id)
+		if err != nil || s.Status == ledger.Live {
+			return err
+		}
+		m.openNext(&s, tx, s.Cursor.Seen)
+		_ = tx.AddEvent(ctx, "generation.opened", s.ID, s.RunID, fmt.Sprintf("%d after compaction", s.Generation))
+		return tx.PutSession(ctx, s)
+	})
+}
+
+// switchForeground makes id the run's foreground session and ends the
+// previous one's generation (/new or /clear in the same Codex process).
+func (m *Manager) switchForeground(ctx context.Context, runID, id, reason string) error {
+	prev, err := m.swapForeground(ctx, runID, id)
+	if err != nil || prev == "" || prev == id {
+		return err
+	}
+	_, err = m.End(ctx, prev, reason, EndOptions{})
+	return err
+}
+
+func (m *Manager) setForeground(ctx context.Context, runID, id string) error {
+	_, err := m.swapForeground(ctx, runID, id)
+	return err
+}
+
+func (m *Manager) swapForeground(ctx context.Context, runID, id string) (string, error) {
+	var prev string
+	err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		r, err := tx.Run(ctx, runID)
+		if err != nil {
+			return err
+		}
+		prev = r.Foreground
+		r.Foreground = id
+		return tx.PutRun(ctx, r)
+	})
+	return prev, err
+}
+
+// activeWindow is the fallback for Codex started without cx: a new session
+// ends the one other un-owned session active within the window; with two or
+// more candidates it cannot know which, and leaves them to the idle sweep.
+func (m *Manager) activeWindow(ctx context.Context, id, reason string) error {
+	var victim string
+	err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		live, err := tx.UnownedLive(ctx)
+		if err != nil {
+			return err
+		}
+		cutoff := tx.Now().Add(-m.Cfg.Lifecycle.ActiveWindow.Duration)
+		var cands []string
+		for _, s := range live {
+			if s.ID != id && s.LastSeen.After(cutoff) {
+				cands = append(cands, s.ID)
+			}
+		}
+		if len(cands) == 1 {
+			victim = cands[0]
+		}
+		return nil
+	})
+	if err != nil || victim == "" {
+		return err
+	}
+	_, err = m.End(ctx, victim, reason, EndOptions{})
+	return err
+}
+
+// shells are processes that may stand between Codex and its hook command.
+var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "env": true}
+
+// attribute decides whether a hook belongs to the run named by CX_RUN_ID:
+// its nearest ancestor that is not a shell must be that run's Codex (pid and
+// start time). A nested Codex started by the model, or a shared daemon's
+// hooks carrying a stale CX_RUN_ID, fail this check.
+func (m *Manager) attribute(ctx context.Context, runID string, ppid int) (ledger.Run, bool) {
+	if runID == "" || ppid <= 1 {
+		return ledger.Run{}, false
+	}
+	var run ledger.Run
+	var err error
+	// The wrapper records its run beside Codex's start; a very early hook
+	// may arrive first.
+	deadline := time.Now().Add(time.Second)
+	for {
+		run, err = m.DB.Run(ctx, runID)
+		if err == nil && run.CodexPID != 0 {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return ledger.Run{}, false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if run.EndedAt != nil {
+		return ledger.Run{}, false
+	}
+	for _, st := range proc.Ancestors(ppid, 4) {
+		if shells[st.Comm] {
+			continue
+		}
+		return run, st.PID == run.CodexPID && (run.CodexStart == 0 || st.StartTime == run.CodexStart)
+	}
+	return ledger.Run{}, false
+}
+
+// codexHome is CODEX_HOME for sessions whose run does not say.
+func (m *Manager) codexHome() string {
+	if v, ok := m.Getenv("CODEX_HOME"); ok && v != "" {
+		return v
+	}
+	if home, ok := m.Getenv("HOME"); ok && home != "" {
+		return filepath.Join(home, ".codex")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".codex")
+	}
+	return ""
+}

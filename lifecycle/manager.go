@@ -1,0 +1,375 @@
+// Package lifecycle is the session state machine: it learns sessions from
+// hook events and from the Codex process a run supervises, captures their
+// turns from the rollout, ends each generation exactly once (whoever ends it
+// first: Codex's SessionEnd, /new or /clear, compaction, the wrapper's exit,
+// a sweep), and works the outbox of commit jobs to the configured sinks.
+//
+// Every decision that reads and then writes the ledger happens inside one
+// immediate transaction, so any number of processes may race to end the
+// same generation: exactly one wins.
+package lifecycle
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"cx/internal/config"
+	"cx/internal/ledger"
+	"cx/internal/rollout"
+)
+
+// End reasons (DESIGN: "End reasons").
+const (
+	ReasonSessionEnd = "session_end"
+	ReasonExit       = "exit"
+	ReasonNew        = "new"
+	ReasonClear      = "clear"
+	ReasonCompact    = "compact"
+	ReasonOrphan     = "orphan"
+	ReasonIdle       = "idle"
+	ReasonManual     = "manual"
+)
+
+// Manager owns the ledger for one cx process.
+type Manager struct {
+	DB    *ledger.DB
+	Cfg   config.Config
+	Sinks map[string]Sink
+	Log   *Logger
+	// Owner names this process in job leases.
+	Owner string
+	// Now is the clock (tests may replace it).
+	Now func() time.Time
+	// Getenv reads the environment (CODEX_HOME for sessions of Codex started
+	// without cx).
+	Getenv func(string) (string, bool)
+}
+
+// Options tune Open.
+type Options struct {
+	BusyTimeout time.Duration
+}
+
+// Open opens the ledger in cfg.Home and returns a manager with the default sinks.
+func Open(ctx context.Context, cfg config.Config, opts Options) (*Manager, error) {
+	if err := config.EnsureHome(cfg.Home); err != nil {
+		return nil, err
+	}
+	m := &Manager{
+		Cfg:    cfg,
+		Log:    NewLogger(cfg.Home),
+		Owner:  fmt.Sprintf("pid:%d:%d", os.Getpid(), time.Now().UnixNano()),
+		Now:    func() time.Time { return time.Now().UTC() },
+		Getenv: os.LookupEnv,
+	}
+	db, err := ledger.Open(ctx, filepath.Join(cfg.Home, ledger.FileName), ledger.Options{BusyTimeout: opts.BusyTimeout})
+	if err != nil {
+		return nil, err
+	}
+	m.DB = db
+	m.Sinks = DefaultSinks(m)
+	return m, nil
+}
+
+// Close closes the ledger.
+func (m *Manager) Close() error {
+	if m.DB == nil {
+		return nil
+	}
+	return m.DB.Close()
+}
+
+// NewRunID returns a fresh run id.
+func NewRunID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "run-" + hex.EncodeToString(b)
+}
+
+// crashAt kills this process when CX_TEST_CRASH_AT names the point: the
+// crash-point tests prove that every step of ending and committing can be
+// interrupted and finished later by a sweep.
+func crashAt(point string) {
+	if v := os.Getenv("CX_TEST_CRASH_AT"); v != "" && v == point {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		time.Sleep(time.Minute)
+	}
+}
+
+// Logger appends cx's own diagnostics to CX_HOME/logs/cx.log.
+type Logger struct {
+	path string
+	mu   sync.Mutex
+}
+
+// NewLogger logs into home/logs/cx.log.
+func NewLogger(home string) *Logger { return &Logger{path: filepath.Join(home, "logs", "cx.log")} }
+
+// Printf writes one line; failures to log are ignored (logging must never
+// break a hook or a run).
+func (l *Logger) Printf(format string, args ...any) {
+	if l == nil || l.path == "" {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
+		return
+	}
+	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s pid=%d %s\n", time.Now().UTC().Format(time.RFC3339Nano), os.Getpid(), fmt.Sprintf(format, args...))
+}
+
+// Path is the log file.
+func (l *Logger) Path() string { return l.path }
+
+// ensureSession returns the session, creating it live (generation 1) when
+// unknown. Fields that are empty in the ledger are filled from hint.
+func (m *Manager) ensureSession(ctx context.Context, tx *ledger.Tx, hint ledger.Session) (ledger.Session, bool, error) {
+	s, err := tx.Session(ctx, hint.ID)
+	if errors.Is(err, ledger.ErrNotFound) {
+		now := tx.Now()
+		s = ledger.Session{ID: hint.ID, RunID: hint.RunID, Status: ledger.Live, Generation: 1,
+			TranscriptPath: hint.TranscriptPath, Cwd: hint.Cwd, CodexHome: hint.CodexHome, Sinks: hint.Sinks,
+			CreatedAt: now, LastSeen: now}
+		if s.Sinks == nil {
+			s.Sinks = m.Cfg.Sinks
+		}
+		if err := tx.PutSession(ctx, s); err != nil {
+			return s, false, err
+		}
+		_ = tx.AddEvent(ctx, "session.learned", s.ID, s.RunID, hint.EndReason)
+		return s, true, nil
+	}
+	if err != nil {
+		return s, false, err
+	}
+	changed := false
+	if s.TranscriptPath == "" && hint.TranscriptPath != "" {
+		s.TranscriptPath, changed = hint.TranscriptPath, true
+	}
+	if s.Cwd == "" && hint.Cwd != "" {
+		s.Cwd, changed = hint.Cwd, true
+	}
+	if s.CodexHome == "" && hint.CodexHome != "" {
+		s.CodexHome, changed = hint.CodexHome, true
+	}
+	if changed {
+		err = tx.PutSession(ctx, s)
+	}
+	return s, false, err
+}
+
+// adopt makes run the session's owner; its sinks become the run's.
+func adopt(s *ledger.Session, run ledger.Run) {
+	s.RunID = run.ID
+	s.Sinks = run.Sinks
+	if run.CodexHome != "" {
+		s.CodexHome = run.CodexHome
+	}
+}
+
+// rolloutPath finds a session's rollout when no hook told its path.
+func rolloutPath(codexHome, id string) string {
+	if codexHome == "" {
+		return ""
+	}
+	matches, _ := filepath.Glob(filepath.Join(codexHome, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"))
+	if len(matches) == 0 {
+		return ""
+	}
+	return matches[len(matches)-1]
+}
+
+// catchUp captures the session's new turns from its rollout. New turns
+// after an ended generation open the next one. It returns the session as
+// stored afterwards.
+func (m *Manager) catchUp(ctx context.Context, id string) (ledger.Session, error) {
+	s, err := m.DB.Session(ctx, id)
+	if err != nil {
+		return s, err
+	}
+	path := s.TranscriptPath
+	if path == "" {
+		path = rolloutPath(s.CodexHome, s.ID)
+	}
+	if path == "" {
+		return s, nil // no rollout yet: a session with no turn
+	}
+	if _, err := os.Stat(path); err != nil {
+		return s, nil
+	}
+	var meta *rollout.SessionMeta
+	if s.Meta != "" {
+		meta = &rollout.SessionMeta{}
+		_ = json.Unmarshal([]byte(s.Meta), meta)
+	}
+	cur := rollout.Cursor{Offset: s.Cursor.Offset, Seen: s.Cursor.Seen, Inode: s.Cursor.Inode, Size: s.Cursor.Size, Head: s.Cursor.Head}
+	capt, err := rollout.CaptureFile(path, cur, meta, rollout.Options{MaxLineBytes: m.Cfg.Capture.MaxLineBytes, MaxToolChars: m.Cfg.Capture.MaxToolChars})
+	if err != nil {
+		return s, fmt.Errorf("capture %s: %w", id, err)
+	}
+	crashAt("capture")
+	err = m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		s, err = tx.Session(ctx, id)
+		if err != nil {
+			return err
+		}
+		if s.Cursor.Seen > capt.Cursor.Seen && !capt.Rewritten {
+			return nil // another process captured further meanwhile
+		}
+		if s.TranscriptPath == "" {
+			s.TranscriptPath = path
+		}
+		if s.Meta == "" && capt.Meta != nil {
+			b, _ := json.Marshal(capt.Meta)
+			s.Meta = string(b)
+			if s.Cwd == "" {
+				s.Cwd = capt.Meta.Cwd
+			}
+		}
+		for _, t := range capt.Turns {
+			if t.Key == "" {
+				continue
+			}
+			data, _ := json.Marshal(redactTurn(t))
+			gen := s.Generation
+			if s.Status != ledger.Live {
+				// A turn after the generation ended: it opens the next one.
+				// (Upsert keeps a known turn in the generation it had.)
+				gen = s.Generation + 1
+			}
+			inserted, err := tx.UpsertTurn(ctx, ledger.StoredTurn{SessionID: s.ID, Key: t.Key, Generation: gen, Offset: t.Offset, Data: string(data)})
+			if err != nil {
+				return err
+			}
+			if inserted && s.Status != ledger.Live {
+				m.openNext(&s, tx, t.Offset)
+				_ = tx.AddEvent(ctx, "generation.opened", s.ID, s.RunID, strconv.Itoa(s.Generation))
+			}
+		}
+		n, err := tx.CountTurns(ctx, s.ID, s.Generation)
+		if err != nil {
+			return err
+		}
+		s.Turns = n
+		s.Cursor = ledger.Cursor{Offset: capt.Cursor.Offset, Seen: capt.Cursor.Seen, Inode: capt.Cursor.Inode, Size: capt.Cursor.Size, Head: capt.Cursor.Head}
+		s.Compactions += capt.Compactions
+		s.Interrupted += capt.Aborted
+		s.Placeholders += len(capt.Placeholders)
+		if len(capt.Turns) > 0 || capt.Bytes > 0 {
+			s.LastSeen = tx.Now()
+		}
+		for _, p := range capt.Placeholders {
+			_ = tx.AddEvent(ctx, "capture.placeholder", s.ID, s.RunID, fmt.Sprintf("%s at %d (%d bytes)", p.Kind, p.Offset, p.Size))
+		}
+		if capt.Rewritten {
+			_ = tx.AddEvent(ctx, "capture.rewritten", s.ID, s.RunID, path)
+		}
+		return tx.PutSession(ctx, s)
+	})
+	return s, err
+}
+
+// openNext makes the session's next generation live.
+func (m *Manager) openNext(s *ledger.Session, tx *ledger.Tx, start int64) {
+	s.Generation++
+	s.Status = ledger.Live
+	s.EndReason = ""
+	s.EndedAt = nil
+	s.Turns = 0
+	s.GenStart = start
+	s.LastSeen = tx.Now()
+}
+
+// EndOptions qualify one end.
+type EndOptions struct {
+	ExitStatus *int
+	// OnlyGeneration, when non-zero, ends only that generation (a racing
+	// ender that saw generation g must not end g+1).
+	OnlyGeneration int
+}
+
+// endLive ends the session's live generation with reason, in one
+// transaction with its commit jobs. It reports whether this call ended it
+// (false: not live, or another ender won).
+func (m *Manager) endLive(ctx context.Context, id, reason string, o EndOptions) (bool, error) {
+	ended := false
+	err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		s, err := tx.Session(ctx, id)
+		if err != nil {
+			return err
+		}
+		if s.Status != ledger.Live || (o.OnlyGeneration != 0 && s.Generation != o.OnlyGeneration) {
+			return nil
+		}
+		n, err := tx.CountTurns(ctx, s.ID, s.Generation)
+		if err != nil {
+			return err
+		}
+		now := tx.Now()
+		if n == 0 && s.Generation > 1 {
+			// A reopened generation that never got a turn (a resume without a
+			// prompt): it never happened; the session is as it was.
+			prev, err := tx.Generation(ctx, s.ID, s.Generation-1)
+			if err == nil {
+				s.Generation, s.Status, s.EndReason, s.EndedAt = prev.Generation, prev.Status, prev.EndReason, &prev.EndedAt
+				s.Turns = prev.Turns
+				ended = true
+				_ = tx.AddEvent(ctx, "generation.discarded", s.ID, s.RunID, reason)
+				return tx.PutSession(ctx, s)
+			}
+		}
+		g := ledger.Generation{SessionID: s.ID, Generation: s.Generation, EndReason: reason, RunID: s.RunID, Sinks: s.Sinks,
+			StartOffset: s.GenStart, EndOffset: s.Cursor.Seen, Turns: n, ExitStatus: o.ExitStatus, EndedAt: now}
+		switch {
+		case n == 0:
+			g.Status = ledger.Empty
+		case len(s.Sinks) == 0:
+			g.Status, g.CommittedAt = ledger.Committed, &now // CX_SINKS=none: recorded, nothing sent
+		default:
+			g.Status = ledger.Ended
+		}
+		if err := tx.InsertGeneration(ctx, g); err != nil {
+			return err
+		}
+		if g.Status == ledger.Ended {
+			for _, sink := range s.Sinks {
+				if _, err := tx.Enqueue(ctx, JobCommit, s.ID, s.Generation, sink); err != nil {
+					return err
+				}
+			}
+		}
+		s.Status, s.EndReason, s.EndedAt, s.Turns = g.Status, reason, &now, n
+		ended = true
+		_ = tx.AddEvent(ctx, "generation.ended", s.ID, s.RunID, fmt.Sprintf("g%d %s %s turns=%d", g.Generation, reason, g.Status, n))
+		return tx.PutSession(ctx, s)
+	})
+	if err == nil && ended {
+		crashAt("ended")
+	}
+	return ended, err
+}
+
+// End catches a session up and ends its live generation; used by every
+// ender (SessionEnd, the exit path, /new, sweeps, `cx ctl commit`).
+func (m *Manager) End(ctx context.Context, id, reason string, o EndOptions) (bool, error) {
+	if _, err := m.catchUp(ctx, id); err != nil {
+		m.Log.Printf("catch up %s before end: %v", id, err)
+	}
+	return m.endLive(ctx, id, reason, o)
+}

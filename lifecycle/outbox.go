@@ -1,0 +1,252 @@
+package lifecycle
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"cx/internal/ledger"
+	"cx/internal/redact"
+	"cx/internal/rollout"
+)
+
+// JobCommit is the kind of a generation's commit job.
+const JobCommit = "commit"
+
+// leaseFor is how long a worker holds a job; an expired lease (the worker
+// died) makes the job due again.
+const leaseFor = 2 * time.Minute
+
+// CommitRequest is what a sink gets to commit one generation.
+type CommitRequest struct {
+	Session    ledger.Session
+	Generation ledger.Generation
+	Turns      []rollout.Turn
+	Job        ledger.Job
+}
+
+// Sink is a memory backend. Commit must be safe to call again after a crash
+// (the outbox guarantees at-least-once; a sink makes it exactly-once by
+// keying its effect on the session and generation).
+type Sink interface {
+	Commit(ctx context.Context, req CommitRequest) error
+}
+
+// PermanentError marks a failure retrying cannot fix: the job is parked at once.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// DefaultSinks are the sinks this build has.
+func DefaultSinks(m *Manager) map[string]Sink {
+	return map[string]Sink{"local": &LocalSink{m: m}}
+}
+
+// LocalSink archives a generation in the ledger: its turns (and, with the
+// checkpoint, its checkpoint and the continuity update).
+type LocalSink struct{ m *Manager }
+
+// Commit stores the archive; storing it twice is a no-op.
+func (l *LocalSink) Commit(ctx context.Context, req CommitRequest) error {
+	turns, _ := json.Marshal(req.Turns)
+	return l.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		return tx.PutArchive(ctx, req.Session.ID, req.Generation.Generation, string(turns), "", "")
+	})
+}
+
+// backoff is the wait before attempt n+1: exponential from 2 s, capped at
+// one hour, with ±20 % jitter so many workers do not retry in step.
+func backoff(attempts int) time.Duration {
+	d := 2 * time.Second
+	for i := 1; i < attempts && d < time.Hour; i++ {
+		d *= 2
+	}
+	d = min(d, time.Hour)
+	j := 0.8 + 0.4*rand.Float64()
+	return time.Duration(float64(d) * j)
+}
+
+// WorkOutbox runs due jobs until none is left or ctx ends. only, when not
+// nil, limits it to those job ids. It returns how many jobs it finished.
+func (m *Manager) WorkOutbox(ctx context.Context, only []int64) (int, error) {
+	done := 0
+	for ctx.Err() == nil {
+		var job ledger.Job
+		var ok bool
+		err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+			var err error
+			job, ok, err = tx.LeaseJob(ctx, m.Owner, leaseFor, only)
+			return err
+		})
+		if err != nil {
+			return done, fmt.Errorf("lease job: %w", err)
+		}
+		if !ok {
+			return done, nil
+		}
+		crashAt("leased")
+		m.runJob(ctx, job)
+		done++
+	}
+	return done, ctx.Err()
+}
+
+func (m *Manager) runJob(ctx context.Context, job ledger.Job) {
+	jobErr := m.commitJob(ctx, job)
+	if jobErr == nil {
+		crashAt("accepted")
+	}
+	// Record the outcome even if ctx ended meanwhile: the sink's work is done
+	// or failed, and the ledger must say which.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	terr := m.DB.Tx(rctx, func(tx *ledger.Tx) error {
+		cur, err := tx.Job(rctx, job.ID)
+		if err != nil {
+			return err
+		}
+		if cur.State != ledger.JobLeased || cur.LeaseOwner != m.Owner {
+			return nil // our lease expired and someone else took it
+		}
+		return m.recordOutcome(rctx, tx, cur, jobErr)
+	})
+	if terr != nil {
+		m.Log.Printf("record job %d outcome: %v", job.ID, terr)
+	}
+}
+
+func (m *Manager) recordOutcome(ctx context.Context, tx *ledger.Tx, job ledger.Job, jobErr error) error {
+	job.LeaseOwner, job.LeaseUntil = "", nil
+	if jobErr == nil {
+		job.State, job.LastError = ledger.JobDone, ""
+		if err := tx.UpdateJob(ctx, job); err != nil {
+			return err
+		}
+		_ = tx.AddEvent(ctx, "job.done", job.SessionID, "", fmt.Sprintf("%s g%d %s", job.Kind, job.Generation, job.Sink))
+		return m.settleGeneration(ctx, tx, job.SessionID, job.Generation)
+	}
+	job.Attempts++
+	job.LastError = redact.String(jobErr.Error())
+	var perm *PermanentError
+	if errors.As(jobErr, &perm) || job.Attempts >= m.Cfg.Lifecycle.MaxAttempts {
+		job.State = ledger.JobParked
+		_ = tx.AddEvent(ctx, "job.parked", job.SessionID, "", fmt.Sprintf("%s g%d %s: %s", job.Kind, job.Generation, job.Sink, job.LastError))
+	} else {
+		job.State = ledger.JobPending
+		job.NextAttemptAt = tx.Now().Add(backoff(job.Attempts))
+		_ = tx.AddEvent(ctx, "job.retry", job.SessionID, "", fmt.Sprintf("%s g%d %s attempt %d: %s", job.Kind, job.Generation, job.Sink, job.Attempts, job.LastError))
+	}
+	return tx.UpdateJob(ctx, job)
+}
+
+// settleGeneration marks a generation committed once every sink's job is done.
+func (m *Manager) settleGeneration(ctx context.Context, tx *ledger.Tx, sessionID string, gen int) error {
+	jobs, err := tx.GenerationJobs(ctx, sessionID, gen)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if j.Kind == JobCommit && j.State != ledger.JobDone {
+			return nil
+		}
+	}
+	if err := tx.SetGenerationStatus(ctx, sessionID, gen, ledger.Committed); err != nil {
+		return err
+	}
+	s, err := tx.Session(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	if s.Generation == gen && s.Status == ledger.Ended {
+		s.Status = ledger.Committed
+		if err := tx.PutSession(ctx, s); err != nil {
+			return err
+		}
+	}
+	return tx.AddEvent(ctx, "generation.committed", sessionID, s.RunID, fmt.Sprintf("g%d", gen))
+}
+
+func (m *Manager) commitJob(ctx context.Context, job ledger.Job) error {
+	sink, ok := m.Sinks[job.Sink]
+	if !ok {
+		return &PermanentError{fmt.Errorf("sink %q is not available in this cx", job.Sink)}
+	}
+	s, err := m.DB.Session(ctx, job.SessionID)
+	if err != nil {
+		return err
+	}
+	gens, err := m.DB.Generations(ctx, job.SessionID)
+	if err != nil {
+		return err
+	}
+	var g *ledger.Generation
+	for i := range gens {
+		if gens[i].Generation == job.Generation {
+			g = &gens[i]
+		}
+	}
+	if g == nil {
+		return &PermanentError{fmt.Errorf("generation %d of %s is not recorded", job.Generation, job.SessionID)}
+	}
+	stored, err := m.DB.Turns(ctx, job.SessionID, job.Generation)
+	if err != nil {
+		return err
+	}
+	turns := make([]rollout.Turn, 0, len(stored))
+	for _, st := range stored {
+		var t rollout.Turn
+		if err := json.Unmarshal([]byte(st.Data), &t); err == nil {
+			turns = append(turns, t)
+		}
+	}
+	return sink.Commit(ctx, CommitRequest{Session: s, Generation: *g, Turns: turns, Job: job})
+}
+
+// redactTurn removes secrets from everything a turn carries.
+func redactTurn(t rollout.Turn) rollout.Turn {
+	t.User = redact.String(t.User)
+	for i := range t.Assistant {
+		t.Assistant[i] = redact.String(t.Assistant[i])
+	}
+	for i := range t.Tools {
+		t.Tools[i].Input = redact.String(t.Tools[i].Input)
+		t.Tools[i].Command = redact.String(t.Tools[i].Command)
+		t.Tools[i].Output = redact.String(t.Tools[i].Output)
+	}
+	for i := range t.Plan {
+		t.Plan[i].Step = redact.String(t.Plan[i].Step)
+	}
+	return t
+}
+
+// Retry puts parked jobs (all when ids is empty) back in the outbox.
+func (m *Manager) Retry(ctx context.Context, ids []int64, all bool) (int, error) {
+	n := 0
+	err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		parked, err := tx.ParkedJobs(ctx)
+		if err != nil {
+			return err
+		}
+		want := map[int64]bool{}
+		for _, id := range ids {
+			want[id] = true
+		}
+		for _, j := range parked {
+			if !all && !want[j.ID] {
+				continue
+			}
+			j.State, j.Attempts, j.NextAttemptAt = ledger.JobPending, 0, tx.Now()
+			if err := tx.UpdateJob(ctx, j); err != nil {
+				return err
+			}
+			_ = tx.AddEvent(ctx, "job.retried", j.SessionID, "", fmt.Sprintf("job %d", j.ID))
+			n++
+		}
+		return nil
+	})
+	return n, err
+}

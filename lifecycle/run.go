@@ -1,0 +1,292 @@
+package lifecycle
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"cx/internal/ledger"
+	"cx/internal/proc"
+)
+
+// RunInfo describes a run when it starts.
+type RunInfo struct {
+	ID           string
+	CodexHome    string
+	CodexVersion string
+	Cwd          string
+	Args         []string
+	Sinks        []string
+}
+
+// ExitInfo is how the supervised Codex ended.
+type ExitInfo struct {
+	Code     int
+	Signal   string // the signal Codex died of ("KILL"), "" if it exited
+	Received string // the stop signal cx received ("TERM"), "" if none
+}
+
+// Reason is the end reason the exit implies (DESIGN: "End reasons").
+func (e ExitInfo) Reason() string {
+	switch {
+	case e.Received != "":
+		return "signal:" + e.Received
+	case e.Signal != "":
+		return "killed:" + e.Signal
+	}
+	return ReasonExit
+}
+
+// Run is the lifecycle side of one cx process supervising one Codex.
+type Run struct {
+	m    *Manager
+	info RunInfo
+
+	recorded chan struct{} // the run row exists
+	recErr   error
+
+	mu       sync.Mutex
+	codexPID int
+	stop     chan struct{}
+	stopped  chan struct{}
+	known    map[string]bool
+	logsDB   *sql.DB
+	logsID   int64
+}
+
+// BeginRun records the run in the background (Codex's launch never waits
+// for the ledger) and returns at once.
+func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
+	r := &Run{m: m, info: info, recorded: make(chan struct{}), known: map[string]bool{}}
+	go func() {
+		defer close(r.recorded)
+		r.recErr = m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+			return tx.PutRun(ctx, ledger.Run{ID: info.ID, PID: os.Getpid(), PIDStart: proc.StartTime(os.Getpid()),
+				CodexHome: info.CodexHome, CodexVersion: info.CodexVersion, Cwd: info.Cwd, Args: info.Args,
+				Sinks: info.Sinks, StartedAt: tx.Now()})
+		})
+		if r.recErr != nil {
+			m.Log.Printf("record run %s: %v", info.ID, r.recErr)
+		}
+	}()
+	return r
+}
+
+// ID is the run id (CX_RUN_ID).
+func (r *Run) ID() string { return r.info.ID }
+
+// ChildStarted records Codex's pid and start time and starts learning the
+// sessions it holds.
+func (r *Run) ChildStarted(pid int) {
+	start := proc.StartTime(pid)
+	r.mu.Lock()
+	r.codexPID = pid
+	r.stop, r.stopped = make(chan struct{}), make(chan struct{})
+	r.mu.Unlock()
+	go func() {
+		<-r.recorded
+		if r.recErr != nil {
+			close(r.stopped)
+			return
+		}
+		ctx := context.Background()
+		err := r.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+			run, err := tx.Run(ctx, r.info.ID)
+			if err != nil {
+				return err
+			}
+			run.CodexPID, run.CodexStart = pid, start
+			return tx.PutRun(ctx, run)
+		})
+		if err != nil {
+			r.m.Log.Printf("record codex pid for %s: %v", r.info.ID, err)
+		}
+		r.discoverLoop(ctx, pid)
+	}()
+}
+
+// discoverLoop learns the sessions the Codex process holds before any hook
+// names them (SessionStart waits for the first prompt): thread lock files
+// (0.169) and rollout files among its open files, and its rows in Codex's log
+// database (0.128).
+func (r *Run) discoverLoop(ctx context.Context, pid int) {
+	defer close(r.stopped)
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		r.discover(ctx, pid, true)
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+var (
+	lockRE    = regexp.MustCompile(`/thread-writer-locks/([0-9a-f-]{36})\.lock$`)
+	rolloutRE = regexp.MustCompile(`/rollout-[^/]*-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$`)
+)
+
+func (r *Run) discover(ctx context.Context, pid int, withFDs bool) {
+	found := map[string]string{} // id → rollout path (may be "")
+	if withFDs {
+		for _, f := range proc.OpenFiles(pid) {
+			if m := lockRE.FindStringSubmatch(f); m != nil {
+				if _, ok := found[m[1]]; !ok {
+					found[m[1]] = ""
+				}
+			}
+			if m := rolloutRE.FindStringSubmatch(f); m != nil {
+				found[m[1]] = f
+			}
+		}
+	}
+	for _, id := range r.logThreads(pid) {
+		if _, ok := found[id]; !ok {
+			found[id] = ""
+		}
+	}
+	for id, path := range found {
+		if r.known[id] && path == "" {
+			continue
+		}
+		r.known[id] = true
+		err := r.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+			run, err := tx.Run(ctx, r.info.ID)
+			if err != nil {
+				return err
+			}
+			s, _, err := r.m.ensureSession(ctx, tx, ledger.Session{ID: id, RunID: run.ID, Sinks: run.Sinks,
+				TranscriptPath: path, CodexHome: run.CodexHome, EndReason: "discovered"})
+			if err != nil {
+				return err
+			}
+			if s.RunID != run.ID {
+				owner, err := tx.Run(ctx, s.RunID)
+				if s.RunID != "" && err == nil && owner.EndedAt == nil {
+					return nil // another live run holds it
+				}
+				adopt(&s, run)
+				return tx.PutSession(ctx, s)
+			}
+			return nil
+		})
+		if err != nil {
+			r.m.Log.Printf("discover session %s: %v", id, err)
+		}
+	}
+}
+
+// logThreads reads the thread ids Codex logged for this process in
+// $CODEX_HOME/logs_*.sqlite (rows of process_uuid "pid:<pid>:…"),
+// incrementally by row id.
+func (r *Run) logThreads(pid int) []string {
+	if r.info.CodexHome == "" {
+		return nil
+	}
+	if r.logsDB == nil {
+		matches, _ := filepath.Glob(filepath.Join(r.info.CodexHome, "logs_*.sqlite"))
+		if len(matches) == 0 {
+			return nil
+		}
+		db, err := sql.Open("sqlite", "file:"+matches[len(matches)-1]+"?mode=ro&_pragma=busy_timeout(200)")
+		if err != nil {
+			return nil
+		}
+		db.SetMaxOpenConns(1)
+		r.logsDB = db
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	rows, err := r.logsDB.QueryContext(ctx, `SELECT id, thread_id FROM logs WHERE id > ? AND thread_id IS NOT NULL AND thread_id != '' AND process_uuid LIKE ?`,
+		r.logsID, fmt.Sprintf("pid:%d:%%", pid))
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	seen := map[string]bool{}
+	var out []string
+	for rows.Next() {
+		var id int64
+		var tid string
+		if rows.Scan(&id, &tid) != nil {
+			continue
+		}
+		r.logsID = max(r.logsID, id)
+		if !seen[tid] && !strings.ContainsAny(tid, " /") {
+			seen[tid] = true
+			out = append(out, tid)
+		}
+	}
+	return out
+}
+
+// Finish is the synthesized SessionEnd: after Codex exited (and the terminal
+// is restored), every session of the run is caught up and its live
+// generation ended with the exit's reason; then the outbox is worked for at
+// most the exit budget. What is left is done later (next start, hook, sweep).
+func (r *Run) Finish(ctx context.Context, ex ExitInfo) error {
+	r.mu.Lock()
+	pid, stop, stopped := r.codexPID, r.stop, r.stopped
+	r.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-stopped
+	}
+	<-r.recorded
+	if r.recErr != nil {
+		return r.recErr
+	}
+	if pid != 0 {
+		r.discover(ctx, pid, false) // the log database outlives the process
+	}
+	if r.logsDB != nil {
+		r.logsDB.Close()
+	}
+	sessions, err := r.sessions(ctx)
+	if err != nil {
+		return err
+	}
+	code := ex.Code
+	for _, s := range sessions {
+		if _, err := r.m.End(ctx, s.ID, ex.Reason(), EndOptions{ExitStatus: &code}); err != nil {
+			r.m.Log.Printf("end %s at exit of %s: %v", s.ID, r.info.ID, err)
+		}
+	}
+	err = r.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		run, err := tx.Run(ctx, r.info.ID)
+		if err != nil {
+			return err
+		}
+		now := tx.Now()
+		run.EndedAt, run.ExitCode, run.EndReason = &now, &code, ex.Reason()
+		_ = tx.AddEvent(ctx, "run.ended", "", run.ID, fmt.Sprintf("%s code=%d", ex.Reason(), code))
+		return tx.PutRun(ctx, run)
+	})
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, r.m.Cfg.Lifecycle.ExitBudget.Duration)
+	defer cancel()
+	if _, err := r.m.WorkOutbox(wctx, nil); err != nil && wctx.Err() == nil {
+		r.m.Log.Printf("outbox at exit of %s: %v", r.info.ID, err)
+	}
+	return nil
+}
+
+func (r *Run) sessions(ctx context.Context) ([]ledger.Session, error) {
+	var out []ledger.Session
+	err := r.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		var err error
+		out, err = tx.RunSessions(ctx, r.info.ID)
+		return err
+	})
+	return out, err
+}

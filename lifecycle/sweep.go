@@ -1,0 +1,129 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"cx/internal/ledger"
+	"cx/internal/proc"
+)
+
+// SweepResult says what a sweep did.
+type SweepResult struct {
+	Orphans int // runs found dead
+	Ended   int // generations ended
+	Jobs    int // jobs worked
+}
+
+// RecoverOrphans ends the live sessions of runs whose cx died (pid gone, or
+// reused by another process), as `orphan`, and closes those runs.
+func (m *Manager) RecoverOrphans(ctx context.Context) (SweepResult, error) {
+	var res SweepResult
+	runs, err := m.DB.Runs(ctx, true)
+	if err != nil {
+		return res, err
+	}
+	for _, r := range runs {
+		if r.PID == os.Getpid() || proc.Alive(r.PID, r.PIDStart) {
+			continue
+		}
+		res.Orphans++
+		var sessions []ledger.Session
+		if err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+			sessions, err = tx.RunSessions(ctx, r.ID)
+			return err
+		}); err != nil {
+			return res, err
+		}
+		for _, s := range sessions {
+			ended, err := m.End(ctx, s.ID, ReasonOrphan, EndOptions{})
+			if err != nil {
+				return res, err
+			}
+			if ended {
+				res.Ended++
+			}
+		}
+		err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+			cur, err := tx.Run(ctx, r.ID)
+			if err != nil || cur.EndedAt != nil {
+				return err
+			}
+			now := tx.Now()
+			cur.EndedAt, cur.EndReason = &now, ReasonOrphan
+			_ = tx.AddEvent(ctx, "run.orphaned", "", r.ID, fmt.Sprintf("pid %d gone", r.PID))
+			return tx.PutRun(ctx, cur)
+		})
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// Sweep recovers orphans, ends un-owned sessions idle past the TTL and
+// sessions still live under ended runs, then works the outbox.
+func (m *Manager) Sweep(ctx context.Context) (SweepResult, error) {
+	res, err := m.RecoverOrphans(ctx)
+	if err != nil {
+		return res, err
+	}
+	sessions, err := m.DB.Sessions(ctx)
+	if err != nil {
+		return res, err
+	}
+	cutoff := m.Now().Add(-m.Cfg.Lifecycle.IdleTTL.Duration)
+	for _, s := range sessions {
+		reason := ""
+		switch {
+		case s.RunID == "" && s.Status == ledger.Live && s.LastSeen.Before(cutoff):
+			reason = ReasonIdle
+		case s.RunID != "":
+			run, err := m.DB.Run(ctx, s.RunID)
+			if err == nil && run.EndedAt != nil {
+				// The run is over: its sessions may have turns left to commit
+				// (a crash between the exit's catch-up and its end).
+				if s.Status == ledger.Live || hasNewBytes(s) {
+					reason = ReasonOrphan
+					if run.EndReason != ReasonOrphan && run.EndReason != "" {
+						reason = run.EndReason
+					}
+				}
+			}
+		}
+		if reason == "" {
+			continue
+		}
+		ended, err := m.End(ctx, s.ID, reason, EndOptions{})
+		if err != nil {
+			return res, err
+		}
+		if ended {
+			res.Ended++
+		}
+	}
+	n, err := m.WorkOutbox(ctx, nil)
+	res.Jobs = n
+	return res, err
+}
+
+// hasNewBytes reports whether the session's rollout grew past its cursor.
+func hasNewBytes(s ledger.Session) bool {
+	if s.TranscriptPath == "" {
+		return false
+	}
+	fi, err := os.Stat(s.TranscriptPath)
+	return err == nil && fi.Size() > s.Cursor.Seen
+}
+
+// Commit ends a session's live generation now (`cx ctl commit`) and works
+// the outbox for it.
+func (m *Manager) Commit(ctx context.Context, id string) (bool, error) {
+	ended, err := m.End(ctx, id, ReasonManual, EndOptions{})
+	if err != nil {
+		return false, err
+	}
+	_, err = m.WorkOutbox(ctx, nil)
+	return ended, err
+}
