@@ -55,6 +55,43 @@ func knownToCX(t *testing.T, h *H) {
 	}
 }
 
+// committedOnce checks the lifecycle's promise for every session that has a
+// rollout: each is committed, and every generation exactly once — none lost
+// (commits == generation), none doubled (one done job per generation and
+// sink, which the ledger's unique key enforces). It returns the states.
+func committedOnce(t *testing.T, h *H) map[string]SessionState {
+	t.Helper()
+	var states map[string]SessionState
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		states = h.Sessions()
+		pending := false
+		for _, id := range h.RolloutSessionIDs() {
+			st, ok := states[id]
+			pending = pending || !ok || st.Status != "committed"
+		}
+		if !pending || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, id := range h.RolloutSessionIDs() {
+		st, ok := states[id]
+		switch {
+		case !ok:
+			t.Errorf("session %s has a rollout but is unknown to cx", id)
+		case st.Status != "committed":
+			t.Errorf("session %s is %s (generation %d), want committed", id, st.Status, st.Generation)
+		case st.Commits != st.Generation:
+			t.Errorf("session %s: %d commits for %d generations", id, st.Commits, st.Generation)
+		}
+	}
+	if t.Failed() {
+		t.Logf("status:\n%s", h.CXCtl("ctl", "status"))
+	}
+	return states
+}
+
 func hasEvent(evs []HookEvent, name string) bool {
 	return slices.ContainsFunc(evs, func(e HookEvent) bool { return e.Event == name })
 }
@@ -78,7 +115,14 @@ func TestScenarioExit(t *testing.T) {
 		if !hasEvent(evs, "Stop") {
 			t.Fatalf("no Stop hook; events %v", EventNames(evs))
 		}
-		t.Logf("hooks: %v", EventNames(evs))
+		st := committedOnce(t, h)[h.RolloutSessionIDs()[0]]
+		want := "exit" // 0.128 has no SessionEnd: the wrapper's end is the only one
+		if hasEvent(evs, "SessionEnd") {
+			want = "session_end"
+		}
+		if st.EndReason != want || st.Generation != 1 || st.TotalTurns != 1 {
+			t.Fatalf("session %+v, want generation 1 with 1 turn ended by %s", st, want)
+		}
 	})
 }
 
@@ -94,15 +138,16 @@ func startTurn(t *testing.T, h *H, prompt string, args ...string) (*TUI, int) {
 // Scenario 2: the ways Codex or cx can be stopped from outside.
 func TestScenarioSignals(t *testing.T) {
 	cases := []struct {
-		name     string
-		toCodex  bool
-		sig      syscall.Signal
-		wantExit int
+		name       string
+		toCodex    bool
+		sig        syscall.Signal
+		wantExit   int
+		wantReason string // with no native SessionEnd
 	}{
-		{"SIGTERM to codex", true, syscall.SIGTERM, 143},
-		{"SIGKILL to codex", true, syscall.SIGKILL, 137},
-		{"SIGTERM to cx", false, syscall.SIGTERM, 0},
-		{"SIGHUP to cx", false, syscall.SIGHUP, 0},
+		{"SIGTERM to codex", true, syscall.SIGTERM, 143, "killed:TERM"},
+		{"SIGKILL to codex", true, syscall.SIGKILL, 137, "killed:KILL"},
+		{"SIGTERM to cx", false, syscall.SIGTERM, 0, "signal:TERM"},
+		{"SIGHUP to cx", false, syscall.SIGHUP, 0, "signal:HUP"},
 	}
 	eachCodex(t, func(t *testing.T, in codextest.Install) {
 		for _, c := range cases {
@@ -125,6 +170,14 @@ func TestScenarioSignals(t *testing.T) {
 					t.Fatalf("rollouts: %v", h.Rollouts())
 				}
 				knownToCX(t, h)
+				st := committedOnce(t, h)[h.RolloutSessionIDs()[0]]
+				want := c.wantReason
+				if hasEvent(h.HookEvents(), "SessionEnd") {
+					want = "session_end" // the polite stop let Codex end its session itself
+				}
+				if st.EndReason != want {
+					t.Fatalf("end reason %q, want %q", st.EndReason, want)
+				}
 			})
 		}
 		t.Run("SIGKILL_to_cx_then_new_cx", func(t *testing.T) {
@@ -149,6 +202,17 @@ func TestScenarioSignals(t *testing.T) {
 				t.Fatalf("want 2 sessions, rollouts %v", h.Rollouts())
 			}
 			knownToCX(t, h)
+			// The new cx recovered the first run's session as an orphan.
+			states := committedOnce(t, h)
+			orphans := 0
+			for _, st := range states {
+				if st.EndReason == "orphan" {
+					orphans++
+				}
+			}
+			if orphans != 1 {
+				t.Fatalf("want one session ended as orphan: %+v", states)
+			}
 		})
 	})
 }
@@ -183,7 +247,14 @@ func TestScenarioNewClear(t *testing.T) {
 				t.Errorf("session %s had no SessionStart; starts %v", id, started)
 			}
 		}
-		t.Logf("starts: %v", started)
+		states := committedOnce(t, h)
+		reasons := map[string]int{}
+		for _, st := range states {
+			reasons[st.EndReason]++
+		}
+		if reasons["new"] != 1 || reasons["clear"] != 1 {
+			t.Fatalf("end reasons %v, want one new and one clear", reasons)
+		}
 	})
 }
 
@@ -208,7 +279,16 @@ func TestScenarioCompact(t *testing.T) {
 		if err != nil || !strings.Contains(string(data), `"compacted"`) {
 			t.Fatalf("rollout holds no compaction (err %v)", err)
 		}
-		t.Logf("hooks: %v", EventNames(h.HookEvents()))
+		st := committedOnce(t, h)[h.RolloutSessionIDs()[0]]
+		// PreCompact (0.169) ends the pre-compaction half as a generation of
+		// its own; 0.128 fires no hook, so the session is one generation.
+		want := 1
+		if hasEvent(h.HookEvents(), "PreCompact") {
+			want = 2
+		}
+		if st.Generation != want || st.TotalTurns != 2 {
+			t.Fatalf("session %+v: want %d generations, 2 turns", st, want)
+		}
 	})
 }
 
@@ -244,6 +324,10 @@ func TestScenarioResume(t *testing.T) {
 		if !resumed {
 			t.Fatalf("no SessionStart(resume) for %s: %v", ids[0], EventNames(h.HookEvents()))
 		}
+		// The resumed turn is the session's second generation.
+		if st := committedOnce(t, h)[ids[0]]; st.Generation != 2 || st.TotalTurns != 2 {
+			t.Fatalf("resumed session %+v, want generation 2 with 2 turns", st)
+		}
 	})
 }
 
@@ -269,6 +353,21 @@ func TestScenarioExec(t *testing.T) {
 		}
 		if evs := h.HookEvents(); !hasEvent(evs, "Stop") {
 			t.Fatalf("exec through cx fired no Stop: %v", EventNames(evs))
+		}
+		// Sessions of the direct runs are un-owned and may stay live until the
+		// idle sweep; those run through cx are committed.
+		states := h.Sessions()
+		committed := 0
+		for _, st := range states {
+			if st.RunID != "" {
+				if st.Status != "committed" || st.Commits != st.Generation {
+					t.Errorf("exec session through cx: %+v", st)
+				}
+				committed++
+			}
+		}
+		if committed != 2 {
+			t.Fatalf("want 2 sessions run through cx, have %+v", states)
 		}
 	})
 }
@@ -310,6 +409,18 @@ func TestScenarioConcurrent(t *testing.T) {
 		}
 		if n := len(h.RolloutSessionIDs()); n != 4 {
 			t.Fatalf("want 4 sessions, rollouts %v", h.Rollouts())
+		}
+		states := committedOnce(t, h)
+		runs := map[string]bool{}
+		killed := 0
+		for _, st := range states {
+			runs[st.RunID] = true
+			if st.EndReason == "killed:KILL" {
+				killed++
+			}
+		}
+		if len(runs) != 4 || killed != 1 {
+			t.Fatalf("want 4 runs and one killed session: %+v", states)
 		}
 	})
 }

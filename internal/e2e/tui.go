@@ -39,10 +39,10 @@ func (h *H) StartTUI(args ...string) *TUI {
 	// The pane records the terminal state around cx, cx's pid (the sh that
 	// execs cx), and cx's exit status; then it stays open for inspection.
 	script := fmt.Sprintf(`cd %[1]s || exit 1
-stty -g > %[2]s/stty.before
+stty -g > %[2]s/stty.before.tmp && mv %[2]s/stty.before.tmp %[2]s/stty.before
 sh -c 'echo $$ > %[2]s/cx.pid.tmp && mv %[2]s/cx.pid.tmp %[2]s/cx.pid && exec "$@"' sh %[3]s
 echo $? > %[2]s/exit.tmp && mv %[2]s/exit.tmp %[2]s/exit
-stty -g > %[2]s/stty.after
+stty -g > %[2]s/stty.after.tmp && mv %[2]s/stty.after.tmp %[2]s/stty.after
 exec sleep 3600
 `, shellQuote(h.Work), dir, strings.Join(quoted, " "))
 	if err := os.WriteFile(filepath.Join(dir, "run.sh"), []byte(script), 0o700); err != nil {
