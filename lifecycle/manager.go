@@ -46,8 +46,9 @@ type Manager struct {
 	Cfg   config.Config
 	Sinks map[string]Sink
 	Log   *Logger
-	// Owner names this process in job leases.
+	// Owner names this process in job leases; Lease is how long it holds one.
 	Owner string
+	Lease time.Duration
 	// Now is the clock (tests may replace it).
 	Now func() time.Time
 	// Getenv reads the environment (CODEX_HOME for sessions of Codex started
@@ -69,8 +70,12 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*Manager, error
 		Cfg:    cfg,
 		Log:    NewLogger(cfg.Home),
 		Owner:  fmt.Sprintf("pid:%d:%d", os.Getpid(), time.Now().UnixNano()),
+		Lease:  defaultLease,
 		Now:    func() time.Time { return time.Now().UTC() },
 		Getenv: os.LookupEnv,
+	}
+	if d, err := time.ParseDuration(os.Getenv("CX_TEST_LEASE")); err == nil && d > 0 {
+		m.Lease = d // crash-point tests: a dead worker's lease expires quickly
 	}
 	db, err := ledger.Open(ctx, filepath.Join(cfg.Home, ledger.FileName), ledger.Options{BusyTimeout: opts.BusyTimeout})
 	if err != nil {

@@ -16,9 +16,9 @@ import (
 // JobCommit is the kind of a generation's commit job.
 const JobCommit = "commit"
 
-// leaseFor is how long a worker holds a job; an expired lease (the worker
-// died) makes the job due again.
-const leaseFor = 2 * time.Minute
+// defaultLease is how long a worker holds a job; an expired lease (the
+// worker died) makes the job due again.
+const defaultLease = 2 * time.Minute
 
 // CommitRequest is what a sink gets to commit one generation.
 type CommitRequest struct {
@@ -79,7 +79,7 @@ func (m *Manager) WorkOutbox(ctx context.Context, only []int64) (int, error) {
 		var ok bool
 		err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
 			var err error
-			job, ok, err = tx.LeaseJob(ctx, m.Owner, leaseFor, only)
+			job, ok, err = tx.LeaseJob(ctx, m.Owner, m.Lease, only)
 			return err
 		})
 		if err != nil {

@@ -130,8 +130,8 @@ func (r *Run) discoverLoop(ctx context.Context, pid int) {
 }
 
 var (
-	lockRE    = regexp.MustCompile(`/thread-writer-locks/([0-9a-f-]{36})\.lock$`)
-	rolloutRE = regexp.MustCompile(`/rollout-[^/]*-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$`)
+	lockRE    = regexp.MustCompile(`/thread-writer-locks/([^/]+)\.lock$`)
+	rolloutRE = regexp.MustCompile(`/rollout-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-([^/]+)\.jsonl$`)
 )
 
 func (r *Run) discover(ctx context.Context, pid int, withFDs bool) {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -39,7 +40,16 @@ func (a *app) parseFlags(name string, args []string, define func(fs *flag.FlagSe
 	fs := flag.NewFlagSet("cx ctl "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	define(fs)
-	if err := fs.Parse(args); err != nil {
+	// Flags may follow the positional arguments (`show ID --json`).
+	var flags, rest []string
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") {
+			flags = append(flags, a)
+		} else {
+			rest = append(rest, a)
+		}
+	}
+	if err := fs.Parse(append(flags, rest...)); err != nil {
 		a.errorf("ctl %s: %v", name, err)
 		return fs, false
 	}

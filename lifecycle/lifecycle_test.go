@@ -1,0 +1,665 @@
+package lifecycle_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"cx/internal/codextest"
+	"cx/internal/ledger"
+	"cx/lifecycle"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("FAKE_CODEX") == "1" {
+		os.Exit(fakeCodexMain())
+	}
+	code := m.Run()
+	codextest.RemoveBuilt()
+	os.Exit(code)
+}
+
+// env is one isolated CODEX_HOME + CX_HOME with cx's hooks installed.
+type env struct {
+	t                    *testing.T
+	codexHome, cxHome, w string
+	cx                   string
+	extra                []string
+}
+
+var hookEvents = []string{"SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "PostCompact", "SessionEnd", "Interrupt"}
+
+func newEnv(t *testing.T, extra ...string) *env {
+	t.Helper()
+	root := t.TempDir()
+	e := &env{t: t, codexHome: filepath.Join(root, "codex"), cxHome: filepath.Join(root, "cx"), w: filepath.Join(root, "work"), cx: codextest.CX(t), extra: extra}
+	for _, d := range []string{e.codexHome, e.w} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hooks := map[string]any{}
+	for _, ev := range hookEvents {
+		hooks[ev] = []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": fmt.Sprintf("'%s' ctl hook %s", e.cx, ev), "timeout": 30}}}}
+	}
+	data, _ := json.Marshal(map[string]any{"hooks": hooks})
+	if err := os.WriteFile(filepath.Join(e.codexHome, "hooks.json"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *env) environ(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "CX_") || k == "CODEX_HOME" || k == "FAKE_SCRIPT" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "CODEX_HOME="+e.codexHome, "CX_HOME="+e.cxHome, "FAKE_CODEX=1", "CX_CODEX_BIN="+os.Args[0])
+	env = append(env, e.extra...)
+	return append(env, extra...)
+}
+
+// cxCmd is `cx` running the fake Codex with script (steps, ";"-separated).
+func (e *env) cxCmd(script string, extra ...string) *exec.Cmd {
+	cmd := exec.Command(e.cx)
+	cmd.Dir = e.w
+	cmd.Env = e.environ(append(extra, "FAKE_SCRIPT="+strings.ReplaceAll(script, ";", "\n"))...)
+	return cmd
+}
+
+// run runs cx over the script to the end and returns its exit status.
+func (e *env) run(script string, extra ...string) int {
+	e.t.Helper()
+	cmd := e.cxCmd(script, extra...)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := runTimeout(cmd, 60*time.Second); err != nil && cmd.ProcessState == nil {
+		e.t.Fatalf("cx: %v\n%s", err, errb.String())
+	}
+	if strings.Contains(errb.String(), "fake codex: hook") {
+		e.t.Fatalf("a hook failed: %s", errb.String())
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+func runTimeout(cmd *exec.Cmd, d time.Duration) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		_ = cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("timed out after %v", d)
+	}
+}
+
+// ctl runs `cx ctl args…`.
+func (e *env) ctl(args ...string) (string, int) {
+	e.t.Helper()
+	cmd := exec.Command(e.cx, append([]string{"ctl"}, args...)...)
+	cmd.Dir = e.w
+	cmd.Env = e.environ()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := runTimeout(cmd, 60*time.Second); err != nil && cmd.ProcessState == nil {
+		e.t.Fatalf("cx ctl %v: %v", args, err)
+	}
+	if cmd.ProcessState.ExitCode() != 0 {
+		return out.String() + errb.String(), cmd.ProcessState.ExitCode()
+	}
+	return out.String(), 0
+}
+
+// hook runs `cx ctl hook` directly with a payload (Codex started without cx).
+func (e *env) hook(event string, payload map[string]any, extra ...string) (string, time.Duration) {
+	e.t.Helper()
+	cmd := exec.Command(e.cx, "ctl", "hook", event)
+	cmd.Dir = e.w
+	cmd.Env = e.environ(extra...)
+	b, _ := json.Marshal(payload)
+	cmd.Stdin = bytes.NewReader(b)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	start := time.Now()
+	if err := runTimeout(cmd, 30*time.Second); err != nil {
+		e.t.Fatalf("hook %s: %v", event, err)
+	}
+	return out.String(), time.Since(start)
+}
+
+type sessionState struct {
+	ID         string `json:"id"`
+	Status     string `json:"status"`
+	EndReason  string `json:"end_reason"`
+	RunID      string `json:"run_id"`
+	Generation int    `json:"generation"`
+	Commits    int    `json:"commits"`
+	Turns      int    `json:"turns"`
+	TotalTurns int    `json:"total_turns"`
+}
+
+func (e *env) sessions() map[string]sessionState {
+	e.t.Helper()
+	out, code := e.ctl("sessions", "--json")
+	if code != 0 {
+		e.t.Fatalf("sessions: %s", out)
+	}
+	var list []sessionState
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		e.t.Fatalf("sessions --json: %v\n%s", err, out)
+	}
+	m := map[string]sessionState{}
+	for _, s := range list {
+		m[s.ID] = s
+	}
+	return m
+}
+
+// want checks one session's state.
+func (e *env) want(id, status, reason string, gen, commits int) sessionState {
+	e.t.Helper()
+	st, ok := e.sessions()[id]
+	if !ok {
+		e.t.Fatalf("session %s unknown to cx", id)
+	}
+	if st.Status != status || st.EndReason != reason || st.Generation != gen || st.Commits != commits {
+		out, _ := e.ctl("show", id)
+		e.t.Fatalf("session %s: %+v\nwant status %s, reason %q, generation %d, commits %d\n%s", id, st, status, reason, gen, commits, out)
+	}
+	return st
+}
+
+// db opens the ledger directly for assertions the commands do not show.
+func (e *env) db() *ledger.DB {
+	e.t.Helper()
+	db, err := ledger.Open(context.Background(), filepath.Join(e.cxHome, ledger.FileName), ledger.Options{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// doneJobs counts completed commit jobs of a session.
+func (e *env) doneJobs(id string) int {
+	e.t.Helper()
+	jobs, err := e.db().Jobs(context.Background(), ledger.JobDone)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	n := 0
+	for _, j := range jobs {
+		if j.SessionID == id {
+			n++
+		}
+	}
+	return n
+}
+
+func TestGracefulExitNativeSessionEnd(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if code := e.run("start A; hook SessionStart A startup; turn A fix the parser; hook SessionEnd A; exit 0"); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	e.want("A", "committed", "session_end", 1, 1)
+	if n := e.doneJobs("A"); n != 1 {
+		t.Fatalf("%d commit jobs done, want 1 (the wrapper's end must be a no-op)", n)
+	}
+}
+
+func TestExitWithoutSessionEnd(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.run("start A; hook SessionStart A startup; turn A one; turn A two; exit 3")
+	st := e.want("A", "committed", "exit", 1, 1)
+	if st.TotalTurns != 2 {
+		t.Fatalf("turns %d, want 2", st.TotalTurns)
+	}
+}
+
+func TestNewAndClearEndPreviousForeground(t *testing.T) {
+	t.Parallel()
+	for _, src := range []string{"startup", "clear"} {
+		t.Run(src, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			e.run("start A; hook SessionStart A startup; turn A first; start B; hook SessionStart B " + src + "; turn B second; exit 0")
+			reason := map[string]string{"startup": "new", "clear": "clear"}[src]
+			e.want("A", "committed", reason, 1, 1)
+			e.want("B", "committed", "exit", 1, 1)
+		})
+	}
+}
+
+// 0.169 keeps the old thread loaded and sends its SessionEnd at exit: with
+// nothing new that is a no-op; after a switch back, the new turns are the
+// next generation.
+func TestSwitchBackAfterNew(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.run("start A; hook SessionStart A startup; turn A first; start B; hook SessionStart B startup; turn B other; hook SessionEnd B; hook SessionEnd A; exit 0")
+	e.want("A", "committed", "new", 1, 1)
+	e.want("B", "committed", "session_end", 1, 1)
+
+	e2 := newEnv(t)
+	e2.run("start A; hook SessionStart A startup; turn A first; start B; hook SessionStart B startup; turn B other; turn A back again; hook SessionEnd A; hook SessionEnd B; exit 0")
+	e2.want("A", "committed", "session_end", 2, 2)
+	e2.want("B", "committed", "session_end", 1, 1)
+}
+
+// Sessions are learned from the Codex process before any hook: a session
+// with no turn is closed as empty, with no commit.
+func TestDiscoveredSessionWithoutTurnIsEmpty(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.run("start A; sleep 1200; exit 0")
+	e.want("A", "empty", "exit", 1, 0)
+	if n := e.doneJobs("A"); n != 0 {
+		t.Fatalf("an empty session was committed (%d jobs)", n)
+	}
+}
+
+func TestResumeNeverEndsAnything(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.run("start A; hook SessionStart A startup; turn A first; exit 0")
+	e.want("A", "committed", "exit", 1, 1)
+	// A second run: B is foreground, then A is resumed in the same process.
+	e.run("start B; hook SessionStart B startup; turn B bee; start A; hook SessionStart A resume; turn A resumed; exit 0")
+	e.want("B", "committed", "exit", 1, 1) // not "new": resume ends nothing
+	e.want("A", "committed", "exit", 2, 2)
+	// A resume without a turn leaves the session as it was.
+	e.run("start A; hook SessionStart A resume; exit 0")
+	e.want("A", "committed", "exit", 2, 2)
+}
+
+func TestPreCompactSplitsGenerations(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.run("start A; hook SessionStart A startup; turn A before; compact A; hook SessionStart A compact; turn A after; exit 0")
+	e.want("A", "committed", "exit", 2, 2)
+	gens, err := e.db().Generations(context.Background(), "A")
+	if err != nil || len(gens) != 2 || gens[0].EndReason != "compact" || gens[0].Turns != 1 || gens[1].Turns != 1 {
+		t.Fatalf("generations %+v (%v)", gens, err)
+	}
+}
+
+func TestChildKilledAndSignalledCX(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if code := e.run("start A; hook SessionStart A startup; turn A work; die 9"); code != 137 {
+		t.Fatalf("exit %d, want 137", code)
+	}
+	e.want("A", "committed", "killed:KILL", 1, 1)
+
+	// SIGTERM to cx (pipe mode): forwarded; Codex dies of it.
+	e2 := newEnv(t)
+	cmd := e2.cxCmd("start A; hook SessionStart A startup; turn A work; wait")
+	cmd.Stdin = nil
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "turn recorded", func() bool { s, ok := e2.sessions()["A"]; return ok && s.Turns == 1 })
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = runWait(cmd, 30*time.Second)
+	if code := cmd.ProcessState.ExitCode(); code != 143 {
+		t.Fatalf("exit %d, want 143", code)
+	}
+	e2.want("A", "committed", "signal:TERM", 1, 1)
+}
+
+func runWait(cmd *exec.Cmd, d time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		_ = cmd.Process.Kill()
+		return <-done
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A cx SIGKILLed: its Codex goes too; the session is ended as an orphan by
+// the next sweep (or cx start, or hook), once.
+func TestOrphanRecovery(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cmd := e.cxCmd("start A; hook SessionStart A startup; turn A work; wait")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "turn recorded", func() bool { s, ok := e.sessions()["A"]; return ok && s.Turns == 1 })
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = runWait(cmd, 10*time.Second)
+	e.want("A", "live", "", 1, 0)
+	if out, code := e.ctl("sweep"); code != 0 {
+		t.Fatalf("sweep: %s", out)
+	}
+	e.want("A", "committed", "orphan", 1, 1)
+	e.ctl("sweep")
+	e.want("A", "committed", "orphan", 1, 1)
+}
+
+// A Codex started by the model inside a cx session inherits CX_RUN_ID but is
+// another process: its sessions never end the outer run's foreground.
+func TestNestedCodexIsNotTheRun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.run("start A; hook SessionStart A startup; turn A outer; nested N; turn A still outer; exit 0")
+	e.want("A", "committed", "exit", 1, 1)
+	st := e.sessions()["N"]
+	if st.RunID != "" {
+		t.Fatalf("nested session attributed to run %s", st.RunID)
+	}
+}
+
+// A hook carrying a run's CX_RUN_ID from a process that is not its Codex
+// (a shared daemon with another process's environment) is not that run's.
+func TestForeignRunIDIsNotAttributed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cmd := e.cxCmd("start A; hook SessionStart A startup; turn A work; wait")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	waitFor(t, "turn", func() bool { s, ok := e.sessions()["A"]; return ok && s.Turns == 1 })
+	runID := e.sessions()["A"].RunID
+	e.hook("SessionStart", map[string]any{"session_id": "X", "hook_event_name": "SessionStart", "source": "startup", "cwd": e.w}, "CX_RUN_ID="+runID)
+	if st := e.sessions()["A"]; st.Status != "live" {
+		t.Fatalf("a foreign SessionStart ended the run's session: %+v", st)
+	}
+	if st := e.sessions()["X"]; st.RunID != "" {
+		t.Fatalf("foreign session attributed: %+v", st)
+	}
+}
+
+// Without cx (no CX_RUN_ID): exactly one other un-owned session active in
+// the window is ended; with two, neither.
+func TestActiveWindowFallback(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	start := func(id string) {
+		e.hook("SessionStart", map[string]any{"session_id": id, "hook_event_name": "SessionStart", "source": "startup", "cwd": e.w})
+	}
+	start("P")
+	start("Q")
+	if st := e.sessions()["P"]; st.Status != "empty" || st.EndReason != "new" {
+		t.Fatalf("P: %+v, want ended by Q's start", st)
+	}
+	start("R") // Q is the only other live one
+	e.want("Q", "empty", "new", 1, 0)
+	e2 := newEnv(t)
+	for _, id := range []string{"S1", "S2"} {
+		e2.hook("UserPromptSubmit", map[string]any{"session_id": id, "hook_event_name": "UserPromptSubmit", "cwd": e2.w})
+	}
+	e2.hook("SessionStart", map[string]any{"session_id": "S3", "hook_event_name": "SessionStart", "source": "startup", "cwd": e2.w})
+	for _, id := range []string{"S1", "S2"} {
+		if st := e2.sessions()[id]; st.Status != "live" {
+			t.Fatalf("%s ended with two candidates: %+v", id, st)
+		}
+	}
+}
+
+func TestIdleTTLSweep(t *testing.T) {
+	t.Parallel()
+	cfg := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(cfg, []byte("[lifecycle]\nidle_ttl = \"1s\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, "CX_CONFIG="+cfg)
+	e.hook("UserPromptSubmit", map[string]any{"session_id": "I", "hook_event_name": "UserPromptSubmit", "cwd": e.w})
+	e.ctl("sweep")
+	if st := e.sessions()["I"]; st.Status != "live" {
+		t.Fatalf("ended before the TTL: %+v", st)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	e.ctl("sweep")
+	e.want("I", "empty", "idle", 1, 0)
+}
+
+func TestSinksNone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "CX_SINKS=none")
+	e.run("start A; hook SessionStart A startup; turn A work; exit 0")
+	e.want("A", "committed", "exit", 1, 1)
+	if n := e.doneJobs("A"); n != 0 {
+		t.Fatalf("CX_SINKS=none made %d jobs", n)
+	}
+}
+
+func TestHooksOffAndDoctorIDs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	out, _ := e.hook("SessionStart", map[string]any{"session_id": "OFF", "hook_event_name": "SessionStart", "source": "startup"}, "CX_HOOKS_OFF=1")
+	if strings.TrimSpace(out) != "{}" {
+		t.Fatalf("answer %q", out)
+	}
+	e.hook("SessionStart", map[string]any{"session_id": lifecycle.DoctorPrefix + "1", "hook_event_name": "SessionStart", "source": "startup"})
+	if len(e.sessions()) != 0 {
+		t.Fatalf("recorded: %+v", e.sessions())
+	}
+}
+
+// Bad input: a clear log line and a valid no-op answer, exit 0.
+func TestBadHookInput(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cases := map[string]string{
+		"malformed":  `{"session_id": "x", `,
+		"empty":      ``,
+		"not object": `[1,2]`,
+		"unknown":    `{"session_id":"x","hook_event_name":"Teleport"}`,
+		"no session": `{"hook_event_name":"Stop"}`,
+	}
+	for name, in := range cases {
+		cmd := exec.Command(e.cx, "ctl", "hook", "Stop")
+		cmd.Env = e.environ()
+		cmd.Stdin = strings.NewReader(in)
+		out, err := cmd.Output()
+		if err != nil || strings.TrimSpace(string(out)) != "{}" {
+			t.Errorf("%s: answer %q err %v", name, out, err)
+		}
+	}
+	log, _ := os.ReadFile(filepath.Join(e.cxHome, "logs", "cx.log"))
+	for _, want := range []string{"not JSON", "empty hook input", `unknown hook event "Teleport"`, "no session_id"} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("cx.log lacks %q:\n%s", want, log)
+		}
+	}
+	if len(e.sessions()) != 0 {
+		t.Fatalf("bad input recorded sessions: %+v", e.sessions())
+	}
+}
+
+// Eight processes ending the same session at once: one commit.
+func TestConcurrentEnders(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cmd := e.cxCmd("start A; hook SessionStart A startup; turn A work; wait")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	waitFor(t, "turn", func() bool { s, ok := e.sessions()["A"]; return ok && s.Turns == 1 })
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if i%2 == 0 {
+				c := exec.Command(e.cx, "ctl", "commit", "A")
+				c.Env = e.environ()
+				_ = runTimeout(c, 60*time.Second)
+			} else {
+				c := exec.Command(e.cx, "ctl", "hook", "SessionEnd")
+				c.Env = e.environ()
+				c.Stdin = strings.NewReader(`{"session_id":"A","hook_event_name":"SessionEnd","reason":"other"}`)
+				_ = runTimeout(c, 60*time.Second)
+			}
+		}(i)
+	}
+	wg.Wait()
+	e.ctl("sweep")
+	st := e.sessions()["A"]
+	if st.Status != "committed" || st.Commits != 1 || st.Generation != 1 {
+		t.Fatalf("after 8 enders: %+v", st)
+	}
+	if n := e.doneJobs("A"); n != 1 {
+		t.Fatalf("%d commit jobs done, want 1", n)
+	}
+}
+
+// The ledger locked by another process for longer than a hook's budget: the
+// hook still answers in time, and the turn is committed later from the rollout.
+func TestLockedLedgerHookAnswersInTime(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.run("start A; hook SessionStart A startup; turn A first; exit 0")
+	e.want("A", "committed", "exit", 1, 1)
+	// A second turn lands in the rollout while the ledger is locked.
+	db := e.db()
+	ctx := context.Background()
+	conn, err := db.SQL().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "BEGIN EXCLUSIVE"); err != nil {
+		t.Fatal(err)
+	}
+	rollout, _ := filepath.Glob(filepath.Join(e.codexHome, "sessions", "*", "*", "*", "rollout-*-A.jsonl"))
+	appendTurn(t, rollout[0], "A", "second while locked")
+	_, took := e.hook("SessionEnd", map[string]any{"session_id": "A", "hook_event_name": "SessionEnd", "transcript_path": rollout[0]})
+	if took > 3*time.Second {
+		t.Fatalf("SessionEnd hook took %v with the ledger locked (Codex allows 3 s)", took)
+	}
+	_, _ = conn.ExecContext(ctx, "ROLLBACK")
+	conn.Close()
+	log, _ := os.ReadFile(filepath.Join(e.cxHome, "logs", "cx.log"))
+	if !strings.Contains(string(log), "SessionEnd") {
+		t.Fatalf("no log line about the late hook:\n%s", log)
+	}
+	// Nothing lost: the sweep finds the new turn (run ended) and commits it.
+	e.ctl("sweep")
+	st := e.want("A", "committed", "exit", 2, 2)
+	if st.TotalTurns != 2 {
+		t.Fatalf("turns %d", st.TotalTurns)
+	}
+}
+
+func appendTurn(t *testing.T, path, id, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tid := fmt.Sprintf("%s-manual-%d", id, time.Now().UnixNano())
+	for _, r := range []string{
+		`{"timestamp":"2026-11-22T01:00:00Z","type":"event_msg","payload":{"type":"task_started","turn_id":"` + tid + `"}}`,
+		`{"timestamp":"2026-11-22T01:00:00Z","type":"event_msg","payload":{"type":"user_message","message":"` + text + `"}}`,
+		`{"timestamp":"2026-11-22T01:00:00Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok"}]}}`,
+		`{"timestamp":"2026-11-22T01:00:00Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"` + tid + `"}}`,
+	} {
+		fmt.Fprintln(f, r)
+	}
+}
+
+// Crash points: cx killed (SIGKILL) at each step of ending and committing;
+// a later sweep finishes with exactly one commit and no lost turn.
+func TestCrashPoints(t *testing.T) {
+	t.Parallel()
+	for _, point := range []string{"capture", "ended", "leased", "accepted"} {
+		t.Run(point, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, "CX_TEST_LEASE=1s")
+			e.run("start A; hook SessionStart A startup; turn A one; turn A two; exit 0")
+			// Re-open the session's next generation with new turns, then crash
+			// while committing it.
+			rollout, _ := filepath.Glob(filepath.Join(e.codexHome, "sessions", "*", "*", "*", "rollout-*-A.jsonl"))
+			appendTurn(t, rollout[0], "A", "three")
+			cmd := exec.Command(e.cx, "ctl", "commit", "A")
+			cmd.Env = e.environ("CX_TEST_CRASH_AT=" + point)
+			_ = runTimeout(cmd, 30*time.Second)
+			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+				t.Fatalf("cx did not crash at %s: %v", point, cmd.ProcessState)
+			}
+			time.Sleep(1100 * time.Millisecond) // let a lease taken before the crash expire
+			if out, code := e.ctl("sweep"); code != 0 {
+				t.Fatalf("sweep: %s", out)
+			}
+			e.ctl("sweep")
+			st := e.sessions()["A"]
+			if st.Status != "committed" || st.Generation != 2 || st.Commits != 2 || st.TotalTurns != 3 {
+				out, _ := e.ctl("show", "A")
+				t.Fatalf("after crash at %s and sweep: %+v\n%s", point, st, out)
+			}
+			archives, _ := e.db().Archives(context.Background(), "A")
+			if len(archives) != 2 || archives[1].Generation != 2 {
+				t.Fatalf("archives %+v", archives)
+			}
+			if n := e.doneJobs("A"); n != 2 {
+				t.Fatalf("%d commit jobs done, want 2 (one per generation)", n)
+			}
+			var turns []map[string]any
+			_ = json.Unmarshal([]byte(archives[1].Turns), &turns)
+			if len(turns) != 1 || turns[0]["user"] != "three" {
+				t.Fatalf("generation 2 archived %v", turns)
+			}
+		})
+	}
+}
+
+// The ledger survives garbage in the rollout: a counted placeholder, no failure.
+func TestGarbageLineIsCounted(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.run("start A; hook SessionStart A startup; turn A one; garbage A; turn A two; exit 0")
+	out, _ := e.ctl("show", "A", "--json")
+	if !strings.Contains(out, `"placeholders": 1`) || !strings.Contains(out, "capture.placeholder") {
+		t.Fatalf("placeholder not counted:\n%s", out)
+	}
+	if st := e.want("A", "committed", "exit", 1, 1); st.TotalTurns != 2 {
+		t.Fatalf("turns %d", st.TotalTurns)
+	}
+}
+
+func TestInterruptNoted(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.run("start A; hook SessionStart A startup; abort A never mind; turn A real; exit 0")
+	out, _ := e.ctl("show", "A", "--json")
+	if !strings.Contains(out, `"interrupted_turns": 1`) || !strings.Contains(out, "Interrupt turn") {
+		t.Fatalf("interrupt not noted:\n%s", out)
+	}
+}
