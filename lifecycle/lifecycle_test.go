@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 
 // env is one isolated CODEX_HOME + CX_HOME with cx's hooks installed.
 type env struct {
-	t                    *testing.T
+	t                    testing.TB
 	codexHome, cxHome, w string
 	cx                   string
 	extra                []string
@@ -38,7 +38,7 @@ type env struct {
 
 var hookEvents = []string{"SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "PostCompact", "SessionEnd", "Interrupt"}
 
-func newEnv(t *testing.T, extra ...string) *env {
+func newEnv(t testing.TB, extra ...string) *env {
 	t.Helper()
 	root := t.TempDir()
 	e := &env{t: t, codexHome: filepath.Join(root, "codex"), cxHome: filepath.Join(root, "cx"), w: filepath.Join(root, "work"), cx: codextest.CX(t), extra: extra}

@@ -129,13 +129,17 @@ func (r *Run) discoverLoop(ctx context.Context, pid int) {
 	}
 }
 
-var (
-	lockRE    = regexp.MustCompile(`/thread-writer-locks/([^/]+)\.lock$`)
-	rolloutRE = regexp.MustCompile(`/rollout-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-([^/]+)\.jsonl$`)
-)
+var fileREs = sync.OnceValue(func() [2]*regexp.Regexp {
+	return [2]*regexp.Regexp{
+		regexp.MustCompile(`/thread-writer-locks/([^/]+)\.lock$`),
+		regexp.MustCompile(`/rollout-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-([^/]+)\.jsonl$`),
+	}
+})
 
 func (r *Run) discover(ctx context.Context, pid int, withFDs bool) {
 	found := map[string]string{} // id → rollout path (may be "")
+	res := fileREs()
+	lockRE, rolloutRE := res[0], res[1]
 	if withFDs {
 		for _, f := range proc.OpenFiles(pid) {
 			if m := lockRE.FindStringSubmatch(f); m != nil {

@@ -78,7 +78,9 @@ func (a *app) ctlHook(ctx context.Context, args []string) int {
 			logger.Printf("hook %s %s: %v", ev, p.SessionID, err)
 			return
 		}
-		defer m.Close()
+		// Not closed: closing the last connection checkpoints and removes
+		// the WAL (milliseconds on every hook); the process exits right after
+		// and SQLite's WAL is safe without it.
 		if err := m.HandleHook(wctx, in); err != nil {
 			logger.Printf("hook %s %s: %v", ev, p.SessionID, err)
 		}

@@ -18,13 +18,16 @@ type supervision struct {
 	m       *lifecycle.Manager
 	run     *lifecycle.Run
 	err     error
-	started chan struct{} // ChildStarted has been handed to the run
-	pid     int
+	started  chan struct{} // ChildStarted has been handed to the run
+	launched chan struct{} // the child is running (or could not start)
+	pid      int
 }
 
 func startSupervision(ctx context.Context, a *app, cfg config.Config, info lifecycle.RunInfo) *supervision {
-	s := &supervision{a: a, ready: make(chan struct{}), started: make(chan struct{})}
+	s := &supervision{a: a, ready: make(chan struct{}), started: make(chan struct{}), launched: make(chan struct{})}
 	go func() {
+		// After Codex's launch: the ledger never competes with it for the CPU.
+		<-s.launched
 		defer close(s.ready)
 		s.m, s.err = lifecycle.Open(ctx, cfg, lifecycle.Options{})
 		if s.err != nil {
@@ -54,6 +57,7 @@ func startSupervision(ctx context.Context, a *app, cfg config.Config, info lifec
 // Started implements wrapper.Observer.
 func (s *supervision) Started(pid int, _ wrapper.Mode) {
 	s.pid = pid
+	close(s.launched)
 	go func() {
 		defer close(s.started)
 		<-s.ready
@@ -70,13 +74,16 @@ func (s *supervision) Exited(wrapper.Exit) {}
 func (s *supervision) finish(ctx context.Context, ex wrapper.Exit) {
 	if s.pid != 0 {
 		<-s.started
+	} else {
+		close(s.launched)
 	}
 	<-s.ready
 	if s.err != nil {
 		s.a.errorf("warning: %v: this run's sessions are not recorded (their rollouts are intact; see `cx ctl doctor`)", s.err)
 		return
 	}
-	defer s.m.Close()
+	// The ledger is not closed: cx exits right after, and closing the last
+	// connection would checkpoint the WAL on the user's time.
 	info := lifecycle.ExitInfo{Code: ex.Code}
 	if ex.Signal != 0 {
 		info.Signal = wrapper.SignalName(ex.Signal)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -36,7 +37,7 @@ func Identity(path string) (string, error) {
 	return fmt.Sprintf("%s:%d:%d:%d:%d", path, st.Dev, st.Ino, fi.Size(), fi.ModTime().UnixNano()), nil
 }
 
-var versionRE = regexp.MustCompile(`codex-cli\s+(\S+)`)
+var versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`codex-cli\s+(\S+)`) })
 
 // Probe runs the binary's --version and --help to learn its capabilities.
 func Probe(ctx context.Context, b Binary) (Caps, error) {
@@ -55,7 +56,7 @@ func Probe(ctx context.Context, b Binary) (Caps, error) {
 	if err != nil {
 		return Caps{}, err
 	}
-	m := versionRE.FindSubmatch(out)
+	m := versionRE().FindSubmatch(out)
 	if m == nil {
 		return Caps{}, fmt.Errorf("run %s --version: unexpected output %q", b.Path, bytes.TrimSpace(out))
 	}
@@ -68,15 +69,20 @@ func Probe(ctx context.Context, b Binary) (Caps, error) {
 	return caps, nil
 }
 
-var (
-	commandRE = regexp.MustCompile(`^  ([a-z][a-z0-9-]*)\s{2,}(.*)$`)
-	aliasRE   = regexp.MustCompile(`\[aliases?: ([^\]]+)\]`)
-	optionRE  = regexp.MustCompile(`^\s+(?:(-[A-Za-z]), )?(--[A-Za-z0-9-]+)(?: <[^>]+>)?`)
-)
+// helpREs are compiled on first use (only a cache miss parses help).
+var helpREs = sync.OnceValue(func() [3]*regexp.Regexp {
+	return [3]*regexp.Regexp{
+		regexp.MustCompile(`^  ([a-z][a-z0-9-]*)\s{2,}(.*)$`),
+		regexp.MustCompile(`\[aliases?: ([^\]]+)\]`),
+		regexp.MustCompile(`^\s+(?:(-[A-Za-z]), )?(--[A-Za-z0-9-]+)(?: <[^>]+>)?`),
+	}
+})
 
 // parseHelp reads clap's help: the Commands section and the options that
 // take a value (written `--name <VALUE>`).
 func parseHelp(help []byte, caps *Caps) {
+	res := helpREs()
+	commandRE, aliasRE, optionRE := res[0], res[1], res[2]
 	section := ""
 	sc := bufio.NewScanner(bytes.NewReader(help))
 	for sc.Scan() {

@@ -6,6 +6,7 @@ package redact
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Mask replaces a secret; it keeps a short hint of what kind it was.
@@ -16,41 +17,48 @@ type rule struct {
 	repl string
 }
 
-var rules = []rule{
-	// Private key blocks (PEM), whole.
-	{regexp.MustCompile(`(?s)-----BEGIN ((?:RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY(?: BLOCK)?)-----.*?-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----`), "-----BEGIN $1-----" + Mask + "-----END $1-----"},
-	// Authorization / auth-ish headers.
-	{regexp.MustCompile(`(?im)\b((?:proxy-)?authorization|x-api-key|api-key|x-auth-token|cookie)(\s*:\s*)(?:(bearer|basic|token|bot)\s+)?[^\s"'\r\n,;]+`), "$1$2$3 " + Mask},
-	// Provider tokens with recognisable shapes.
-	{regexp.MustCompile(`\bsk-(?:proj-|ant-(?:api\d\d-)?|live_|test_)?[A-Za-z0-9_\-]{16,}`), Mask},        // OpenAI, Anthropic, Stripe-like
-	{regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}\b`), Mask},                            // GitHub
-	{regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{40,}\b`), Mask},                                        // GitHub fine-grained
-	{regexp.MustCompile(`\bglpat-[A-Za-z0-9_\-]{20,}\b`), Mask},                                           // GitLab
-	{regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}\b`), Mask},                                       // Slack
-	{regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), Mask},                                           // AWS access key id
-	{regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}\b`), Mask},                                              // Google API key
-	{regexp.MustCompile(`\bhf_[A-Za-z0-9]{30,}\b`), Mask},                                                 // Hugging Face
-	{regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36}\b`), Mask},                                                 // npm
-	{regexp.MustCompile(`\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{20,}\b`), Mask},                         // Stripe
-	{regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\b`), Mask}, // JWT
-	// Credentials inside URLs: scheme://user:password@host
-	{regexp.MustCompile(`\b([a-z][a-z0-9+.\-]*://[^\s:/@]+:)[^\s@/]{3,}@`), "${1}" + Mask + "@"},
-}
+// rules are compiled on first use: cx's hook runs on every turn, and most
+// of its invocations never redact anything.
+var rules = sync.OnceValue(func() []rule {
+	return []rule{
+		// Private key blocks (PEM), whole.
+		{regexp.MustCompile(`(?s)-----BEGIN ((?:RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY(?: BLOCK)?)-----.*?-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----`), "-----BEGIN $1-----" + Mask + "-----END $1-----"},
+		// Authorization / auth-ish headers.
+		{regexp.MustCompile(`(?im)\b((?:proxy-)?authorization|x-api-key|api-key|x-auth-token|cookie)(\s*:\s*)(?:(bearer|basic|token|bot)\s+)?[^\s"'\r\n,;]+`), "$1$2$3 " + Mask},
+		// Provider tokens with recognisable shapes.
+		{regexp.MustCompile(`\bsk-(?:proj-|ant-(?:api\d\d-)?|live_|test_)?[A-Za-z0-9_\-]{16,}`), Mask},        // OpenAI, Anthropic, Stripe-like
+		{regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}\b`), Mask},                            // GitHub
+		{regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{40,}\b`), Mask},                                        // GitHub fine-grained
+		{regexp.MustCompile(`\bglpat-[A-Za-z0-9_\-]{20,}\b`), Mask},                                           // GitLab
+		{regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}\b`), Mask},                                       // Slack
+		{regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), Mask},                                           // AWS access key id
+		{regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}\b`), Mask},                                              // Google API key
+		{regexp.MustCompile(`\bhf_[A-Za-z0-9]{30,}\b`), Mask},                                                 // Hugging Face
+		{regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36}\b`), Mask},                                                 // npm
+		{regexp.MustCompile(`\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{20,}\b`), Mask},                         // Stripe
+		{regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\b`), Mask}, // JWT
+		// Credentials inside URLs: scheme://user:password@host
+		{regexp.MustCompile(`\b([a-z][a-z0-9+.\-]*://[^\s:/@]+:)[^\s@/]{3,}@`), "${1}" + Mask + "@"},
+	}
+})
 
 // Secret-looking assignment: NAME=value or NAME: value where NAME says it is
 // secret (…KEY, …TOKEN, …SECRET, …PASSWORD, …PASSWD, …CREDENTIALS, …AUTH).
-var assignRE = regexp.MustCompile(`(?i)\b([A-Z0-9_]*(?:API_?KEY|ACCESS_?KEY|SECRET(?:_?KEY)?|TOKEN|PASSWORD|PASSWD|PWD|CREDENTIALS?|PRIVATE_?KEY|AUTH(?:_?TOKEN)?))(\s*[=:]\s*)("[^"\n]*"|'[^'\n]*'|[^\s"',;]+)`)
+var assignRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\b([A-Z0-9_]*(?:API_?KEY|ACCESS_?KEY|SECRET(?:_?KEY)?|TOKEN|PASSWORD|PASSWD|PWD|CREDENTIALS?|PRIVATE_?KEY|AUTH(?:_?TOKEN)?))(\s*[=:]\s*)("[^"\n]*"|'[^'\n]*'|[^\s"',;]+)`)
+})
 
 // String returns s with secrets replaced by Mask.
 func String(s string) string {
 	if s == "" {
 		return s
 	}
-	for _, r := range rules {
+	for _, r := range rules() {
 		s = r.re.ReplaceAllString(s, r.repl)
 	}
-	s = assignRE.ReplaceAllStringFunc(s, func(m string) string {
-		sub := assignRE.FindStringSubmatch(m)
+	re := assignRE()
+	s = re.ReplaceAllStringFunc(s, func(m string) string {
+		sub := re.FindStringSubmatch(m)
 		val := strings.Trim(sub[3], `"'`)
 		if !looksSecret(val) {
 			return m

@@ -7,12 +7,16 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
-var exitCodeREs = []*regexp.Regexp{
-	regexp.MustCompile(`(?m)^Process exited with code (-?\d+)\s*$`), // exec_command (unified exec)
-	regexp.MustCompile(`(?m)^Exit code: (-?\d+)\s*$`),               // shell / apply_patch
-}
+// Compiled on first use: the hook binary starts on every turn.
+var exitCodeREs = sync.OnceValue(func() []*regexp.Regexp {
+	return []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^Process exited with code (-?\d+)\s*$`), // exec_command (unified exec)
+		regexp.MustCompile(`(?m)^Exit code: (-?\d+)\s*$`),               // shell / apply_patch
+	}
+})
 
 // ExitCode parses a command's exit code from a tool output in the formats
 // Codex writes: "Process exited with code N", "Exit code: N", or the legacy
@@ -22,7 +26,7 @@ func ExitCode(output string) (int, bool) {
 	if len(head) > 4096 {
 		head = head[:4096]
 	}
-	for _, re := range exitCodeREs {
+	for _, re := range exitCodeREs() {
 		if m := re.FindStringSubmatch(head); m != nil {
 			if n, err := strconv.Atoi(m[1]); err == nil {
 				return n, true

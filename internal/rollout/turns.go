@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -202,11 +203,13 @@ func (a *assembler) resumeAt() int64 {
 	return a.taskStart
 }
 
-var turnIDUUID = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+var turnIDUUID = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+})
 
 // uuidV7Time is the creation time a UUIDv7 carries.
 func uuidV7Time(id string) (time.Time, bool) {
-	if !turnIDUUID.MatchString(id) {
+	if !turnIDUUID().MatchString(id) {
 		return time.Time{}, false
 	}
 	b, err := hex.DecodeString(strings.ReplaceAll(id, "-", "")[:12])
@@ -454,14 +457,16 @@ func isContextText(s string) bool {
 	return false
 }
 
-var injectedRE = regexp.MustCompile(`(?s)<cx-context\b[^>]*>.*?</cx-context>\s*`)
+var injectedRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?s)<cx-context\b[^>]*>.*?</cx-context>\s*`)
+})
 
 // StripInjected removes cx's own injected blocks from a text.
 func StripInjected(s string) string {
 	if !strings.Contains(s, "<cx-context") {
 		return s
 	}
-	return strings.TrimSpace(injectedRE.ReplaceAllString(s, ""))
+	return strings.TrimSpace(injectedRE().ReplaceAllString(s, ""))
 }
 
 type contentPart struct {
