@@ -663,3 +663,30 @@ func TestInterruptNoted(t *testing.T) {
 		t.Fatalf("interrupt not noted:\n%s", out)
 	}
 }
+
+// A damaged ledger: Codex still runs with its exit status, the user is told
+// once, hooks answer; the rollout keeps everything for later.
+func TestDamagedLedger(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if err := os.MkdirAll(e.cxHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	junk := bytes.Repeat([]byte("not a database "), 400)
+	if err := os.WriteFile(filepath.Join(e.cxHome, ledger.FileName), junk, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := e.cxCmd("start A; hook SessionStart A startup; turn A work; exit 7")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	_ = runTimeout(cmd, 60*time.Second)
+	if code := cmd.ProcessState.ExitCode(); code != 7 {
+		t.Fatalf("exit %d, want Codex's 7; stderr %s", code, errb.String())
+	}
+	if !strings.Contains(errb.String(), "ledger damaged") || strings.Contains(errb.String(), "fake codex: hook") {
+		t.Fatalf("stderr %q", errb.String())
+	}
+	if _, code := e.ctl("status"); code != 1 {
+		t.Fatalf("status on a damaged ledger exited %d, want 1", code)
+	}
+}
