@@ -13,11 +13,11 @@ import (
 // ledger is opened beside Codex's launch, never before it: start overhead
 // stays that of the supervisor alone.
 type supervision struct {
-	a       *app
-	ready   chan struct{}
-	m       *lifecycle.Manager
-	run     *lifecycle.Run
-	err     error
+	a        *app
+	ready    chan struct{}
+	m        *lifecycle.Manager
+	run      *lifecycle.Run
+	err      error
 	started  chan struct{} // ChildStarted has been handed to the run
 	launched chan struct{} // the child is running (or could not start)
 	pid      int
