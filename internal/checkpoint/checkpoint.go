@@ -1,0 +1,259 @@
+// Package checkpoint is the deterministic session checkpoint (v1): a pure
+// reduction of a rollout's bytes to a small, bounded JSON — the task pointer,
+// the plan, the artifacts (files written by patches with the hash the patch
+// implies when known; commands with exit codes), the recent artifacts — and a
+// byte-stable text view under fixed caps. No clock, cwd, locale or disk goes
+// into the checkpoint; the disk is consulted only when the view is rendered
+// for injection, to mark files changed since as SUSPECT.
+package checkpoint
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"cx/internal/redact"
+	"cx/internal/rollout"
+)
+
+// SchemaVersion is the checkpoint format version.
+const SchemaVersion = 1
+
+// Caps bound the checkpoint; eviction past them is deterministic.
+type Caps struct {
+	MaxPlanSteps       int // plan steps kept (first ones)
+	MaxArtifacts       int // artifacts kept: the most recently touched, ties by key
+	MaxRecentArtifacts int // recent list length
+	MaxValueChars      int // any text value
+	MaxTaskChars       int // the task text
+}
+
+// DefaultCaps are the v1 caps.
+var DefaultCaps = Caps{MaxPlanSteps: 32, MaxArtifacts: 128, MaxRecentArtifacts: 16, MaxValueChars: 160, MaxTaskChars: 600}
+
+// Checkpoint is the v1 schema. Field order and names are the format.
+type Checkpoint struct {
+	SchemaVersion   int                 `json:"schema_version"`
+	SessionID       string              `json:"session_id"`
+	Cwd             string              `json:"cwd"`
+	Seq             int                 `json:"seq"` // turns applied
+	Task            *Task               `json:"task"`
+	Plan            Plan                `json:"plan"`
+	Decisions       []Decision          `json:"decisions"` // kept empty until a deterministic source exists
+	Facts           map[string]Fact     `json:"facts"`     // kept empty until a deterministic source exists
+	Artifacts       map[string]Artifact `json:"artifacts"` // key: "file:<path>" or "cmd:<command>"
+	RecentArtifacts []string            `json:"recent_artifacts"`
+	Stats           Stats               `json:"stats"`
+}
+
+// Task is the last real user request.
+type Task struct {
+	Text     string `json:"text"`
+	Turn     string `json:"turn"` // its turn id
+	Seq      int    `json:"seq"`
+	Vague    bool   `json:"vague,omitempty"` // every request was vague ("continue"); this is the last one
+	Truncate bool   `json:"truncated,omitempty"`
+}
+
+// Plan is the last update_plan.
+type Plan struct {
+	Steps []PlanStep      `json:"steps"`
+	Done  map[string]bool `json:"done"`
+	Turn  string          `json:"turn,omitempty"`
+}
+
+// PlanStep is one step; ID is its position ("1", "2", …).
+type PlanStep struct {
+	ID     string `json:"id"`
+	Text   string `json:"text"`
+	Status string `json:"status"`
+}
+
+// Decision and Fact are part of the v1 schema, empty for now.
+type Decision struct {
+	ID       string `json:"id"`
+	Decision string `json:"decision"`
+}
+
+// Fact is part of the v1 schema, empty for now.
+type Fact struct {
+	Value  string `json:"value"`
+	Status string `json:"status"`
+}
+
+// Artifact is a file written or a command run.
+type Artifact struct {
+	URI      string `json:"uri"`
+	Kind     string `json:"kind"`                // file | command
+	Op       string `json:"op,omitempty"`        // file: add | update | delete | move
+	Hash     string `json:"hash,omitempty"`      // file: the content hash the patch implies (add)
+	ExitCode *int   `json:"exit_code,omitempty"` // command
+	Count    int    `json:"count"`               // times seen
+	LastSeq  int    `json:"last_seq"`            // turn of the last observation
+}
+
+// Stats counts what the reduction saw.
+type Stats struct {
+	Turns        int `json:"turns"`
+	Aborted      int `json:"aborted"`
+	Compactions  int `json:"compactions"`
+	Placeholders int `json:"placeholders"`
+	ToolCalls    int `json:"tool_calls"`
+}
+
+// FromRollout reduces complete rollout bytes to a checkpoint.
+func FromRollout(data []byte, caps Caps) Checkpoint {
+	c := rollout.Assemble(data, rollout.Options{MaxToolChars: 4000})
+	return FromCapture(c, caps)
+}
+
+// FromCapture reduces an assembled capture.
+func FromCapture(c rollout.Capture, caps Caps) Checkpoint {
+	cp := Checkpoint{SchemaVersion: SchemaVersion, Decisions: []Decision{}, Facts: map[string]Fact{},
+		Artifacts: map[string]Artifact{}, RecentArtifacts: []string{}, Plan: Plan{Steps: []PlanStep{}, Done: map[string]bool{}}}
+	if c.Meta != nil {
+		cp.SessionID, cp.Cwd = c.Meta.ID, c.Meta.Cwd
+	}
+	cp.Stats = Stats{Aborted: c.Aborted, Compactions: c.Compactions, Placeholders: len(c.Placeholders)}
+	var lastVague *Task
+	var recent []string
+	for i, t := range c.Turns {
+		seq := i + 1
+		cp.Seq = seq
+		cp.Stats.Turns++
+		if text := strings.TrimSpace(t.User); text != "" {
+			task := &Task{Text: bound(redact.String(text), caps.MaxTaskChars), Turn: t.Key, Seq: seq}
+			task.Truncate = utf8.RuneCountInString(text) > caps.MaxTaskChars
+			if IsVague(text) {
+				task.Vague = true
+				lastVague = task
+			} else {
+				cp.Task = task
+			}
+		}
+		if len(t.Plan) > 0 {
+			cp.Plan = Plan{Steps: []PlanStep{}, Done: map[string]bool{}, Turn: t.Key}
+			for j, s := range t.Plan {
+				if j >= caps.MaxPlanSteps {
+					break
+				}
+				id := fmt.Sprint(j + 1)
+				cp.Plan.Steps = append(cp.Plan.Steps, PlanStep{ID: id, Text: bound(redact.String(s.Step), caps.MaxValueChars), Status: s.Status})
+				cp.Plan.Done[id] = s.Status == "completed"
+			}
+		}
+		for _, f := range t.Files {
+			key := "file:" + f.Path
+			a := cp.Artifacts[key]
+			a.URI, a.Kind, a.Op, a.LastSeq = f.Path, "file", f.Op, seq
+			a.Count++
+			if f.MoveTo != "" {
+				a.Op = "move"
+			}
+			switch {
+			case f.Hash != "":
+				a.Hash = f.Hash
+			case f.Op != "add":
+				a.Hash = "" // an update's result is not known from the patch
+			}
+			cp.Artifacts[key] = a
+			recent = append(recent, key)
+		}
+		for _, tc := range t.Tools {
+			cp.Stats.ToolCalls++
+			if tc.Command == "" {
+				continue
+			}
+			cmd := bound(redact.String(oneLine(tc.Command)), caps.MaxValueChars)
+			key := "cmd:" + cmd
+			a := cp.Artifacts[key]
+			a.URI, a.Kind, a.LastSeq, a.ExitCode = cmd, "command", seq, tc.ExitCode
+			a.Count++
+			cp.Artifacts[key] = a
+			recent = append(recent, key)
+		}
+	}
+	if cp.Task == nil && lastVague != nil {
+		cp.Task = lastVague
+	}
+	evict(&cp, caps)
+	// Recent: the most recent unique keys still kept, newest first.
+	seen := map[string]bool{}
+	for i := len(recent) - 1; i >= 0 && len(cp.RecentArtifacts) < caps.MaxRecentArtifacts; i-- {
+		k := recent[i]
+		if _, ok := cp.Artifacts[k]; ok && !seen[k] {
+			seen[k] = true
+			cp.RecentArtifacts = append(cp.RecentArtifacts, k)
+		}
+	}
+	return cp
+}
+
+// evict keeps the MaxArtifacts most recently touched artifacts (ties by key).
+func evict(cp *Checkpoint, caps Caps) {
+	if len(cp.Artifacts) <= caps.MaxArtifacts {
+		return
+	}
+	keys := make([]string, 0, len(cp.Artifacts))
+	for k := range cp.Artifacts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := cp.Artifacts[keys[i]], cp.Artifacts[keys[j]]
+		if a.LastSeq != b.LastSeq {
+			return a.LastSeq > b.LastSeq
+		}
+		return keys[i] < keys[j]
+	})
+	for _, k := range keys[caps.MaxArtifacts:] {
+		delete(cp.Artifacts, k)
+	}
+}
+
+// JSON is the checkpoint's canonical bytes: same checkpoint, same bytes.
+func (cp Checkpoint) JSON() []byte {
+	b, err := json.MarshalIndent(cp, "", "  ")
+	if err != nil {
+		panic(err) // only plain types: cannot fail
+	}
+	return append(b, '\n')
+}
+
+func bound(s string, n int) string {
+	if n <= 0 || utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = s[:i] + " …"
+	}
+	return s
+}
+
+var vagueWords = map[string]bool{
+	"continue": true, "go on": true, "keep going": true, "proceed": true, "go ahead": true, "carry on": true,
+	"run checks": true, "run the checks": true, "run tests": true, "run the tests": true, "check it": true,
+	"check it again": true, "try again": true, "again": true, "retry": true, "ok": true, "okay": true, "yes": true,
+	"y": true, "do it": true, "fix it": true, "next": true, "resume": true, "same": true, "please": true,
+	"can you look into it": true, "look into it": true, "thanks": true, "thank you": true, "done": true, "go": true,
+	"continue please": true, "please continue": true, "keep at it": true, "what's next": true, "whats next": true,
+}
+
+// IsVague reports whether a request carries no task of its own ("continue",
+// "run checks", "check it again"): it never replaces a goal or a task.
+func IsVague(s string) bool {
+	t := strings.ToLower(strings.TrimSpace(s))
+	t = strings.Trim(t, ".!?… ")
+	t = strings.Join(strings.Fields(t), " ")
+	if t == "" || vagueWords[t] {
+		return true
+	}
+	return false
+}

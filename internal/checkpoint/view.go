@@ -1,0 +1,131 @@
+package checkpoint
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ViewCaps bound the text view.
+type ViewCaps struct {
+	MaxOpenPlanSteps   int
+	MaxDonePlanSteps   int
+	MaxRecentArtifacts int
+	MaxValueChars      int
+}
+
+// DefaultViewCaps are the v1 view caps.
+var DefaultViewCaps = ViewCaps{MaxOpenPlanSteps: 12, MaxDonePlanSteps: 6, MaxRecentArtifacts: 12, MaxValueChars: 160}
+
+// Disk answers whether a file still has the content a checkpoint recorded:
+// its current hash ("sha256:…"), or ok=false when it cannot be read.
+type Disk func(path string) (hash string, ok bool)
+
+// OSDisk reads files relative to dir.
+func OSDisk(dir string) Disk {
+	return func(p string) (string, bool) {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return "", false
+		}
+		sum := sha256.Sum256(data)
+		return "sha256:" + hex.EncodeToString(sum[:]), true
+	}
+}
+
+// View renders the checkpoint as stable text: same checkpoint, caps and
+// disk answers, same bytes. With a nil disk nothing is marked SUSPECT (the
+// pure view); with one, each file whose recorded hash no longer matches, or
+// that cannot be read, is marked SUSPECT.
+func View(cp Checkpoint, caps ViewCaps, disk Disk) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[SESSION_CHECKPOINT v%d] session %s (%d turns)\n", cp.SchemaVersion, cp.SessionID, cp.Stats.Turns)
+	b.WriteString("\n[TASK]\n")
+	if cp.Task == nil {
+		b.WriteString("- (none)\n")
+	} else {
+		fmt.Fprintf(&b, "- %s\n", oneLine(cp.Task.Text))
+	}
+	if len(cp.Plan.Steps) > 0 {
+		b.WriteString("\n[PLAN]\n")
+		open, done := 0, 0
+		for _, s := range cp.Plan.Steps {
+			if cp.Plan.Done[s.ID] {
+				if done < caps.MaxDonePlanSteps {
+					fmt.Fprintf(&b, "- [x] %s\n", bound(s.Text, caps.MaxValueChars))
+				}
+				done++
+				continue
+			}
+			if open < caps.MaxOpenPlanSteps {
+				mark := " "
+				if s.Status == "in_progress" {
+					mark = ">"
+				}
+				fmt.Fprintf(&b, "- [%s] %s\n", mark, bound(s.Text, caps.MaxValueChars))
+			}
+			open++
+		}
+		if hidden := max(0, open-caps.MaxOpenPlanSteps) + max(0, done-caps.MaxDonePlanSteps); hidden > 0 {
+			fmt.Fprintf(&b, "- … %d more steps\n", hidden)
+		}
+	}
+	if len(cp.RecentArtifacts) > 0 {
+		b.WriteString("\n[RECENT_ARTIFACTS]\n")
+		for i, k := range cp.RecentArtifacts {
+			if i >= caps.MaxRecentArtifacts {
+				fmt.Fprintf(&b, "- … %d more\n", len(cp.RecentArtifacts)-i)
+				break
+			}
+			a := cp.Artifacts[k]
+			switch a.Kind {
+			case "file":
+				fmt.Fprintf(&b, "- file: %s (%s%s)%s\n", bound(a.URI, caps.MaxValueChars), a.Op, shortHash(a.Hash), suspect(a, disk))
+			case "command":
+				fmt.Fprintf(&b, "- cmd: %s%s\n", bound(a.URI, caps.MaxValueChars), exitNote(a.ExitCode))
+			}
+		}
+	}
+	return b.String()
+}
+
+func shortHash(h string) string {
+	if h == "" {
+		return ""
+	}
+	if len(h) > 19 {
+		h = h[:19]
+	}
+	return ", hash=" + h
+}
+
+func exitNote(code *int) string {
+	switch {
+	case code == nil:
+		return ""
+	case *code == 0:
+		return " (exit 0)"
+	default:
+		return fmt.Sprintf(" (exit %d, FAILED)", *code)
+	}
+}
+
+func suspect(a Artifact, disk Disk) string {
+	if disk == nil || a.Op == "delete" {
+		return ""
+	}
+	cur, ok := disk(a.URI)
+	switch {
+	case !ok:
+		return " SUSPECT: cannot be read now"
+	case a.Hash != "" && cur != a.Hash:
+		return " SUSPECT: changed on disk since"
+	}
+	return ""
+}
