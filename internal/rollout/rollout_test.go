@@ -1,0 +1,239 @@
+package rollout
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func line(typ, payload string) string {
+	return `{"timestamp":"2026-11-22T01:00:00Z","type":"` + typ + `","payload":` + payload + "}\n"
+}
+
+func turnLines(id, text string) string {
+	return line("event_msg", `{"type":"task_started","turn_id":"`+id+`"}`) +
+		line("event_msg", `{"type":"user_message","message":"`+text+`"}`) +
+		line("response_item", `{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok `+text+`"}]}`) +
+		line("event_msg", `{"type":"task_complete","turn_id":"`+id+`"}`)
+}
+
+const meta = `{"timestamp":"2026-11-22T01:00:00Z","type":"session_meta","payload":{"id":"s1","cwd":"/w","timestamp":"2026-11-22T01:00:00Z"}}` + "\n"
+
+func write(t *testing.T, p, s string, appendTo bool) {
+	t.Helper()
+	flag := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if appendTo {
+		flag = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	}
+	f, err := os.OpenFile(p, flag, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func keys(c Capture) string {
+	var k []string
+	for _, t := range c.Turns {
+		k = append(k, t.Key)
+	}
+	return strings.Join(k, ",")
+}
+
+// A half-written last line is left for the next read; the cursor stays at
+// the start of an unfinished turn, which is read again whole.
+func TestIncompleteLastLine(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "r.jsonl")
+	full := meta + turnLines("t1", "one") + turnLines("t2", "two")
+	cut := len(meta) + len(turnLines("t1", "one")) + 30
+	write(t, p, full[:cut], false)
+	c1, err := CaptureFile(p, Cursor{}, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys(c1) != "t1" || c1.Cursor.Seen > int64(cut) {
+		t.Fatalf("first read: turns %q cursor %+v", keys(c1), c1.Cursor)
+	}
+	write(t, p, full[cut:], true)
+	c2, err := CaptureFile(p, c1.Cursor, c1.Meta, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys(c2) != "t2" || c2.Turns[0].User != "two" || !c2.Turns[0].Complete || c2.Cursor.Offset != int64(len(full)) {
+		t.Fatalf("second read: %+v cursor %+v", c2.Turns, c2.Cursor)
+	}
+	// Nothing new: nothing read again.
+	c3, _ := CaptureFile(p, c2.Cursor, c2.Meta, Options{})
+	if len(c3.Turns) != 0 || c3.Bytes != 0 {
+		t.Fatalf("third read found %d turns, %d bytes", len(c3.Turns), c3.Bytes)
+	}
+}
+
+// A rollout truncated and rewritten mid-session: re-read from the start;
+// turn keys let the caller drop what it has (no turn lost, none doubled).
+func TestShrinkAndRewrite(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "r.jsonl")
+	write(t, p, meta+turnLines("t1", "one")+turnLines("t2", "two"), false)
+	c1, _ := CaptureFile(p, Cursor{}, nil, Options{})
+	if keys(c1) != "t1,t2" {
+		t.Fatal(keys(c1))
+	}
+	seen := map[string]bool{"t1": true, "t2": true}
+	cases := map[string]string{
+		"shrink":        meta + turnLines("t1", "one"),
+		"rewrite head":  strings.Replace(meta, "/w", "/x", 1) + turnLines("t1", "one") + turnLines("t2", "two") + turnLines("t3", "three"),
+		"same size new": meta + turnLines("t1", "one") + turnLines("t9", "nin"),
+	}
+	for name, content := range cases {
+		write(t, p, content, false)
+		c, err := CaptureFile(p, c1.Cursor, c1.Meta, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.Rewritten {
+			t.Errorf("%s: rewrite not noticed", name)
+		}
+		var fresh []string
+		for _, tr := range c.Turns {
+			if !seen[tr.Key] {
+				fresh = append(fresh, tr.Key)
+			}
+		}
+		want := map[string]string{"shrink": "", "rewrite head": "t3", "same size new": "t9"}[name]
+		if strings.Join(fresh, ",") != want {
+			t.Errorf("%s: new turns %v, want %q", name, fresh, want)
+		}
+	}
+	// Another file at the same path (replaced; the inode may be reused, the
+	// first bytes differ).
+	os.Remove(p)
+	write(t, p, strings.Replace(meta, "s1", "s2", 1)+turnLines("t1", "one")+turnLines("t2", "two"), false)
+	if c, _ := CaptureFile(p, c1.Cursor, c1.Meta, Options{}); !c.Rewritten {
+		t.Error("replaced file not noticed")
+	}
+}
+
+// Unusable lines become counted placeholders, never a failure, never a gap.
+func TestPlaceholders(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "r.jsonl")
+	long := `{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"` + strings.Repeat("x", 5000) + `"}]}}` + "\n"
+	bad := "{\"timestamp\":\"t\",\"type\":\"event_msg\",\"payload\":{\"type\":\"user_message\",\"message\":\"\xff\xfe\"}}\n"
+	trunc := `{"timestamp":"t","type":"event_msg","payload":{"type":"age` + "\n"
+	write(t, p, meta+turnLines("t1", "one")+long+bad+trunc+turnLines("t2", "two"), false)
+	c, err := CaptureFile(p, Cursor{}, nil, Options{MaxLineBytes: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := []string{}
+	for _, ph := range c.Placeholders {
+		kinds = append(kinds, ph.Kind)
+	}
+	if strings.Join(kinds, ",") != "too_long,invalid_utf8,invalid_json" || keys(c) != "t1,t2" {
+		t.Fatalf("placeholders %v turns %q", kinds, keys(c))
+	}
+	if c.Placeholders[0].Size != int64(len(long)-1) {
+		t.Fatalf("placeholder size %d, want %d", c.Placeholders[0].Size, len(long)-1)
+	}
+}
+
+func TestForkSkipsCopiedHistory(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/rollouts/0.128.0/fork-b.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Assemble(data, Options{})
+	if len(c.Turns) != 1 || c.Turns[0].User != "child turn" || c.Meta.ForkedFromID == "" {
+		t.Fatalf("fork turns %+v meta %+v", c.Turns, c.Meta)
+	}
+}
+
+func TestExitCodeFormats(t *testing.T) {
+	for in, want := range map[string]int{
+		"Chunk ID: 1\nWall time: 0 seconds\nProcess exited with code 2\nOutput:\nx": 2,
+		"Exit code: 0\nWall time: 0 seconds\nOutput:\nok":                         0,
+		`{"output":"x","metadata":{"exit_code":127,"duration_seconds":0.1}}`:     127,
+		"Process exited with code -1\n":                                          -1,
+	} {
+		got, ok := ExitCode(in)
+		if !ok || got != want {
+			t.Errorf("%q: %d %v, want %d", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"", "exit code 3", "Process exited with code x", "{not json"} {
+		if _, ok := ExitCode(in); ok {
+			t.Errorf("%q parsed as an exit code", in)
+		}
+	}
+}
+
+func TestParsePatch(t *testing.T) {
+	body := "*** Begin Patch\n*** Add File: a/new.go\n+package a\n+\n*** Update File: b.txt\n*** Move to: c.txt\n@@\n-x\n+y\n*** Delete File: d.txt\n*** End Patch\n"
+	got := ParsePatch(body)
+	if len(got) != 3 || got[0].Content != "package a\n\n" || got[1].MoveTo != "c.txt" || got[2].Op != "delete" {
+		t.Fatalf("%+v", got)
+	}
+}
+
+func FuzzParseLine(f *testing.F) {
+	for _, s := range seedLines(f) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		b = bytes.ReplaceAll(b, []byte{'\n'}, []byte{' '})
+		r := ParseLine(Line{Data: b, Size: int64(len(b))})
+		if r.Placeholder == "" && r.Type == "" {
+			t.Fatalf("a parsed record without a type: %q", b)
+		}
+		// The assembler never panics on any line.
+		Assemble(append(b, '\n'), Options{})
+	})
+}
+
+func FuzzExitCode(f *testing.F) {
+	for _, s := range []string{"Process exited with code 0", "Exit code: 1\n", `{"metadata":{"exit_code":3}}`, "", "Exit code: -"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if code, ok := ExitCode(s); ok && !strings.Contains(s, "exit") && !strings.Contains(s, "Exit") {
+			t.Fatalf("exit code %d from %q", code, s)
+		}
+	})
+}
+
+func FuzzParsePatch(f *testing.F) {
+	f.Add("*** Begin Patch\n*** Add File: a\n+x\n*** End Patch\n")
+	f.Add("*** Update File: b\n*** Move to: c\n@@\n-a\n+b\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, pf := range ParsePatch(s) {
+			if pf.Op != "add" && pf.Op != "update" && pf.Op != "delete" {
+				t.Fatalf("op %q", pf.Op)
+			}
+			if !strings.Contains(s, pf.Path) {
+				t.Fatalf("path %q not in input", pf.Path)
+			}
+		}
+	})
+}
+
+// seedLines are real lines from the recorded rollouts (the fuzz seed corpus).
+func seedLines(tb testing.TB) [][]byte {
+	files, _ := filepath.Glob("../../testdata/rollouts/*/*.jsonl")
+	var out [][]byte
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for i, l := range bytes.Split(data, []byte{'\n'}) {
+			if i%7 == 0 && len(l) < 4000 {
+				out = append(out, l)
+			}
+		}
+	}
+	return out
+}
