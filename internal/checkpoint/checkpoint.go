@@ -119,13 +119,14 @@ func FromCapture(c rollout.Capture, caps Caps) Checkpoint {
 	cp.Stats = Stats{Aborted: c.Aborted, Compactions: c.Compactions, Placeholders: len(c.Placeholders)}
 	var lastVague *Task
 	var recent []string
+	keys := map[string]string{} // command → its artifact key
 	for i, t := range c.Turns {
 		seq := i + 1
 		cp.Seq = seq
 		cp.Stats.Turns++
 		if text := strings.TrimSpace(t.User); text != "" {
-			task := &Task{Text: bound(redact.String(text), caps.MaxTaskChars), Turn: t.Key, Seq: seq}
-			task.Truncate = utf8.RuneCountInString(text) > caps.MaxTaskChars
+			task := &Task{Text: text, Turn: t.Key, Seq: seq} // bounded and redacted once, at the end
+			task.Truncate = len(text) > caps.MaxTaskChars && utf8.RuneCountInString(text) > caps.MaxTaskChars
 			if IsVague(text) {
 				task.Vague = true
 				lastVague = task
@@ -140,7 +141,7 @@ func FromCapture(c rollout.Capture, caps Caps) Checkpoint {
 					break
 				}
 				id := fmt.Sprint(j + 1)
-				cp.Plan.Steps = append(cp.Plan.Steps, PlanStep{ID: id, Text: bound(redact.String(s.Step), caps.MaxValueChars), Status: s.Status})
+				cp.Plan.Steps = append(cp.Plan.Steps, PlanStep{ID: id, Text: s.Step, Status: s.Status})
 				cp.Plan.Done[id] = s.Status == "completed"
 			}
 		}
@@ -166,7 +167,11 @@ func FromCapture(c rollout.Capture, caps Caps) Checkpoint {
 			if tc.Command == "" {
 				continue
 			}
-			cmd := bound(redact.String(oneLine(tc.Command)), caps.MaxValueChars)
+			cmd, ok := keys[tc.Command]
+			if !ok { // a long session runs the same commands many times
+				cmd = bound(redact.String(oneLine(tc.Command)), caps.MaxValueChars)
+				keys[tc.Command] = cmd
+			}
 			key := "cmd:" + cmd
 			a := cp.Artifacts[key]
 			a.URI, a.Kind, a.LastSeq, a.ExitCode = cmd, "command", seq, tc.ExitCode
@@ -177,6 +182,12 @@ func FromCapture(c rollout.Capture, caps Caps) Checkpoint {
 	}
 	if cp.Task == nil && lastVague != nil {
 		cp.Task = lastVague
+	}
+	if cp.Task != nil {
+		cp.Task.Text = bound(redact.String(cp.Task.Text), caps.MaxTaskChars)
+	}
+	for i := range cp.Plan.Steps {
+		cp.Plan.Steps[i].Text = bound(redact.String(cp.Plan.Steps[i].Text), caps.MaxValueChars)
 	}
 	evict(&cp, caps)
 	// Recent: the most recent unique keys still kept, newest first.

@@ -41,6 +41,13 @@ func ParseLine(l Line) Record {
 		r.Placeholder = PlaceholderInvalidUTF8
 		return r
 	}
+	if ts, typ, payload, ok := scanEnvelope(l.Data); ok {
+		r.Timestamp, r.Type, r.Payload = ts, typ, payload
+		if typ == "event_msg" || typ == "response_item" {
+			r.PType = payloadType(payload)
+		}
+		return r
+	}
 	var env envelope
 	if err := json.Unmarshal(l.Data, &env); err != nil || env.Type == "" {
 		r.Placeholder = PlaceholderInvalidJSON
@@ -67,11 +74,32 @@ func payloadType(p json.RawMessage) string {
 			}
 		}
 	}
-	var t struct {
-		Type string `json:"type"`
+	// Otherwise walk the object's keys without decoding their values.
+	i := skipSpace(p, 0)
+	if i >= len(p) || p[i] != '{' {
+		return ""
 	}
-	if len(p) > 0 && p[0] == '{' {
-		_ = json.Unmarshal(p, &t)
+	i++
+	for {
+		i = skipSpace(p, i)
+		if i < len(p) && p[i] == ',' {
+			i = skipSpace(p, i+1)
+		}
+		key, next, ok := scanString(p, i)
+		if !ok {
+			return ""
+		}
+		i = skipSpace(p, next)
+		if i >= len(p) || p[i] != ':' {
+			return ""
+		}
+		i = skipSpace(p, i+1)
+		if key == "type" {
+			t, _, _ := scanString(p, i)
+			return t
+		}
+		if i, ok = skipValue(p, i); !ok {
+			return ""
+		}
 	}
-	return t.Type
 }

@@ -2,10 +2,12 @@ package rollout
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func line(typ, payload string) string {
@@ -155,9 +157,9 @@ func TestForkSkipsCopiedHistory(t *testing.T) {
 func TestExitCodeFormats(t *testing.T) {
 	for in, want := range map[string]int{
 		"Chunk ID: 1\nWall time: 0 seconds\nProcess exited with code 2\nOutput:\nx": 2,
-		"Exit code: 0\nWall time: 0 seconds\nOutput:\nok":                         0,
-		`{"output":"x","metadata":{"exit_code":127,"duration_seconds":0.1}}`:     127,
-		"Process exited with code -1\n":                                          -1,
+		"Exit code: 0\nWall time: 0 seconds\nOutput:\nok":                           0,
+		`{"output":"x","metadata":{"exit_code":127,"duration_seconds":0.1}}`:        127,
+		"Process exited with code -1\n":                                             -1,
 	} {
 		got, ok := ExitCode(in)
 		if !ok || got != want {
@@ -236,4 +238,33 @@ func seedLines(tb testing.TB) [][]byte {
 		}
 	}
 	return out
+}
+
+// The fast envelope scanner agrees with encoding/json on every valid line.
+func FuzzEnvelope(f *testing.F) {
+	for _, s := range seedLines(f) {
+		f.Add(s)
+	}
+	f.Add([]byte(`{"type":"a\"b","payload":{"x":"}"},"timestamp":"t\\"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ts, typ, payload, ok := scanEnvelope(b)
+		if !ok || !json.Valid(b) || !utf8.Valid(b) { // ParseLine checks UTF-8 first
+			return
+		}
+		// encoding/json also takes keys in other letter cases; Codex writes
+		// them exactly, and the scanner reads only exact keys.
+		low := bytes.ToLower(b)
+		for _, k := range []string{"timestamp", "type", "payload"} {
+			if bytes.Count(low, []byte(`"`+k+`"`)) != bytes.Count(b, []byte(`"`+k+`"`)) {
+				return
+			}
+		}
+		var env envelope
+		if err := json.Unmarshal(b, &env); err != nil {
+			return
+		}
+		if env.Type != typ || env.Timestamp != ts || !bytes.Equal(bytes.TrimSpace(env.Payload), bytes.TrimSpace(payload)) {
+			t.Fatalf("scanner (%q, %q, %q) vs json (%q, %q, %q)", ts, typ, payload, env.Timestamp, env.Type, env.Payload)
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -308,18 +309,13 @@ func (a *assembler) copied(turnID string, startedAt int64) bool {
 }
 
 func taskIdentity(p json.RawMessage) (string, int64) {
-	var t struct {
-		TurnID      string `json:"turn_id"`
-		StartedAt   int64  `json:"started_at"`
-		Attribution struct {
-			TurnID string `json:"turn_id"`
-		} `json:"turn_attribution"`
+	f := fields(p, "turn_id", "started_at", "turn_attribution")
+	id := str(f[0])
+	if id == "" && f[2] != nil {
+		id = str(fields(f[2], "turn_id")[0])
 	}
-	_ = json.Unmarshal(p, &t)
-	if t.TurnID == "" {
-		t.TurnID = t.Attribution.TurnID
-	}
-	return t.TurnID, t.StartedAt
+	started, _ := strconv.ParseInt(string(f[1]), 10, 64)
+	return id, started
 }
 
 func (a *assembler) event(r Record) {
@@ -329,12 +325,11 @@ func (a *assembler) event(r Record) {
 		a.taskID, _ = taskIdentity(r.Payload)
 		a.taskStart, a.taskAt, a.pending = r.Offset, r.Timestamp, ""
 	case "user_message": // 0.128 and earlier
-		var m struct {
-			Message string `json:"message"`
-		}
-		_ = json.Unmarshal(r.Payload, &m)
-		a.prompt(m.Message, r)
+		a.prompt(str(fields(r.Payload, "message")[0]), r)
 	case "item_completed": // 0.169: typed items
+		if !peek(r.Payload, `"type":"UserMessage"`, 300) && !peek(r.Payload, `"type":"CommandExecution"`, 300) && !peek(r.Payload, `"type":"FileChange"`, 300) {
+			return // agent messages, reasoning: the response items carry them
+		}
 		var m struct {
 			Item struct {
 				Type    string `json:"type"`
@@ -367,13 +362,10 @@ func (a *assembler) event(r Record) {
 			a.fileChanges(m.Item.Changes, m.Item.Status == "completed")
 		}
 	case "exec_command_end": // 0.128
-		var m struct {
-			CallID   string `json:"call_id"`
-			ExitCode *int   `json:"exit_code"`
-		}
-		if json.Unmarshal(r.Payload, &m) == nil && a.cur != nil && m.ExitCode != nil {
-			if i, ok := a.calls[m.CallID]; ok {
-				a.cur.Tools[i].ExitCode = m.ExitCode
+		f := fields(r.Payload, "call_id", "exit_code")
+		if code, err := strconv.Atoi(string(f[1])); err == nil && a.cur != nil {
+			if i, ok := a.calls[str(f[0])]; ok {
+				a.cur.Tools[i].ExitCode = &code
 			}
 		}
 	case "patch_apply_end":
@@ -477,6 +469,12 @@ type contentPart struct {
 func (a *assembler) item(r Record) {
 	switch r.PType {
 	case "message":
+		if peek(r.Payload, `"role":"developer"`, 200) || peek(r.Payload, `"role":"system"`, 200) {
+			return // instructions, permissions, injected context: never part of a turn
+		}
+		if a.cur != nil && peek(r.Payload, `"role":"user"`, 200) {
+			return // the turn's prompt came from its event; user-role items now are context
+		}
 		var m struct {
 			Role    string        `json:"role"`
 			Content []contentPart `json:"content"`
@@ -503,29 +501,19 @@ func (a *assembler) item(r Record) {
 		if a.cur == nil {
 			return
 		}
-		var m struct {
-			CallID    string          `json:"call_id"`
-			ID        string          `json:"id"`
-			Name      string          `json:"name"`
-			Arguments string          `json:"arguments"`
-			Input     string          `json:"input"`
-			Action    json.RawMessage `json:"action"`
-		}
-		if json.Unmarshal(r.Payload, &m) != nil {
-			return
-		}
-		tc := ToolCall{CallID: m.CallID, Name: m.Name, Input: m.Arguments}
+		f := fields(r.Payload, "call_id", "id", "name", "arguments", "input", "action")
+		tc := ToolCall{CallID: str(f[0]), Name: str(f[2]), Input: str(f[3])}
 		if tc.CallID == "" {
-			tc.CallID = m.ID
+			tc.CallID = str(f[1])
 		}
 		if r.PType == "custom_tool_call" {
-			tc.Input = m.Input
+			tc.Input = str(f[4])
 		}
 		if r.PType == "local_shell_call" {
 			tc.Name = "local_shell"
-			tc.Input = string(m.Action)
+			tc.Input = string(f[5])
 		}
-		tc.Command = shellCommand(tc.Name, tc.Input, m.Action)
+		tc.Command = shellCommand(tc.Name, tc.Input, json.RawMessage(f[5]))
 		if tc.Name == "apply_patch" {
 			a.patch(tc.Input)
 		}
@@ -539,18 +527,12 @@ func (a *assembler) item(r Record) {
 		if a.cur == nil {
 			return
 		}
-		var m struct {
-			CallID string          `json:"call_id"`
-			Output json.RawMessage `json:"output"`
-		}
-		if json.Unmarshal(r.Payload, &m) != nil {
-			return
-		}
-		out := outputText(m.Output)
-		i, ok := a.calls[m.CallID]
+		f := fields(r.Payload, "call_id", "output")
+		i, ok := a.calls[str(f[0])]
 		if !ok {
 			return
 		}
+		out := outputText(f[1])
 		t := &a.cur.Tools[i]
 		t.Done = true
 		if code, ok := ExitCode(out); ok && t.ExitCode == nil && t.Name != "update_plan" {
@@ -561,10 +543,9 @@ func (a *assembler) item(r Record) {
 }
 
 // outputText is a tool output's text: a string, or content items' text.
-func outputText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
+func outputText(raw []byte) string {
+	if len(raw) > 0 && raw[0] == '"' {
+		return str(raw)
 	}
 	var parts []contentPart
 	if json.Unmarshal(raw, &parts) == nil {
