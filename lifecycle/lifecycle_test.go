@@ -690,3 +690,35 @@ func TestDamagedLedger(t *testing.T) {
 		t.Fatalf("status on a damaged ledger exited %d, want 1", code)
 	}
 }
+
+// The local sink archives each generation's turns and checkpoint, and
+// merges its evidence into the project's continuity files.
+func TestLocalArchiveAndContinuity(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.run("start A; hook SessionStart A startup; turn A make the parser fast; exit 0")
+	archives, err := e.db().Archives(context.Background(), "A")
+	if err != nil || len(archives) != 1 {
+		t.Fatalf("archives %+v %v", archives, err)
+	}
+	var cp struct {
+		SchemaVersion int `json:"schema_version"`
+		Task          struct {
+			Text string `json:"text"`
+		} `json:"task"`
+	}
+	if err := json.Unmarshal([]byte(archives[0].Checkpoint), &cp); err != nil || cp.SchemaVersion != 1 || cp.Task.Text != "make the parser fast" {
+		t.Fatalf("checkpoint %s (%v)", archives[0].Checkpoint, err)
+	}
+	if !strings.Contains(archives[0].Continuity, "make the parser fast") {
+		t.Fatalf("continuity %q", archives[0].Continuity)
+	}
+	files, _ := filepath.Glob(filepath.Join(e.cxHome, "projects", "*", "worktrees", "*", "continuity.md"))
+	if len(files) != 1 {
+		t.Fatalf("worktree continuity files %v", files)
+	}
+	out, _ := e.ctl("show", "A")
+	if !strings.Contains(out, "[SESSION_CHECKPOINT v1]") || !strings.Contains(out, "make the parser fast") {
+		t.Fatalf("show lacks the archive's checkpoint:\n%s", out)
+	}
+}

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"time"
 
+	"cx/internal/checkpoint"
+	"cx/internal/continuity"
 	"cx/internal/ledger"
 	"cx/internal/redact"
 	"cx/internal/rollout"
@@ -46,16 +49,57 @@ func DefaultSinks(m *Manager) map[string]Sink {
 	return map[string]Sink{"local": &LocalSink{m: m}}
 }
 
-// LocalSink archives a generation in the ledger: its turns (and, with the
-// checkpoint, its checkpoint and the continuity update).
+// LocalSink archives a generation in the ledger — its turns and its
+// checkpoint — and merges its evidence into the project's continuity files.
 type LocalSink struct{ m *Manager }
 
-// Commit stores the archive; storing it twice is a no-op.
+// Commit stores the archive (storing it twice is a no-op) after updating
+// continuity (merging the same evidence twice changes nothing).
 func (l *LocalSink) Commit(ctx context.Context, req CommitRequest) error {
 	turns, _ := json.Marshal(req.Turns)
+	var cpJSON, cont string
+	path := req.Session.TranscriptPath
+	if path == "" {
+		path = rolloutPath(req.Session.CodexHome, req.Session.ID)
+	}
+	if data, err := readUpTo(path, req.Generation.EndOffset); err == nil {
+		cp := checkpoint.FromRollout(data, checkpoint.DefaultCaps)
+		cpJSON = string(cp.JSON())
+		cwd := req.Session.Cwd
+		if cwd == "" {
+			cwd = cp.Cwd
+		}
+		if cwd != "" && len(req.Turns) > 0 {
+			store := continuity.Store{Home: l.m.Cfg.Home}
+			_, wt, err := store.Update(continuity.Identify(cwd), continuity.Evidence{
+				SessionID: req.Session.ID, EndReason: req.Generation.EndReason, Turns: req.Turns, Plan: cp.Plan.Steps})
+			if err != nil {
+				return err
+			}
+			cont = wt
+		}
+	} else if path != "" {
+		l.m.Log.Printf("local commit %s g%d: rollout: %v (archiving the captured turns only)", req.Session.ID, req.Generation.Generation, err)
+	}
 	return l.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
-		return tx.PutArchive(ctx, req.Session.ID, req.Generation.Generation, string(turns), "", "")
+		return tx.PutArchive(ctx, req.Session.ID, req.Generation.Generation, string(turns), cpJSON, cont)
 	})
+}
+
+// readUpTo reads a rollout's first n bytes (all of it when n is 0 or the
+// file is shorter: it was rewritten since).
+func readUpTo(path string, n int64) ([]byte, error) {
+	if path == "" {
+		return nil, errors.New("no rollout")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 && int64(len(data)) >= n {
+		data = data[:n]
+	}
+	return data, nil
 }
 
 // backoff is the wait before attempt n+1: exponential from 2 s, capped at

@@ -18,14 +18,15 @@ type ctlCommand struct {
 // ctlCommands is the dispatch table later commands join. `ctl` is not a
 // Codex subcommand, so `alias codex=cx` never hides one of Codex's.
 var ctlCommands = map[string]ctlCommand{
-	"version":  {"print cx's version (and the Codex it would run)", (*app).ctlVersion},
-	"hook":     {"the hook handler Codex runs (JSON on stdin, JSON on stdout)", (*app).ctlHook},
-	"status":   {"runs, live sessions, pending and parked jobs [--json]", (*app).ctlStatus},
-	"sessions": {"every session cx knows [--json]", (*app).ctlSessions},
-	"show":     {"one session: generations, jobs, archive, events [--json]", (*app).ctlShow},
-	"commit":   {"end a session's live generation now and commit it", (*app).ctlCommit},
-	"sweep":    {"end orphaned and idle sessions, work the outbox", (*app).ctlSweep},
-	"retry":    {"put parked jobs back in the outbox (job ids or --all)", (*app).ctlRetry},
+	"version":    {"print cx's version (and the Codex it would run)", (*app).ctlVersion},
+	"hook":       {"the hook handler Codex runs (JSON on stdin, JSON on stdout)", (*app).ctlHook},
+	"status":     {"runs, live sessions, pending and parked jobs [--json]", (*app).ctlStatus},
+	"sessions":   {"every session cx knows [--json]", (*app).ctlSessions},
+	"show":       {"one session: generations, jobs, archive, events [--json]", (*app).ctlShow},
+	"commit":     {"end a session's live generation now and commit it", (*app).ctlCommit},
+	"sweep":      {"end orphaned and idle sessions, work the outbox", (*app).ctlSweep},
+	"retry":      {"put parked jobs back in the outbox (job ids or --all)", (*app).ctlRetry},
+	"checkpoint": {"the deterministic checkpoint of a rollout (--json, or its view)", (*app).ctlCheckpoint},
 }
 
 const usageExit = 2

@@ -343,3 +343,23 @@ func TestConfigWarningsAndErrors(t *testing.T) {
 		t.Fatalf("bad config: %+v", r)
 	}
 }
+
+// `cx ctl checkpoint --json` is a pure projection: same bytes whatever the
+// cwd, clock zone or locale; it matches the checkpoint package's golden.
+func TestCtlCheckpointPure(t *testing.T) {
+	t.Parallel()
+	rollout, _ := filepath.Abs("../../testdata/rollouts/0.128.0/tui-compact-interrupt.jsonl")
+	want, err := os.ReadFile("../../internal/checkpoint/testdata/0.128.0/tui-compact-interrupt.checkpoint.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range [][]string{{"TZ=UTC", "LANG=C"}, {"TZ=Asia/Tokyo", "LANG=de_DE.UTF-8", "LC_ALL=tr_TR.UTF-8"}} {
+		cmd := exec.Command(codextest.CX(t), "ctl", "checkpoint", rollout, "--json")
+		cmd.Dir = t.TempDir()
+		cmd.Env = append([]string{"HOME=" + t.TempDir(), "PATH=/usr/bin:/bin"}, env...)
+		out, err := cmd.Output()
+		if err != nil || !bytes.Equal(out, want) {
+			t.Fatalf("env %v: err %v, output differs from golden:\n%s", env, err, out)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"cx/internal/checkpoint"
 	"cx/internal/config"
 	"cx/internal/ledger"
 	"cx/lifecycle"
@@ -36,6 +37,8 @@ func (a *app) openManager(ctx context.Context) (*lifecycle.Manager, int) {
 }
 
 // parseFlags parses a ctl command's flags; it prints usage errors itself.
+type flagSet = flag.FlagSet
+
 func (a *app) parseFlags(name string, args []string, define func(fs *flag.FlagSet)) (*flag.FlagSet, bool) {
 	fs := flag.NewFlagSet("cx ctl "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -336,6 +339,12 @@ func (a *app) ctlShow(ctx context.Context, args []string) int {
 		fmt.Fprintf(a.stdout, "  archive g%d: %d turns (stored %s)\n", ar.Generation, len(turns), ar.StoredAt)
 		for _, t := range turns {
 			fmt.Fprintf(a.stdout, "    › %s\n", oneLine(fmt.Sprint(t["user"]), 100))
+		}
+	}
+	if n := len(out.Archives); n > 0 && len(out.Archives[n-1].Checkpoint) > 0 {
+		var cp checkpoint.Checkpoint
+		if json.Unmarshal(out.Archives[n-1].Checkpoint, &cp) == nil {
+			fmt.Fprintf(a.stdout, "\ncheckpoint (generation %d):\n%s", out.Archives[n-1].Generation, checkpoint.View(cp, checkpoint.DefaultViewCaps, nil))
 		}
 	}
 	return 0

@@ -1,0 +1,107 @@
+package continuity
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"cx/internal/checkpoint"
+	"cx/internal/rollout"
+)
+
+func code(n int) *int { return &n }
+
+func turn(user string, tools ...rollout.ToolCall) rollout.Turn {
+	return rollout.Turn{User: user, Tools: tools}
+}
+
+func cmd(c string, exit int) rollout.ToolCall {
+	return rollout.ToolCall{Name: "exec_command", Command: c, ExitCode: code(exit)}
+}
+
+func TestMergeKeepsHandEditsAndMovesOutcomes(t *testing.T) {
+	s := Store{Home: t.TempDir()}
+	id := Identity{Project: "origin:x", ProjectID: "p1", Worktree: "/w", WorktreeID: "w1", Name: "w"}
+	ev := Evidence{SessionID: "s1", EndReason: "exit", Turns: []rollout.Turn{
+		turn("fix the flaky parser test", cmd("go test ./parser", 1), cmd("go vet ./...", 0)),
+	}, Plan: []checkpoint.PlanStep{{ID: "1", Text: "find the race", Status: "in_progress"}, {ID: "2", Text: "add a regression test", Status: "pending"}}}
+	if _, _, err := s.Update(id, ev); err != nil {
+		t.Fatal(err)
+	}
+	pp, wp := s.Paths(id)
+	// A person edits both files.
+	pt, _ := os.ReadFile(pp)
+	edited := strings.Replace(string(pt), "## Tried and failed\n", "## Tried and failed\n\n- bisecting by hand took an hour (note by a person)\n", 1) + "\n## My notes\n\nkeep this\n"
+	os.WriteFile(pp, []byte(edited), 0o600)
+	// The next session: the failing test now passes; a vague prompt.
+	ev2 := Evidence{SessionID: "s2", EndReason: "new", Turns: []rollout.Turn{turn("continue", cmd("go test ./parser", 0))}}
+	if _, _, err := s.Update(id, ev2); err != nil {
+		t.Fatal(err)
+	}
+	pb, _ := os.ReadFile(pp)
+	wb, _ := os.ReadFile(wp)
+	p, w := string(pb), string(wb)
+	for _, want := range []string{"- `go test ./parser`\n", "- `go vet ./...`", "bisecting by hand took an hour", "## My notes", "keep this"} {
+		if !strings.Contains(p, want) {
+			t.Errorf("project file lacks %q:\n%s", want, p)
+		}
+	}
+	if strings.Contains(p, "(exit 1)") {
+		t.Errorf("a command that now works is still listed as failed:\n%s", p)
+	}
+	for _, want := range []string{"fix the flaky parser test", "- [>] find the race", "- [ ] add a regression test", "Last session: `s2`"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("worktree file lacks %q:\n%s", want, w)
+		}
+	}
+	if strings.Contains(w, "continue") {
+		t.Errorf("a vague prompt replaced the goal:\n%s", w)
+	}
+}
+
+func TestParseRenderRoundTrip(t *testing.T) {
+	in := "# Continuity — x\n\nintro\n\n## Goal\n\ndo it\n\n## Confirmed working\n\n- `make`\n\n## Elsewhere\n\nfree text\n"
+	if out := Parse(in).Render(); out != in {
+		t.Fatalf("round trip:\n%q\n%q", in, out)
+	}
+}
+
+func TestIdentitySharedAcrossWorktrees(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git missing")
+	}
+	dir := t.TempDir()
+	main := filepath.Join(dir, "main")
+	git := func(d string, args ...string) {
+		t.Helper()
+		c := exec.Command("git", append([]string{"-C", d}, args...)...)
+		c.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	os.MkdirAll(main, 0o755)
+	git(main, "init", "-q", "-b", "main")
+	os.WriteFile(filepath.Join(main, "f"), []byte("x"), 0o644)
+	git(main, "add", ".")
+	git(main, "commit", "-q", "-m", "one")
+	git(main, "worktree", "add", "-q", filepath.Join(dir, "wt"), "-b", "feature")
+	os.MkdirAll(filepath.Join(main, "sub"), 0o755)
+	a, b, c := Identify(filepath.Join(main, "sub")), Identify(filepath.Join(dir, "wt")), Identify(main)
+	if a.ProjectID != b.ProjectID || !strings.HasPrefix(a.Project, "root:") {
+		t.Fatalf("worktrees are different projects: %+v %+v", a, b)
+	}
+	if a.WorktreeID == b.WorktreeID || a.WorktreeID != c.WorktreeID || a.Worktree != main {
+		t.Fatalf("worktree ids: %+v %+v %+v", a, b, c)
+	}
+	git(main, "remote", "add", "origin", "https://example.invalid/repo.git")
+	if id := Identify(filepath.Join(dir, "wt")); id.Project != "origin:https://example.invalid/repo.git" {
+		t.Fatalf("origin not used: %+v", id)
+	}
+	plain := t.TempDir()
+	if id := Identify(plain); id.Project != plain || id.Worktree != plain {
+		t.Fatalf("outside git: %+v", id)
+	}
+}

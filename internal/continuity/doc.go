@@ -1,0 +1,375 @@
+package continuity
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"cx/internal/checkpoint"
+	"cx/internal/rollout"
+)
+
+// Section names, in the order they are written.
+const (
+	SecGoal       = "Goal"
+	SecWorking    = "Confirmed working"
+	SecFailed     = "Tried and failed"
+	SecNotTried   = "Not yet tried"
+	SecNext       = "Incomplete / next"
+	SecFilesEtc   = "Files, decisions, environment"
+	maxListLength = 20
+)
+
+var sectionOrder = []string{SecGoal, SecWorking, SecFailed, SecNotTried, SecNext, SecFilesEtc}
+
+// Doc is a continuity file: a title, known sections (lines as written) and
+// anything else a person added, kept verbatim.
+type Doc struct {
+	Title    string
+	Preamble []string
+	Sections map[string][]string
+	Extra    []string // unknown sections, with their headings
+}
+
+// Parse reads a continuity Markdown file.
+func Parse(text string) Doc {
+	d := Doc{Sections: map[string][]string{}}
+	cur := ""
+	inExtra := false
+	for _, line := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(line, "# ") && d.Title == "" && cur == "" && !inExtra:
+			d.Title = strings.TrimPrefix(line, "# ")
+			continue
+		case strings.HasPrefix(line, "## "):
+			name := canonical(strings.TrimSpace(strings.TrimPrefix(line, "## ")))
+			if name != "" {
+				cur, inExtra = name, false
+				if _, ok := d.Sections[name]; !ok {
+					d.Sections[name] = nil
+				}
+				continue
+			}
+			cur, inExtra = "", true
+		}
+		switch {
+		case inExtra:
+			d.Extra = append(d.Extra, line)
+		case cur != "":
+			d.Sections[cur] = append(d.Sections[cur], line)
+		default:
+			d.Preamble = append(d.Preamble, line)
+		}
+	}
+	for k, v := range d.Sections {
+		d.Sections[k] = trimBlank(v)
+	}
+	d.Preamble, d.Extra = trimBlank(d.Preamble), trimBlank(d.Extra)
+	return d
+}
+
+func canonical(name string) string {
+	l := strings.ToLower(name)
+	for _, s := range sectionOrder {
+		if strings.ToLower(s) == l {
+			return s
+		}
+	}
+	switch {
+	case strings.HasPrefix(l, "incomplete"), strings.HasPrefix(l, "next"):
+		return SecNext
+	case strings.HasPrefix(l, "files"):
+		return SecFilesEtc
+	}
+	return ""
+}
+
+func trimBlank(lines []string) []string {
+	for len(lines) > 0 && strings.TrimSpace(lines[0]) == "" {
+		lines = lines[1:]
+	}
+	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return lines
+}
+
+// Render writes the document back; a section never touched is written empty.
+func (d Doc) Render() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n", d.Title)
+	if len(d.Preamble) > 0 {
+		b.WriteString("\n" + strings.Join(d.Preamble, "\n") + "\n")
+	}
+	for _, s := range sectionOrder {
+		lines, ok := d.Sections[s]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(&b, "\n## %s\n", s)
+		if len(lines) > 0 {
+			b.WriteString("\n" + strings.Join(lines, "\n") + "\n")
+		}
+	}
+	if len(d.Extra) > 0 {
+		b.WriteString("\n" + strings.Join(d.Extra, "\n") + "\n")
+	}
+	return b.String()
+}
+
+// Evidence is what one session generation contributes.
+type Evidence struct {
+	SessionID string
+	EndReason string
+	Turns     []rollout.Turn     // the generation's turns
+	Plan      []checkpoint.PlanStep // the plan as of the generation's end
+}
+
+// command bullets are cx's own: "- `cmd`" and "- `cmd` (exit N)".
+func cmdBullet(cmd string, code *int) string {
+	if code == nil || *code == 0 {
+		return "- `" + cmd + "`"
+	}
+	return fmt.Sprintf("- `%s` (exit %d)", cmd, *code)
+}
+
+func cmdOf(line string) (string, bool) {
+	if !strings.HasPrefix(line, "- `") {
+		return "", false
+	}
+	rest := line[3:]
+	i := strings.Index(rest, "`")
+	if i < 0 {
+		return "", false
+	}
+	return rest[:i], true
+}
+
+// removeCmd drops cx's bullets for cmd from a section.
+func removeCmd(lines []string, cmd string) []string {
+	out := lines[:0:0]
+	for _, l := range lines {
+		if c, ok := cmdOf(l); ok && c == cmd {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// capList keeps the last n of cx's bullets (a person's lines are kept).
+func capList(lines []string, n int) []string {
+	count := 0
+	for _, l := range lines {
+		if _, ok := cmdOf(l); ok {
+			count++
+		}
+	}
+	out := lines[:0:0]
+	for _, l := range lines {
+		if _, ok := cmdOf(l); ok && count > n {
+			count--
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// ApplyProject merges a generation's command outcomes into the project
+// layer: a command's latest outcome decides its list.
+func (d *Doc) ApplyProject(ev Evidence) {
+	for _, s := range []string{SecWorking, SecFailed} {
+		if _, ok := d.Sections[s]; !ok {
+			d.Sections[s] = nil
+		}
+	}
+	for _, t := range ev.Turns {
+		for _, tc := range t.Tools {
+			if tc.Command == "" || tc.ExitCode == nil {
+				continue
+			}
+			cmd := firstLine(tc.Command)
+			d.Sections[SecWorking] = removeCmd(d.Sections[SecWorking], cmd)
+			d.Sections[SecFailed] = removeCmd(d.Sections[SecFailed], cmd)
+			sec := SecWorking
+			if *tc.ExitCode != 0 {
+				sec = SecFailed
+			}
+			d.Sections[sec] = append(d.Sections[sec], cmdBullet(cmd, tc.ExitCode))
+		}
+	}
+	d.Sections[SecWorking] = capList(d.Sections[SecWorking], maxListLength)
+	d.Sections[SecFailed] = capList(d.Sections[SecFailed], maxListLength)
+}
+
+// ApplyWorktree merges the goal, the open plan and the files into the
+// worktree layer. A vague request ("continue") never replaces the goal, and
+// without a plan nothing is invented as a next step.
+func (d *Doc) ApplyWorktree(ev Evidence) {
+	for _, s := range []string{SecGoal, SecNotTried, SecNext, SecFilesEtc} {
+		if _, ok := d.Sections[s]; !ok {
+			d.Sections[s] = nil
+		}
+	}
+	for i := len(ev.Turns) - 1; i >= 0; i-- {
+		u := strings.TrimSpace(ev.Turns[i].User)
+		if u != "" && !checkpoint.IsVague(u) {
+			d.Sections[SecGoal] = []string{oneLineBounded(u, 400)}
+			break
+		}
+	}
+	if len(ev.Plan) > 0 {
+		keep := func(lines []string) []string {
+			out := lines[:0:0]
+			for _, l := range lines {
+				if !strings.HasPrefix(l, "- [ ] ") && !strings.HasPrefix(l, "- [>] ") {
+					out = append(out, l)
+				}
+			}
+			return out
+		}
+		notTried, next := keep(d.Sections[SecNotTried]), keep(d.Sections[SecNext])
+		for _, s := range ev.Plan {
+			switch s.Status {
+			case "pending":
+				notTried = append(notTried, "- [ ] "+s.Text)
+			case "in_progress":
+				next = append(next, "- [>] "+s.Text)
+			}
+		}
+		d.Sections[SecNotTried], d.Sections[SecNext] = notTried, next
+	}
+	files := d.Sections[SecFilesEtc]
+	for _, t := range ev.Turns {
+		for _, f := range t.Files {
+			bullet := fmt.Sprintf("- `%s` (%s)", f.Path, f.Op)
+			files = removeCmd(files, f.Path)
+			files = append(files, bullet)
+		}
+	}
+	d.Sections[SecFilesEtc] = capList(files, maxListLength)
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = s[:i] + " …"
+	}
+	return oneLineBounded(s, 200)
+}
+
+func oneLineBounded(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// Store is where continuity files live: CX_HOME/projects/<project id>/.
+type Store struct{ Home string }
+
+// Paths returns the project and worktree files of an identity.
+func (s Store) Paths(id Identity) (project, worktree string) {
+	base := filepath.Join(s.Home, "projects", id.ProjectID)
+	return filepath.Join(base, "continuity.md"), filepath.Join(base, "worktrees", id.WorktreeID, "continuity.md")
+}
+
+// Read returns the project and worktree documents ("" when absent).
+func (s Store) Read(id Identity) (project, worktree string) {
+	p, w := s.Paths(id)
+	pb, _ := os.ReadFile(p)
+	wb, _ := os.ReadFile(w)
+	return string(pb), string(wb)
+}
+
+// Update merges one generation's evidence into both layers, under a lock
+// and with atomic writes. It returns the new worktree document.
+func (s Store) Update(id Identity, ev Evidence) (string, string, error) {
+	p, w := s.Paths(id)
+	if err := os.MkdirAll(filepath.Dir(w), 0o700); err != nil {
+		return "", "", fmt.Errorf("continuity dir: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(filepath.Dir(p), ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return "", "", fmt.Errorf("continuity lock: %w", err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return "", "", fmt.Errorf("continuity lock: %w", err)
+	}
+	defer unix.Flock(int(lock.Fd()), unix.LOCK_UN)
+
+	pd, err := readDoc(p, fmt.Sprintf("Continuity — project %s", id.Name), "Shared by every worktree of "+id.Project+". Edit freely; cx merges each session's evidence in.")
+	if err != nil {
+		return "", "", err
+	}
+	wd, err := readDoc(w, fmt.Sprintf("Continuity — worktree %s", id.Worktree), "This checkout's goal and next steps. Edit freely; cx merges each session's evidence in.")
+	if err != nil {
+		return "", "", err
+	}
+	pd.ApplyProject(ev)
+	wd.ApplyWorktree(ev)
+	if ev.SessionID != "" {
+		wd.Sections[SecFilesEtc] = setLine(wd.Sections[SecFilesEtc], "- Last session: ", fmt.Sprintf("- Last session: `%s` (ended: %s)", ev.SessionID, ev.EndReason))
+	}
+	pt, wt := pd.Render(), wd.Render()
+	if err := writeAtomic(p, pt); err != nil {
+		return "", "", err
+	}
+	if err := writeAtomic(w, wt); err != nil {
+		return "", "", err
+	}
+	return pt, wt, nil
+}
+
+func setLine(lines []string, prefix, line string) []string {
+	for i, l := range lines {
+		if strings.HasPrefix(l, prefix) {
+			lines[i] = line
+			return lines
+		}
+	}
+	return append(lines, line)
+}
+
+func readDoc(path, title, preamble string) (Doc, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Doc{Title: title, Preamble: []string{preamble}, Sections: map[string][]string{}}, nil
+	}
+	if err != nil {
+		return Doc{}, fmt.Errorf("read continuity %s: %w", path, err)
+	}
+	d := Parse(string(data))
+	if d.Title == "" {
+		d.Title = title
+	}
+	return d, nil
+}
+
+func writeAtomic(path, text string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".continuity-*")
+	if err != nil {
+		return fmt.Errorf("write continuity %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(text); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write continuity %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write continuity %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write continuity %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,159 @@
+// Package continuity keeps what the next session should know, as Markdown a
+// person can read and edit: one file per project (shared by its git
+// worktrees: what works, what failed) and one per worktree (the goal, what is
+// open next, the files touched). Each session end merges its evidence in;
+// what a person wrote is kept.
+package continuity
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Identity names a project and a worktree.
+type Identity struct {
+	// Project is what identifies the project across worktrees: the origin
+	// remote URL, else the root commit id, else the common git dir; outside
+	// git, the absolute directory.
+	Project   string
+	ProjectID string
+	// Worktree is the checkout's root directory (cwd outside git).
+	Worktree   string
+	WorktreeID string
+	// Name is a short human name (the worktree's base name).
+	Name string
+}
+
+func shortHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:8])
+}
+
+// Identify finds the project and worktree of dir.
+func Identify(dir string) Identity {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	id := Identity{Project: abs, Worktree: abs}
+	root, gitPath := findGit(abs)
+	if root != "" {
+		id.Worktree = root
+		common := commonDir(root, gitPath)
+		switch {
+		case originURL(common) != "":
+			id.Project = "origin:" + originURL(common)
+		case rootCommit(root) != "":
+			id.Project = "root:" + rootCommit(root)
+		default:
+			id.Project = "gitdir:" + common
+		}
+	}
+	id.ProjectID, id.WorktreeID = shortHash(id.Project), shortHash(id.Worktree)
+	id.Name = filepath.Base(id.Worktree)
+	return id
+}
+
+// findGit walks up from dir to the directory holding .git.
+func findGit(dir string) (root, gitPath string) {
+	for d := dir; ; d = filepath.Dir(d) {
+		p := filepath.Join(d, ".git")
+		if _, err := os.Stat(p); err == nil {
+			return d, p
+		}
+		if filepath.Dir(d) == d {
+			return "", ""
+		}
+	}
+}
+
+// commonDir resolves a worktree's .git (a dir, or a file "gitdir: …" whose
+// target has a "commondir") to the repository's common git dir.
+func commonDir(root, gitPath string) string {
+	fi, err := os.Stat(gitPath)
+	if err != nil {
+		return gitPath
+	}
+	if fi.IsDir() {
+		return gitPath
+	}
+	data, err := os.ReadFile(gitPath)
+	if err != nil {
+		return gitPath
+	}
+	gd := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(data)), "gitdir:"))
+	if !filepath.IsAbs(gd) {
+		gd = filepath.Join(root, gd)
+	}
+	if c, err := os.ReadFile(filepath.Join(gd, "commondir")); err == nil {
+		cd := strings.TrimSpace(string(c))
+		if !filepath.IsAbs(cd) {
+			cd = filepath.Join(gd, cd)
+		}
+		return filepath.Clean(cd)
+	}
+	return filepath.Clean(gd)
+}
+
+// originURL reads [remote "origin"] url from a git config.
+func originURL(common string) string {
+	f, err := os.Open(filepath.Join(common, "config"))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		l := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(l, "[") {
+			in = l == `[remote "origin"]`
+			continue
+		}
+		if in {
+			if k, v, ok := strings.Cut(l, "="); ok && strings.TrimSpace(k) == "url" {
+				return strings.TrimSpace(v)
+			}
+		}
+	}
+	return ""
+}
+
+// rootCommit is the repository's first commit (the lexically smallest when
+// histories were merged), "" when there is none or git is missing.
+func rootCommit(root string) string {
+	cmd := exec.Command("git", "-C", root, "rev-list", "--max-parents=0", "HEAD")
+	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
+	done := make(chan struct{})
+	var out []byte
+	go func() {
+		out, _ = cmd.Output()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+		}
+		<-done
+		return ""
+	}
+	lines := strings.Fields(string(out))
+	if len(lines) == 0 {
+		return ""
+	}
+	min := lines[0]
+	for _, l := range lines[1:] {
+		if l < min {
+			min = l
+		}
+	}
+	return min
+}
