@@ -126,7 +126,7 @@ func (d Doc) Render() string {
 type Evidence struct {
 	SessionID string
 	EndReason string
-	Turns     []rollout.Turn     // the generation's turns
+	Turns     []rollout.Turn        // the generation's turns
 	Plan      []checkpoint.PlanStep // the plan as of the generation's end
 }
 
