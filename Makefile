@@ -24,7 +24,7 @@ vet:
 	$(GO) vet ./...
 
 bench:
-	bash scripts/bench-supervisor.sh
+	bash scripts/bench.sh
 
 clean:
 	rm -f cx

@@ -722,3 +722,34 @@ func TestLocalArchiveAndContinuity(t *testing.T) {
 		t.Fatalf("show lacks the archive's checkpoint:\n%s", out)
 	}
 }
+
+// A rollout rewritten mid-session (same turns, then a new one, in a new
+// file at the same path): no turn lost, none doubled.
+func TestRewrittenRolloutNoDuplicates(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cmd := e.cxCmd("start A; hook SessionStart A startup; turn A one; turn A two; wait")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	waitFor(t, "two turns", func() bool { s, ok := e.sessions()["A"]; return ok && s.Turns == 2 })
+	rollouts, _ := filepath.Glob(filepath.Join(e.codexHome, "sessions", "*", "*", "*", "rollout-*-A.jsonl"))
+	data, _ := os.ReadFile(rollouts[0])
+	// Rewrite: a new file (new inode), a changed first line, the same turns.
+	os.Remove(rollouts[0])
+	rewritten := bytes.Replace(data, []byte(`"cli_version":"0.999.0"`), []byte(`"cli_version":"0.999.1"`), 1)
+	if err := os.WriteFile(rollouts[0], rewritten, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	appendTurn(t, rollouts[0], "A", "three")
+	e.hook("Stop", map[string]any{"session_id": "A", "hook_event_name": "Stop", "transcript_path": rollouts[0]})
+	st := e.sessions()["A"]
+	if st.Turns != 3 || st.TotalTurns != 3 {
+		t.Fatalf("after the rewrite: %+v, want 3 turns", st)
+	}
+	out, _ := e.ctl("show", "A", "--json")
+	if !strings.Contains(out, "capture.rewritten") {
+		t.Fatalf("rewrite not noted:\n%s", out)
+	}
+}
