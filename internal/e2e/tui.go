@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cx/internal/codexbin"
 	"fmt"
 	"os"
 	"os/exec"
@@ -286,22 +287,22 @@ func (tu *TUI) Close() {
 
 var whereToRun = regexp.MustCompile(`Where should the new conversation run\?`)
 
-// New runs /new, answering 0.169's "where should it run" question (inside a
-// git repository) with the current worktree, and waits for the idle prompt.
+// New runs /new and waits for the idle prompt. Inside a git repository
+// 0.169 first asks where the new conversation should run: it is answered
+// with the current worktree (and waited for, so the next prompt never lands
+// in that question).
 func (tu *TUI) New() {
 	tu.h.T.Helper()
 	tu.Type("/new")
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		s := tu.Screen()
-		if whereToRun.MatchString(s) {
-			tu.Keys("Enter")
-			break
+	if codexbin.CompareVersions(tu.h.Codex.Version, "0.169.0") >= 0 {
+		tu.WaitFor(whereToRun, 20*time.Second)
+		tu.Keys("Enter")
+		deadline := time.Now().Add(10 * time.Second)
+		for whereToRun.MatchString(tu.Screen()) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
 		}
-		if Ready.MatchString(s) && !strings.Contains(s, "/new") {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
+	} else {
+		time.Sleep(500 * time.Millisecond)
 	}
 	tu.WaitReady()
 }
