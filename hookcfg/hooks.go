@@ -1,0 +1,343 @@
+// Package hookcfg owns cx's installation in Codex's files: its entries in
+// $CODEX_HOME/hooks.json (added after everything already there, edited as
+// text so nothing else moves), their trust (recorded by asking Codex's own
+// app-server, for cx's entries only), and the few lines of config.toml cx
+// ever touches.
+package hookcfg
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Entry is one hook cx installs.
+type Entry struct {
+	Event   string
+	Timeout int // seconds: upper bounds; the handler answers in milliseconds
+}
+
+// Entries are cx's hooks, in the order they are written.
+var Entries = []Entry{
+	{"SessionStart", 30}, {"UserPromptSubmit", 10}, {"Stop", 30}, {"PreCompact", 60},
+	{"PostCompact", 30}, {"SessionEnd", 3}, {"Interrupt", 3},
+}
+
+// Command is the hook command for event: the absolute cx path, quoted.
+func Command(cxPath, event string) string {
+	return shellQuote(cxPath) + " ctl hook " + event
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// IsOurs reports whether a hook command is cx's handler for event: "<…/cx>
+// ctl hook <event>", whatever path cx had when it was installed.
+func IsOurs(command, event string) bool {
+	c := strings.TrimSpace(command)
+	if !strings.HasSuffix(c, " ctl hook "+event) {
+		return false
+	}
+	bin := strings.TrimSuffix(c, " ctl hook "+event)
+	bin = strings.Trim(strings.TrimSpace(bin), `'"`)
+	return filepath.Base(bin) == "cx"
+}
+
+// ParseError is a hooks.json cx cannot read: it is never rewritten.
+type ParseError struct {
+	Path string
+	Err  error
+}
+
+func (e *ParseError) Error() string {
+	return fmt.Sprintf("%s: %v (cx will not rewrite a file it cannot parse; fix or move it, then run `cx ctl install` again)", e.Path, e.Err)
+}
+
+type edit struct {
+	start, end int
+	text       string
+}
+
+func apply(src []byte, edits []edit) []byte {
+	sort.Slice(edits, func(i, j int) bool { return edits[i].start > edits[j].start })
+	out := append([]byte(nil), src...)
+	for _, e := range edits {
+		out = append(out[:e.start], append([]byte(e.text), out[e.end:]...)...)
+	}
+	return out
+}
+
+func groupJSON(cxPath string, e Entry, indent, step string) string {
+	cmd, _ := json.Marshal(Command(cxPath, e.Event))
+	return fmt.Sprintf("{\n%s%s\"hooks\": [\n%s%s%s{\n%s%s%s%s\"type\": \"command\",\n%s%s%s%s\"command\": %s,\n%s%s%s%s\"timeout\": %d\n%s%s%s}\n%s%s]\n%s}",
+		indent, step,
+		indent, step, step,
+		indent, step, step, step,
+		indent, step, step, step, cmd,
+		indent, step, step, step, e.Timeout,
+		indent, step, step,
+		indent, step,
+		indent)
+}
+
+// indentStep guesses the file's indentation unit (two spaces by default).
+func indentStep(src []byte) string {
+	for _, line := range bytes.Split(src, []byte("\n")) {
+		t := bytes.TrimLeft(line, " \t")
+		if len(t) < len(line) && len(t) > 0 {
+			return string(line[:len(line)-len(t)])
+		}
+	}
+	return "  "
+}
+
+// Merge adds cx's hook entries (for cxPath) to a hooks.json, after the
+// entries already there, as text edits; an entry of cx's with another path
+// (cx moved) gets the new path in place. It reports whether anything changed.
+func Merge(path string, src []byte, cxPath string) ([]byte, bool, error) {
+	if len(bytes.TrimSpace(src)) == 0 {
+		return fresh(cxPath), true, nil
+	}
+	root, err := parseSpans(src)
+	if err != nil {
+		return nil, false, &ParseError{path, err}
+	}
+	if root.kind != '{' {
+		return nil, false, &ParseError{path, fmt.Errorf("the top level is not an object")}
+	}
+	step := indentStep(src)
+	hooks := root.get("hooks")
+	if hooks == nil {
+		var groups []string
+		for _, e := range Entries {
+			groups = append(groups, fmt.Sprintf("%s%s%q: [\n%s%s%s%s\n%s%s]", step, step, e.Event, step, step, step, groupJSON(cxPath, e, step+step+step, step), step, step))
+		}
+		text := fmt.Sprintf("%q: {\n%s\n%s}", "hooks", strings.Join(groups, ",\n"), step)
+		return insertMember(src, root, step, text), true, nil
+	}
+	if hooks.kind != '{' {
+		return nil, false, &ParseError{path, fmt.Errorf(`"hooks" is not an object`)}
+	}
+	var edits []edit
+	var missing []Entry
+	for _, e := range Entries {
+		arr := hooks.get(e.Event)
+		if arr == nil {
+			missing = append(missing, e)
+			continue
+		}
+		if arr.kind != '[' {
+			return nil, false, &ParseError{path, fmt.Errorf("hooks.%s is not an array", e.Event)}
+		}
+		want := Command(cxPath, e.Event)
+		found := false
+		for _, g := range arr.elems {
+			for _, h := range g.get("hooks").elemsOrNil() {
+				c := h.get("command")
+				if c == nil || c.kind != '"' || !IsOurs(c.str, e.Event) {
+					continue
+				}
+				found = true
+				if c.str != want {
+					q, _ := json.Marshal(want)
+					edits = append(edits, edit{c.start, c.end, string(q)})
+				}
+			}
+		}
+		if found {
+			continue
+		}
+		if len(arr.elems) == 0 {
+			ind := lineIndent(src, arr.start)
+			edits = append(edits, edit{arr.start, arr.end, "[\n" + ind + step + groupJSON(cxPath, e, ind+step, step) + "\n" + ind + "]"})
+			continue
+		}
+		last := arr.elems[len(arr.elems)-1]
+		ind := lineIndent(src, last.start)
+		sep := ",\n" + ind
+		if lineIndent(src, arr.start) == ind && bytes.IndexByte(src[arr.start:last.start], '\n') < 0 {
+			sep = ", " // a one-line array stays one line up to our entry
+		}
+		edits = append(edits, edit{last.end, last.end, sep + groupJSON(cxPath, e, ind, step)})
+	}
+	if len(missing) > 0 {
+		ind := step + step
+		if len(hooks.keys) > 0 {
+			ind = lineIndent(src, hooks.keys[len(hooks.keys)-1].keyStart)
+		}
+		var members []string
+		for _, e := range missing {
+			members = append(members, fmt.Sprintf("%q: [\n%s%s%s\n%s]", e.Event, ind, step, groupJSON(cxPath, e, ind+step, step), ind))
+		}
+		text := strings.Join(members, ",\n"+ind)
+		if len(hooks.keys) == 0 {
+			outer := lineIndent(src, hooks.start)
+			edits = append(edits, edit{hooks.start, hooks.end, "{\n" + ind + text + "\n" + outer + "}"})
+		} else {
+			lastEnd := hooks.keys[len(hooks.keys)-1].memberEnd
+			edits = append(edits, edit{lastEnd, lastEnd, ",\n" + ind + text})
+		}
+	}
+	if len(edits) == 0 {
+		return src, false, nil
+	}
+	out := apply(src, edits)
+	if _, err := parseSpans(out); err != nil {
+		return nil, false, fmt.Errorf("internal error: merged %s does not parse: %w", path, err)
+	}
+	return out, true, nil
+}
+
+func (n *node) elemsOrNil() []*node {
+	if n == nil || n.kind != '[' {
+		return nil
+	}
+	return n.elems
+}
+
+// insertMember adds "key": value as the root object's last member.
+func insertMember(src []byte, root *node, step, text string) []byte {
+	if len(root.keys) == 0 {
+		return apply(src, []edit{{root.start, root.end, "{\n" + step + text + "\n}"}})
+	}
+	end := root.keys[len(root.keys)-1].memberEnd
+	return apply(src, []edit{{end, end, ",\n" + step + text}})
+}
+
+func fresh(cxPath string) []byte {
+	var b strings.Builder
+	b.WriteString("{\n  \"hooks\": {\n")
+	for i, e := range Entries {
+		fmt.Fprintf(&b, "    %q: [\n      %s\n    ]", e.Event, groupJSON(cxPath, e, "      ", "  "))
+		if i < len(Entries)-1 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("  }\n}\n")
+	return []byte(b.String())
+}
+
+// Remove takes cx's hook entries out of a hooks.json as text edits: a group
+// whose handlers are all cx's goes whole; otherwise only cx's handler.
+// Event arrays left empty are removed when dropEmpty says so (they were
+// created by install).
+func Remove(path string, src []byte, dropEmpty func(event string) bool) ([]byte, bool, error) {
+	if len(bytes.TrimSpace(src)) == 0 {
+		return src, false, nil
+	}
+	root, err := parseSpans(src)
+	if err != nil {
+		return nil, false, &ParseError{path, err}
+	}
+	hooks := root.get("hooks")
+	if hooks == nil || hooks.kind != '{' {
+		return src, false, nil
+	}
+	var edits []edit
+	dropMembers := map[int]bool{}
+	for mi, m := range hooks.keys {
+		arr := m.value
+		if arr.kind != '[' {
+			continue
+		}
+		var keep, drop []*node
+		for _, g := range arr.elems {
+			hs := g.get("hooks").elemsOrNil()
+			ours := 0
+			for _, h := range hs {
+				if c := h.get("command"); c != nil && c.kind == '"' && IsOurs(c.str, m.key) {
+					ours++
+				}
+			}
+			switch {
+			case ours > 0 && ours == len(hs):
+				drop = append(drop, g)
+			case ours > 0:
+				keep = append(keep, g)
+				edits = append(edits, removeElems(src, g.get("hooks"), func(h *node) bool {
+					c := h.get("command")
+					return c != nil && c.kind == '"' && IsOurs(c.str, m.key)
+				})...)
+			default:
+				keep = append(keep, g)
+			}
+		}
+		if len(drop) == 0 {
+			continue
+		}
+		if len(keep) == 0 && dropEmpty != nil && dropEmpty(m.key) {
+			dropMembers[mi] = true
+			continue
+		}
+		dropSet := map[*node]bool{}
+		for _, d := range drop {
+			dropSet[d] = true
+		}
+		edits = append(edits, removeElems(src, arr, func(n *node) bool { return dropSet[n] })...)
+	}
+	edits = append(edits, removeMembers(hooks, dropMembers)...)
+	if len(edits) == 0 {
+		return src, false, nil
+	}
+	out := apply(src, edits)
+	if _, err := parseSpans(out); err != nil {
+		return nil, false, fmt.Errorf("internal error: %s after removal does not parse: %w", path, err)
+	}
+	return out, true, nil
+}
+
+// removeElems removes the array elements matching drop, with their commas:
+// each run of consecutive dropped elements goes from the end of the element
+// before it (or, for a leading run, up to the start of the element after it).
+func removeElems(src []byte, arr *node, drop func(*node) bool) []edit {
+	var edits []edit
+	n := len(arr.elems)
+	for a := 0; a < n; a++ {
+		if !drop(arr.elems[a]) {
+			continue
+		}
+		b := a
+		for b+1 < n && drop(arr.elems[b+1]) {
+			b++
+		}
+		switch {
+		case a > 0:
+			edits = append(edits, edit{arr.elems[a-1].end, arr.elems[b].end, ""})
+		case b == n-1:
+			edits = append(edits, edit{arr.start + 1, arr.end - 1, ""})
+		default:
+			edits = append(edits, edit{arr.elems[a].start, arr.elems[b+1].start, ""})
+		}
+		a = b
+	}
+	return edits
+}
+
+// removeMembers removes the object's members at the given indexes, with
+// their commas, run by run as removeElems does.
+func removeMembers(obj *node, drop map[int]bool) []edit {
+	var edits []edit
+	n := len(obj.keys)
+	for a := 0; a < n; a++ {
+		if !drop[a] {
+			continue
+		}
+		b := a
+		for b+1 < n && drop[b+1] {
+			b++
+		}
+		switch {
+		case a > 0:
+			edits = append(edits, edit{obj.keys[a-1].memberEnd, obj.keys[b].memberEnd, ""})
+		case b == n-1:
+			edits = append(edits, edit{obj.start + 1, obj.end - 1, ""})
+		default:
+			edits = append(edits, edit{obj.keys[a].keyStart, obj.keys[b+1].keyStart, ""})
+		}
+		a = b
+	}
+	return edits
+}

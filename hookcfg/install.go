@@ -1,0 +1,448 @@
+package hookcfg
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"cx/internal/codexrpc"
+)
+
+// Installer puts cx's hooks into one CODEX_HOME and takes them out again.
+type Installer struct {
+	CodexHome string
+	CXPath    string // absolute path of the cx binary the hooks run
+	StateDir  string // where install remembers what it changed (CX_HOME/install)
+	// Codex is the native Codex binary and its environment, used to record
+	// hook trust through Codex's own app-server; Trust says whether the
+	// installed version requires trust at all.
+	Codex    string
+	CodexEnv []string
+	Trust    bool
+}
+
+// HooksPath is $CODEX_HOME/hooks.json.
+func (in *Installer) HooksPath() string { return filepath.Join(in.CodexHome, "hooks.json") }
+
+// ConfigPath is $CODEX_HOME/config.toml.
+func (in *Installer) ConfigPath() string { return filepath.Join(in.CodexHome, "config.toml") }
+
+// state is what install changed, so uninstall can undo exactly that.
+type state struct {
+	HooksPath    string `json:"hooks_path"`
+	Original     string `json:"original"`      // hooks.json before cx's first install ("" if absent)
+	HadOriginal  bool   `json:"had_original"`  // the file existed
+	InstalledSum string `json:"installed_sum"` // sha256 of the file as cx left it
+}
+
+func (in *Installer) statePath() string {
+	sum := sha256.Sum256([]byte(in.HooksPath()))
+	return filepath.Join(in.StateDir, "hooks-"+hex.EncodeToString(sum[:6])+".json")
+}
+
+func sum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// Plan computes the new hooks.json without writing anything.
+func (in *Installer) Plan() (old, new []byte, changed bool, err error) {
+	old, err = os.ReadFile(in.HooksPath())
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, false, fmt.Errorf("read %s: %w", in.HooksPath(), err)
+	}
+	if err := in.checkConfig(); err != nil {
+		return nil, nil, false, err
+	}
+	new, changed, err = Merge(in.HooksPath(), old, in.CXPath)
+	return old, new, changed, err
+}
+
+// checkConfig refuses to go on when config.toml does not parse: cx never
+// rewrites a file it cannot read (and Codex would not start with it either).
+func (in *Installer) checkConfig() error {
+	data, err := os.ReadFile(in.ConfigPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", in.ConfigPath(), err)
+	}
+	var v map[string]any
+	if _, err := toml.Decode(string(data), &v); err != nil {
+		return &ParseError{in.ConfigPath(), err}
+	}
+	return nil
+}
+
+// Result says what Install or Uninstall did.
+type Result struct {
+	Changed  bool
+	Trusted  []string // trust keys recorded
+	Warnings []string
+}
+
+// Install writes cx's entries (atomically, with a backup of the previous
+// file as hooks.json.bak) and records their trust where Codex requires it.
+func (in *Installer) Install(ctx context.Context) (Result, error) {
+	var res Result
+	old, out, changed, err := in.Plan()
+	if err != nil {
+		return res, err
+	}
+	if changed {
+		st := state{HooksPath: in.HooksPath(), Original: string(old), HadOriginal: old != nil}
+		if prev, err := in.readState(); err == nil && prev.InstalledSum == sum(old) {
+			st = prev // a repair of cx's own install: the original stays the first one
+		}
+		if old != nil {
+			if err := writeAtomic(in.HooksPath()+".bak", old, 0o600); err != nil {
+				return res, err
+			}
+		}
+		if err := writeAtomic(in.HooksPath(), out, 0o600); err != nil {
+			return res, err
+		}
+		st.InstalledSum = sum(out)
+		if err := in.writeState(st); err != nil {
+			return res, err
+		}
+		res.Changed = true
+	}
+	if in.Trust {
+		keys, err := in.trustOurs(ctx)
+		if err != nil {
+			return res, fmt.Errorf("record hook trust: %w", err)
+		}
+		res.Trusted = keys
+	}
+	return res, nil
+}
+
+func (in *Installer) readState() (state, error) {
+	var st state
+	data, err := os.ReadFile(in.statePath())
+	if err != nil {
+		return st, err
+	}
+	err = json.Unmarshal(data, &st)
+	return st, err
+}
+
+func (in *Installer) writeState(st state) error {
+	if err := os.MkdirAll(in.StateDir, 0o700); err != nil {
+		return err
+	}
+	data, _ := json.MarshalIndent(st, "", "  ")
+	return writeAtomic(in.statePath(), data, 0o600)
+}
+
+// trustOurs asks Codex's app-server for the hooks it sees and trusts cx's.
+func (in *Installer) trustOurs(ctx context.Context) ([]string, error) {
+	c, err := codexrpc.Start(ctx, in.Codex, in.CodexEnv)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	hooks, err := c.ListHooks(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	var ours []codexrpc.Hook
+	var keys []string
+	for _, h := range hooks {
+		if h.SourcePath == in.HooksPath() && IsOurs(h.Command, eventName(h.EventName)) {
+			keys = append(keys, h.Key)
+			if h.TrustStatus != "trusted" {
+				ours = append(ours, h)
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("Codex does not list cx's hooks from %s", in.HooksPath())
+	}
+	if err := c.Trust(ctx, ours); err != nil {
+		return nil, err
+	}
+	return keys, nil
+}
+
+// eventName maps hooks/list's camelCase event names to hooks.json's.
+func eventName(camel string) string {
+	if camel == "" {
+		return ""
+	}
+	return strings.ToUpper(camel[:1]) + camel[1:]
+}
+
+// Status is what doctor reports about cx's hooks.
+type Status struct {
+	Installed []string          // events with cx's entry
+	Missing   []string          // events without
+	WrongPath []string          // cx entries pointing at another cx binary
+	Trust     map[string]string // event → Codex's trust status (when Codex has trust)
+}
+
+// Inspect reads hooks.json (and, with trust, asks Codex) without changing anything.
+func (in *Installer) Inspect(ctx context.Context) (Status, error) {
+	st := Status{Trust: map[string]string{}}
+	data, err := os.ReadFile(in.HooksPath())
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return st, err
+	}
+	found := map[string]string{}
+	if len(bytes.TrimSpace(data)) > 0 {
+		root, err := parseSpans(data)
+		if err != nil {
+			return st, &ParseError{in.HooksPath(), err}
+		}
+		hooks := root.get("hooks")
+		for _, e := range Entries {
+			for _, g := range hooks.get(e.Event).elemsOrNil() {
+				for _, h := range g.get("hooks").elemsOrNil() {
+					if c := h.get("command"); c != nil && IsOurs(c.str, e.Event) {
+						found[e.Event] = c.str
+					}
+				}
+			}
+		}
+	}
+	for _, e := range Entries {
+		c, ok := found[e.Event]
+		switch {
+		case !ok:
+			st.Missing = append(st.Missing, e.Event)
+		case c != Command(in.CXPath, e.Event):
+			st.WrongPath = append(st.WrongPath, e.Event)
+			st.Installed = append(st.Installed, e.Event)
+		default:
+			st.Installed = append(st.Installed, e.Event)
+		}
+	}
+	if in.Trust && len(st.Installed) > 0 {
+		c, err := codexrpc.Start(ctx, in.Codex, in.CodexEnv)
+		if err != nil {
+			return st, err
+		}
+		defer c.Close()
+		hooks, err := c.ListHooks(ctx, "")
+		if err != nil {
+			return st, err
+		}
+		for _, h := range hooks {
+			if h.SourcePath == in.HooksPath() && IsOurs(h.Command, eventName(h.EventName)) {
+				st.Trust[eventName(h.EventName)] = h.TrustStatus
+			}
+		}
+	}
+	return st, nil
+}
+
+// Uninstall removes exactly what install added. When the file is as cx
+// left it, the original bytes come back; otherwise cx's entries are cut out
+// as text and everything else stays. Hooks whose positional trust key
+// shifted keep the trust they had; cx's own trust entries are removed.
+func (in *Installer) Uninstall(ctx context.Context) (Result, error) {
+	var res Result
+	cur, err := os.ReadFile(in.HooksPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return res, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	if err := in.checkConfig(); err != nil {
+		return res, err
+	}
+	st, stErr := in.readState()
+	var before []codexrpc.Hook
+	if in.Trust {
+		if before, err = in.listHooks(ctx); err != nil {
+			res.Warnings = append(res.Warnings, "could not read hook trust before removal: "+err.Error())
+		}
+	}
+	var out []byte
+	switch {
+	case stErr == nil && st.InstalledSum == sum(cur):
+		out = []byte(st.Original)
+		if !st.HadOriginal {
+			if err := os.Remove(in.HooksPath()); err != nil {
+				return res, err
+			}
+			out = nil
+		}
+	default:
+		created := map[string]bool{}
+		if stErr == nil && st.HadOriginal {
+			if root, err := parseSpans([]byte(st.Original)); err == nil {
+				for _, e := range Entries {
+					if root.get("hooks").get(e.Event) == nil {
+						created[e.Event] = true
+					}
+				}
+			}
+		}
+		out, _, err = Remove(in.HooksPath(), cur, func(ev string) bool { return created[ev] })
+		if err != nil {
+			return res, err
+		}
+	}
+	if out != nil {
+		if !bytes.Equal(out, cur) {
+			if err := writeAtomic(in.HooksPath()+".bak", cur, 0o600); err != nil {
+				return res, err
+			}
+			if err := writeAtomic(in.HooksPath(), out, 0o600); err != nil {
+				return res, err
+			}
+		}
+	}
+	res.Changed = true
+	_ = os.Remove(in.statePath())
+	if in.Trust && before != nil {
+		if err := in.keepTrust(ctx, before); err != nil {
+			res.Warnings = append(res.Warnings, "re-recording the trust of shifted hooks: "+err.Error())
+		}
+		var ourKeys []string
+		for _, h := range before {
+			if h.SourcePath == in.HooksPath() && IsOurs(h.Command, eventName(h.EventName)) {
+				ourKeys = append(ourKeys, h.Key)
+			}
+		}
+		if err := RemoveTrustEntries(in.ConfigPath(), ourKeys); err != nil {
+			res.Warnings = append(res.Warnings, err.Error())
+		}
+	}
+	return res, nil
+}
+
+func (in *Installer) listHooks(ctx context.Context) ([]codexrpc.Hook, error) {
+	c, err := codexrpc.Start(ctx, in.Codex, in.CodexEnv)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.ListHooks(ctx, "")
+}
+
+// keepTrust re-records trust for hooks that were trusted before cx's
+// entries left and are no longer (their positional key moved).
+func (in *Installer) keepTrust(ctx context.Context, before []codexrpc.Hook) error {
+	wasTrusted := map[string]bool{}
+	for _, h := range before {
+		if h.TrustStatus == "trusted" && !IsOurs(h.Command, eventName(h.EventName)) {
+			wasTrusted[h.EventName+"\x00"+h.Command+"\x00"+h.CurrentHash] = true
+		}
+	}
+	if len(wasTrusted) == 0 {
+		return nil
+	}
+	c, err := codexrpc.Start(ctx, in.Codex, in.CodexEnv)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	after, err := c.ListHooks(ctx, "")
+	if err != nil {
+		return err
+	}
+	var fix []codexrpc.Hook
+	for _, h := range after {
+		if h.TrustStatus != "trusted" && wasTrusted[h.EventName+"\x00"+h.Command+"\x00"+h.CurrentHash] {
+			fix = append(fix, h)
+		}
+	}
+	return c.Trust(ctx, fix)
+}
+
+// RemoveTrustEntries deletes the [hooks.state."<key>"] tables of the given
+// keys from config.toml as line edits (comments and order kept) and proves
+// the result still parses.
+func RemoveTrustEntries(path string, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	drop := map[string]bool{}
+	for _, k := range keys {
+		q, _ := json.Marshal(k) // TOML basic strings quote like JSON for these keys
+		drop[`[hooks.state.`+string(q)+`]`] = true
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	var out []string
+	skipping := false
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "[") {
+			skipping = drop[t]
+			if skipping {
+				// Also drop the blank line that separated this table.
+				if n := len(out); n > 0 && strings.TrimSpace(out[n-1]) == "" {
+					out = out[:n-1]
+				}
+				continue
+			}
+		}
+		if skipping && t != "" && !strings.HasPrefix(t, "#") {
+			continue
+		}
+		if skipping && t == "" {
+			skipping = false
+		}
+		out = append(out, l)
+	}
+	result := strings.Join(out, "")
+	var v map[string]any
+	if _, err := toml.Decode(result, &v); err != nil {
+		return fmt.Errorf("internal error: %s would not parse after removing cx's trust entries: %w", path, err)
+	}
+	if result == string(data) {
+		return nil
+	}
+	return writeAtomic(path, []byte(result), 0o600)
+}
+
+func writeAtomic(path string, data []byte, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode().Perm() // keep the user's permissions
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
