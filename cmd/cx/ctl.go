@@ -27,6 +27,9 @@ var ctlCommands = map[string]ctlCommand{
 	"sweep":      {"end orphaned and idle sessions, work the outbox", (*app).ctlSweep},
 	"retry":      {"put parked jobs back in the outbox (job ids or --all)", (*app).ctlRetry},
 	"checkpoint": {"the deterministic checkpoint of a rollout (--json, or its view)", (*app).ctlCheckpoint},
+	"install":    {"put cx's hooks into Codex (hooks.json + trust) [--codex-home DIR] [--dry-run]", (*app).ctlInstall},
+	"uninstall":  {"take cx's hooks out of Codex [--codex-home DIR]", (*app).ctlUninstall},
+	"doctor":     {"check Codex, cx's hooks (installed, trusted, firing), the ledger [--json]", (*app).ctlDoctor},
 }
 
 const usageExit = 2

@@ -21,8 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/codexbin"
-	"cx/internal/codexrpc"
 	"cx/internal/codextest"
 	"cx/internal/mockmodel"
 )
@@ -161,53 +159,13 @@ func (h *H) HookCommand(event string) string {
 	return fmt.Sprintf("'%s' ctl hook %s", h.CX, event)
 }
 
-// InstallHooks writes cx's hook entries into CODEX_HOME/hooks.json and, on a
-// Codex with hook trust, trusts exactly those through Codex's app-server.
+// InstallHooks installs cx's hooks the way a user does: `cx ctl install`
+// (hooks.json, and trust through Codex's app-server where Codex needs it).
 func (h *H) InstallHooks() {
 	h.T.Helper()
-	hooks := map[string]any{}
-	for _, e := range HookEvents {
-		hooks[e.Name] = []any{map[string]any{"matcher": "", "hooks": []any{
-			map[string]any{"type": "command", "command": h.HookCommand(e.Name), "timeout": e.Timeout}}}}
-	}
-	data, _ := json.MarshalIndent(map[string]any{"hooks": hooks}, "", "  ")
-	if err := os.WriteFile(filepath.Join(h.CodexHome, "hooks.json"), data, 0o600); err != nil {
-		h.T.Fatal(err)
-	}
-	if !(codexbin.Caps{Version: h.Codex.Version}).HasHookTrust() {
-		return // no hook trust before SessionEnd's era (0.128 runs every hook)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	c, err := codexrpc.Start(ctx, h.Codex.Native, h.Env())
-	if err != nil {
-		h.T.Fatalf("start app-server to trust hooks: %v", err)
-	}
-	defer c.Close()
-	list, err := c.ListHooks(ctx, h.Work)
-	if err != nil {
-		h.T.Fatalf("hooks/list: %v", err)
-	}
-	var ours []codexrpc.Hook
-	for _, hk := range list {
-		if strings.Contains(hk.Command, h.CX) && hk.TrustStatus != "trusted" {
-			ours = append(ours, hk)
-		}
-	}
-	if len(ours) != len(HookEvents) {
-		h.T.Fatalf("hooks/list shows %d of cx's %d hooks: %+v", len(ours), len(HookEvents), list)
-	}
-	if err := c.Trust(ctx, ours); err != nil {
-		h.T.Fatalf("trust hooks: %v", err)
-	}
-	list, err = c.ListHooks(ctx, h.Work)
-	if err != nil {
-		h.T.Fatal(err)
-	}
-	for _, hk := range list {
-		if strings.Contains(hk.Command, h.CX) && hk.TrustStatus != "trusted" {
-			h.T.Fatalf("hook %s still %s after trust", hk.Key, hk.TrustStatus)
-		}
+	out, errOut, code := h.run(h.CX, "", "ctl", "install")
+	if code != 0 {
+		h.T.Fatalf("cx ctl install: exit %d\n%s%s", code, out, errOut)
 	}
 }
 

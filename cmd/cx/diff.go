@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+func shellCommand(ctx context.Context, line string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "sh", "-c", line)
+	cmd.Env = os.Environ()
+	return cmd
+}
+
+// unifiedDiff is a small line diff (longest common subsequence) for
+// `install --dry-run`: hooks.json files are small.
+func unifiedDiff(name, a, b string) string {
+	x, y := splitLines(a), splitLines(b)
+	n, m := len(x), len(y)
+	lcs := make([][]int, n+1)
+	for i := range lcs {
+		lcs[i] = make([]int, m+1)
+	}
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			if x[i] == y[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var out strings.Builder
+	fmt.Fprintf(&out, "--- %s\n+++ %s (with cx's hooks)\n", name, name)
+	i, j := 0, 0
+	for i < n || j < m {
+		switch {
+		case i < n && j < m && x[i] == y[j]:
+			out.WriteString("  " + x[i] + "\n")
+			i++
+			j++
+		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
+			out.WriteString("+ " + y[j] + "\n")
+			j++
+		default:
+			out.WriteString("- " + x[i] + "\n")
+			i++
+		}
+	}
+	return out.String()
+}
+
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}

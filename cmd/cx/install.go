@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"cx/hookcfg"
+	"cx/internal/codexbin"
+	"cx/internal/config"
+	"cx/internal/ledger"
+	"cx/lifecycle"
+)
+
+// installer builds the hookcfg.Installer for CODEX_HOME (or --codex-home).
+func (a *app) installer(ctx context.Context, cfg config.Config, codexHome string) (*hookcfg.Installer, codexbin.Binary, codexbin.Caps, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, codexbin.Binary{}, codexbin.Caps{}, fmt.Errorf("find the cx binary: %w", err)
+	}
+	if resolved, err := filepath.EvalSymlinks(self); err == nil {
+		self = resolved
+	}
+	if codexHome == "" {
+		codexHome = codexHomeOf(a.getenv)
+	}
+	codexHome, _ = filepath.Abs(codexHome)
+	in := &hookcfg.Installer{CodexHome: codexHome, CXPath: self, StateDir: filepath.Join(cfg.Home, "install")}
+	bin, caps, err := a.findCodex(ctx, cfg)
+	if err != nil {
+		return in, bin, caps, err
+	}
+	in.Codex = bin.Path
+	in.CodexEnv = append(codexEnvFor(os.Environ(), bin, codexHome), "CX_HOOKS_OFF=1")
+	in.Trust = caps.HasHookTrust()
+	return in, bin, caps, nil
+}
+
+// codexEnvFor is the environment for a Codex cx runs for its own purposes
+// (the app-server that records trust): the launcher's variables and this
+// CODEX_HOME.
+func codexEnvFor(base []string, bin codexbin.Binary, codexHome string) []string {
+	env := make([]string, 0, len(base)+4)
+	for _, kv := range base {
+		if !strings.HasPrefix(kv, "CODEX_HOME=") && !strings.HasPrefix(kv, "CX_RUN_ID=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, bin.Env...)
+	return append(env, "CODEX_HOME="+codexHome)
+}
+
+func (a *app) ctlInstall(ctx context.Context, args []string) int {
+	var codexHome string
+	var dryRun bool
+	if _, ok := a.parseFlags("install", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&codexHome, "codex-home", "", "the CODEX_HOME to install into (default $CODEX_HOME, else ~/.codex)")
+		fs.BoolVar(&dryRun, "dry-run", false, "print the change to hooks.json; write nothing")
+	}); !ok {
+		return usageExit
+	}
+	cfg, err := a.loadConfig()
+	if err != nil {
+		a.errorf("%v", err)
+		return 1
+	}
+	in, _, caps, codexErr := a.installer(ctx, cfg, codexHome)
+	if in == nil {
+		a.errorf("%v", codexErr)
+		return 1
+	}
+	if dryRun {
+		old, out, changed, err := in.Plan()
+		if err != nil {
+			a.errorf("install: %v", err)
+			return 1
+		}
+		if !changed {
+			fmt.Fprintf(a.stdout, "%s: cx's hooks are already installed; nothing to change\n", in.HooksPath())
+			return 0
+		}
+		fmt.Fprint(a.stdout, unifiedDiff(in.HooksPath(), string(old), string(out)))
+		return 0
+	}
+	if codexErr != nil {
+		a.errorf("warning: %v: hooks are written, but their trust cannot be recorded without Codex", codexErr)
+	}
+	ictx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	res, err := in.Install(ictx)
+	if err != nil {
+		a.errorf("install: %v", err)
+		if in.Trust && res.Changed {
+			a.errorf("the hooks are in %s but not trusted: start `codex` once and choose \"Trust all\" on the \"Hooks need review\" screen (or run `cx ctl install` again)", in.HooksPath())
+		}
+		return 1
+	}
+	if res.Changed {
+		fmt.Fprintf(a.stdout, "installed cx's hooks in %s\n", in.HooksPath())
+		if _, err := os.Stat(in.HooksPath() + ".bak"); err == nil {
+			fmt.Fprintf(a.stdout, "the previous file is kept as %s.bak\n", in.HooksPath())
+		}
+	} else {
+		fmt.Fprintf(a.stdout, "cx's hooks are already in %s\n", in.HooksPath())
+	}
+	switch {
+	case in.Trust:
+		fmt.Fprintf(a.stdout, "trusted %d hook(s) through Codex %s's app-server\n", len(res.Trusted), caps.Version)
+	case codexErr == nil:
+		fmt.Fprintf(a.stdout, "Codex %s runs hooks without a trust step\n", caps.Version)
+	}
+	return 0
+}
+
+func (a *app) ctlUninstall(ctx context.Context, args []string) int {
+	var codexHome string
+	if _, ok := a.parseFlags("uninstall", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&codexHome, "codex-home", "", "the CODEX_HOME to uninstall from")
+	}); !ok {
+		return usageExit
+	}
+	cfg, err := a.loadConfig()
+	if err != nil {
+		a.errorf("%v", err)
+		return 1
+	}
+	in, _, _, codexErr := a.installer(ctx, cfg, codexHome)
+	if in == nil {
+		a.errorf("%v", codexErr)
+		return 1
+	}
+	uctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	res, err := in.Uninstall(uctx)
+	if err != nil {
+		a.errorf("uninstall: %v", err)
+		return 1
+	}
+	for _, w := range res.Warnings {
+		a.errorf("warning: %s", w)
+	}
+	fmt.Fprintf(a.stdout, "removed cx's hooks from %s\n", in.HooksPath())
+	return 0
+}
+
+// check is one doctor finding.
+type check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+func (a *app) ctlDoctor(ctx context.Context, args []string) int {
+	var asJSON bool
+	var codexHome string
+	if _, ok := a.parseFlags("doctor", args, func(fs *flag.FlagSet) {
+		fs.BoolVar(&asJSON, "json", false, "JSON output")
+		fs.StringVar(&codexHome, "codex-home", "", "the CODEX_HOME to check")
+	}); !ok {
+		return usageExit
+	}
+	var checks []check
+	add := func(c check) { checks = append(checks, c) }
+	cfg, err := config.Load(a.getenv)
+	if err != nil {
+		add(check{Name: "config", Detail: err.Error(), Fix: "fix " + cfg.Path})
+	} else {
+		detail := cfg.Path
+		if len(cfg.Warnings) > 0 {
+			detail += " (" + strings.Join(cfg.Warnings, "; ") + ")"
+		}
+		add(check{Name: "config", OK: true, Detail: detail})
+	}
+	dctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	in, bin, caps, codexErr := a.installer(dctx, cfg, codexHome)
+	if codexErr != nil {
+		add(check{Name: "codex", Detail: codexErr.Error(), Fix: "install Codex (npm install -g @openai/codex) or set CX_CODEX_BIN"})
+	} else {
+		add(check{Name: "codex", OK: true, Detail: fmt.Sprintf("%s %s (found as %s)", bin.Path, caps.Version, bin.Found)})
+	}
+	if in != nil {
+		st, err := in.Inspect(dctx)
+		switch {
+		case err != nil:
+			add(check{Name: "hooks installed", Detail: err.Error(), Fix: "fix the file, then `cx ctl install`"})
+		case len(st.Missing) > 0:
+			add(check{Name: "hooks installed", Detail: fmt.Sprintf("%s lacks cx's %s hook(s)", in.HooksPath(), strings.Join(st.Missing, ", ")), Fix: "cx ctl install"})
+		case len(st.WrongPath) > 0:
+			add(check{Name: "hooks installed", Detail: fmt.Sprintf("cx's %s hook(s) run another cx binary (cx moved?)", strings.Join(st.WrongPath, ", ")), Fix: "cx ctl install"})
+		default:
+			add(check{Name: "hooks installed", OK: true, Detail: in.HooksPath()})
+		}
+		if in.Trust && err == nil && len(st.Installed) > 0 {
+			var untrusted []string
+			for _, ev := range st.Installed {
+				if st.Trust[ev] != "trusted" {
+					untrusted = append(untrusted, fmt.Sprintf("%s (%s)", ev, orNone(st.Trust[ev])))
+				}
+			}
+			if len(untrusted) > 0 {
+				add(check{Name: "hooks trusted", Detail: "Codex will skip: " + strings.Join(untrusted, ", "), Fix: "cx ctl install"})
+			} else {
+				add(check{Name: "hooks trusted", OK: true, Detail: fmt.Sprintf("%d hooks trusted in %s", len(st.Installed), in.ConfigPath())})
+			}
+		}
+		if err == nil && len(st.Missing) == 0 {
+			add(a.doctorFire(dctx, in))
+		}
+	}
+	if cfg.Home != "" {
+		add(doctorLedger(dctx, cfg))
+	}
+	ok := true
+	for _, c := range checks {
+		ok = ok && c.OK
+	}
+	if asJSON {
+		a.printJSON(map[string]any{"ok": ok, "checks": checks})
+	} else {
+		for _, c := range checks {
+			mark := "ok  "
+			if !c.OK {
+				mark = "FAIL"
+			}
+			fmt.Fprintf(a.stdout, "%s %-16s %s\n", mark, c.Name, c.Detail)
+			if c.Fix != "" {
+				fmt.Fprintf(a.stdout, "     fix: %s\n", c.Fix)
+			}
+		}
+	}
+	if !ok {
+		return 1
+	}
+	return 0
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "not listed"
+	}
+	return s
+}
+
+// doctorFire runs the installed SessionStart hook command the way Codex
+// would, with a cx-doctor- session id the handler answers but never records.
+func (a *app) doctorFire(ctx context.Context, in *hookcfg.Installer) check {
+	payload, _ := json.Marshal(map[string]any{"session_id": lifecycle.DoctorPrefix + fmt.Sprint(time.Now().UnixNano()),
+		"hook_event_name": "SessionStart", "source": "startup", "cwd": cwd(), "transcript_path": ""})
+	cmd := shellCommand(ctx, hookcfg.Command(in.CXPath, "SessionStart"))
+	cmd.Stdin = strings.NewReader(string(payload))
+	start := time.Now()
+	out, err := cmd.Output()
+	took := time.Since(start)
+	var v map[string]any
+	if err != nil || json.Unmarshal(out, &v) != nil {
+		return check{Name: "hooks firing", Detail: fmt.Sprintf("the SessionStart hook answered %q (%v)", out, err), Fix: "cx ctl install"}
+	}
+	return check{Name: "hooks firing", OK: true, Detail: fmt.Sprintf("SessionStart answered valid JSON in %v", took.Round(time.Millisecond))}
+}
+
+func doctorLedger(ctx context.Context, cfg config.Config) check {
+	db, err := ledger.Open(ctx, filepath.Join(cfg.Home, ledger.FileName), ledger.Options{})
+	if err != nil {
+		fix := "see " + filepath.Join(cfg.Home, "logs", "cx.log")
+		if errors.Is(err, ledger.ErrDamaged) {
+			fix = "move " + filepath.Join(cfg.Home, ledger.FileName) + " aside; cx starts a new ledger (rollouts keep every session)"
+		}
+		return check{Name: "ledger", Detail: err.Error(), Fix: fix}
+	}
+	defer db.Close()
+	if err := db.Check(ctx); err != nil {
+		return check{Name: "ledger", Detail: err.Error(), Fix: "move the ledger aside"}
+	}
+	pending, _ := db.Jobs(ctx, ledger.JobPending, ledger.JobLeased)
+	parked, _ := db.Jobs(ctx, ledger.JobParked)
+	c := check{Name: "ledger", OK: len(parked) == 0, Detail: fmt.Sprintf("%s: %d pending, %d parked job(s)", db.Path, len(pending), len(parked))}
+	if len(parked) > 0 {
+		c.Fix = "see `cx ctl status`, then `cx ctl retry --all`"
+	}
+	return c
+}

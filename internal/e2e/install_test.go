@@ -1,0 +1,75 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"cx/internal/codextest"
+)
+
+// A newcomer's path on a fresh CODEX_HOME: doctor says what is missing,
+// `cx ctl install` fixes it (no review screen: the hooks fire in a real
+// session), a moved cx binary is noticed and repaired, and uninstall takes
+// everything back out.
+func TestInstallDoctorUninstall(t *testing.T) {
+	eachCodex(t, func(t *testing.T, in codextest.Install) {
+		h := New(t, in, Options{NoHooks: true})
+		cfgBefore, _ := os.ReadFile(filepath.Join(h.CodexHome, "config.toml"))
+		out, _, code := h.Exec("", "ctl", "doctor")
+		if code == 0 || !strings.Contains(out, "lacks cx's") {
+			t.Fatalf("doctor on a fresh home: exit %d\n%s", code, out)
+		}
+		h.CXCtl("ctl", "install")
+		if out := h.CXCtl("ctl", "doctor"); !strings.Contains(out, "hooks firing") {
+			t.Fatalf("doctor after install:\n%s", out)
+		}
+		tu := h.StartTUI()
+		tu.WaitReady()
+		tu.Prompt("after install", "mock reply: after install")
+		tu.Slash("/exit")
+		if code := tu.WaitExit(30 * time.Second); code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+		if !hasEvent(h.HookEvents(), "Stop") || strings.Contains(tu.Screen(), "need review") {
+			t.Fatalf("hooks did not fire after install: %v", EventNames(h.HookEvents()))
+		}
+		committedOnce(t, h)
+
+		// cx moved: its hooks now name a binary that is not this one.
+		moved := filepath.Join(h.Root, "bin", "cx")
+		os.MkdirAll(filepath.Dir(moved), 0o755)
+		data, _ := os.ReadFile(h.CX)
+		if err := os.WriteFile(moved, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out, _, code = h.run(moved, "", "ctl", "doctor")
+		if code == 0 || !strings.Contains(out, "another cx binary") {
+			t.Fatalf("doctor with a moved cx: exit %d\n%s", code, out)
+		}
+		if out, errOut, code := h.run(moved, "", "ctl", "install"); code != 0 {
+			t.Fatalf("repair install: %s %s", out, errOut)
+		}
+		if out, errOut, code := h.run(moved, "", "ctl", "doctor"); code != 0 {
+			t.Fatalf("doctor after repair: %s %s", out, errOut)
+		}
+
+		if out, errOut, code := h.run(moved, "", "ctl", "uninstall"); code != 0 {
+			t.Fatalf("uninstall: %s %s", out, errOut)
+		}
+		if _, err := os.Stat(filepath.Join(h.CodexHome, "hooks.json")); err == nil {
+			got, _ := os.ReadFile(filepath.Join(h.CodexHome, "hooks.json"))
+			t.Fatalf("uninstall left hooks.json:\n%s", got)
+		}
+		cfgAfter, _ := os.ReadFile(filepath.Join(h.CodexHome, "config.toml"))
+		if strings.Contains(string(cfgAfter), "hooks.json:") {
+			t.Fatalf("trust entries left in config.toml:\n%s", cfgAfter)
+		}
+		if !strings.Contains(string(cfgAfter), strings.Split(string(cfgBefore), "\n")[0]) {
+			t.Fatalf("config.toml lost its content:\n%s", cfgAfter)
+		}
+	})
+}
+
