@@ -72,4 +72,3 @@ func TestInstallDoctorUninstall(t *testing.T) {
 		}
 	})
 }
-
