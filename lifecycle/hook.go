@@ -79,15 +79,26 @@ func ParseHook(in HookInput) (string, HookPayload, error) {
 	return ev, p, nil
 }
 
+// HookResult tells the caller what the event calls for beyond the ledger.
+type HookResult struct {
+	Event   string
+	Payload HookPayload
+	// InjectCheckpoint: a compaction happened that the model has not been
+	// given the fresh checkpoint for yet (0.128 fires no hook for it; cx saw
+	// it in the rollout), so this UserPromptSubmit should carry it.
+	InjectCheckpoint bool
+}
+
 // HandleHook acts on one hook event. It never blocks for long: slow work
 // (commits) is left in the outbox.
-func (m *Manager) HandleHook(ctx context.Context, in HookInput) error {
+func (m *Manager) HandleHook(ctx context.Context, in HookInput) (HookResult, error) {
 	ev, p, err := ParseHook(in)
+	res := HookResult{Event: ev, Payload: p}
 	if err != nil {
-		return err
+		return res, err
 	}
 	if strings.HasPrefix(p.SessionID, DoctorPrefix) {
-		return nil
+		return res, nil
 	}
 	run, owned := m.attribute(ctx, in.RunID, in.PPID)
 	hint := ledger.Session{ID: p.SessionID, TranscriptPath: p.TranscriptPath, Cwd: p.Cwd, CodexHome: m.codexHome()}
@@ -138,7 +149,7 @@ func (m *Manager) HandleHook(ctx context.Context, in HookInput) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return res, err
 	}
 
 	switch ev {
@@ -150,27 +161,55 @@ func (m *Manager) HandleHook(ctx context.Context, in HookInput) error {
 				reason = ReasonClear
 			}
 			if owned {
-				return m.switchForeground(ctx, run.ID, s.ID, reason)
+				return res, m.switchForeground(ctx, run.ID, s.ID, reason)
 			}
-			return m.activeWindow(ctx, s.ID, reason)
+			return res, m.activeWindow(ctx, s.ID, reason)
 		case "resume", "fork":
 			if owned {
-				return m.setForeground(ctx, run.ID, s.ID)
+				return res, m.setForeground(ctx, run.ID, s.ID)
 			}
+		case "compact":
+			// Codex (0.169) fires this after a compaction: the checkpoint is
+			// injected here, so the next prompt must not inject it again.
+			_, err := m.markCompactionInjected(ctx, s.ID)
+			return res, err
 		}
+	case EvUserPromptSubmit:
+		due, err := m.markCompactionInjected(ctx, s.ID)
+		res.InjectCheckpoint = due
+		return res, err
 	case EvStop:
 		_, err := m.catchUp(ctx, s.ID)
-		return err
+		return res, err
 	case EvPreCompact:
 		if _, err := m.catchUp(ctx, s.ID); err != nil {
-			return err
+			return res, err
 		}
-		return m.compact(ctx, s.ID)
+		return res, m.compact(ctx, s.ID)
 	case EvSessionEnd:
 		_, err := m.End(ctx, s.ID, ReasonSessionEnd, EndOptions{})
-		return err
+		return res, err
 	}
-	return nil
+	return res, nil
+}
+
+// markCompactionInjected catches up and reports whether a compaction is
+// newer than the last checkpoint injection, recording that it is now given.
+func (m *Manager) markCompactionInjected(ctx context.Context, id string) (bool, error) {
+	if _, err := m.catchUp(ctx, id); err != nil {
+		return false, err
+	}
+	due := false
+	err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		s, err := tx.Session(ctx, id)
+		if err != nil || s.Compactions <= s.InjectedCompactions {
+			return err
+		}
+		due = true
+		s.InjectedCompactions = s.Compactions
+		return tx.PutSession(ctx, s)
+	})
+	return due, err
 }
 
 // compact ends the generation before a compaction and opens the next: the

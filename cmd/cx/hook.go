@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"cx/inject"
 	"cx/internal/config"
 	"cx/lifecycle"
 )
@@ -43,6 +44,14 @@ func (a *app) ctlHook(ctx context.Context, args []string) int {
 		fmt.Fprintln(a.stdout, "{}")
 		return 0
 	}
+	answerContext := func(event, context string) int {
+		if context == "" {
+			return answer()
+		}
+		b, _ := json.Marshal(map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": event, "additionalContext": context}})
+		fmt.Fprintln(a.stdout, string(b))
+		return 0
+	}
 	payload, readErr := readHookInput(a.stdin, 8<<20, 3*time.Second)
 	if v, _ := a.getenv("CX_HOOKS_OFF"); v == "1" {
 		return answer()
@@ -69,6 +78,7 @@ func (a *app) ctlHook(ctx context.Context, args []string) int {
 
 	done := make(chan struct{})
 	var due bool
+	var injection string
 	go func() {
 		defer close(done)
 		wctx, cancel := context.WithTimeout(ctx, hookBudget(ev))
@@ -81,8 +91,19 @@ func (a *app) ctlHook(ctx context.Context, args []string) int {
 		// Not closed: closing the last connection checkpoints and removes
 		// the WAL (milliseconds on every hook); the process exits right after
 		// and SQLite's WAL is safe without it.
-		if err := m.HandleHook(wctx, in); err != nil {
+		res, err := m.HandleHook(wctx, in)
+		if err != nil {
 			logger.Printf("hook %s %s: %v", ev, p.SessionID, err)
+		}
+		if cfg.Inject.Enabled {
+			req := inject.Request{Home: cfg.Home, DB: m.DB, Source: p.Source, SessionID: p.SessionID, Cwd: p.Cwd,
+				TranscriptPath: p.TranscriptPath, MaxChars: cfg.Inject.MaxChars}
+			switch {
+			case ev == lifecycle.EvSessionStart:
+				injection = inject.ForSessionStart(wctx, req)
+			case res.InjectCheckpoint:
+				injection = inject.ForCompaction(req)
+			}
 		}
 		if _, err := m.RecoverOrphans(wctx); err != nil {
 			logger.Printf("hook %s: orphan recovery: %v", ev, err)
@@ -98,7 +119,7 @@ func (a *app) ctlHook(ctx context.Context, args []string) int {
 	if due {
 		a.spawnSweeper(cfg.Home, logger)
 	}
-	return answer()
+	return answerContext(ev, injection)
 }
 
 // spawnSweeper starts `cx ctl sweep --background` in a session of its own,

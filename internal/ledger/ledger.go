@@ -147,6 +147,7 @@ var migrations = []string{
 		turns INTEGER NOT NULL DEFAULT 0,
 		interrupted INTEGER NOT NULL DEFAULT 0,
 		compactions INTEGER NOT NULL DEFAULT 0,
+		injected_compactions INTEGER NOT NULL DEFAULT 0,
 		placeholders INTEGER NOT NULL DEFAULT 0,
 		created_at TEXT NOT NULL,
 		last_seen TEXT NOT NULL,

@@ -72,10 +72,13 @@ type Session struct {
 	Turns          int   // turns captured in the current generation
 	Interrupted    int
 	Compactions    int
-	Placeholders   int
-	CreatedAt      time.Time
-	LastSeen       time.Time
-	EndedAt        *time.Time
+	// InjectedCompactions is how many compactions the checkpoint was
+	// re-injected after (once each).
+	InjectedCompactions int
+	Placeholders        int
+	CreatedAt           time.Time
+	LastSeen            time.Time
+	EndedAt             *time.Time
 }
 
 // Generation is one ended generation of a session.
@@ -189,7 +192,7 @@ func scanRun(s scanner) (Run, error) {
 	return r, nil
 }
 
-const sessionCols = `id, run_id, status, generation, end_reason, transcript_path, cwd, codex_home, meta, sinks, cursor_offset, cursor_seen, cursor_inode, cursor_size, cursor_head, gen_start, turns, interrupted, compactions, placeholders, created_at, last_seen, ended_at`
+const sessionCols = `id, run_id, status, generation, end_reason, transcript_path, cwd, codex_home, meta, sinks, cursor_offset, cursor_seen, cursor_inode, cursor_size, cursor_head, gen_start, turns, interrupted, compactions, injected_compactions, placeholders, created_at, last_seen, ended_at`
 
 func scanSession(s scanner) (Session, error) {
 	var x Session
@@ -197,7 +200,7 @@ func scanSession(s scanner) (Session, error) {
 	var ended sql.NullString
 	err := s.Scan(&x.ID, &x.RunID, &x.Status, &x.Generation, &x.EndReason, &x.TranscriptPath, &x.Cwd, &x.CodexHome, &x.Meta, &sinks,
 		&x.Cursor.Offset, &x.Cursor.Seen, &x.Cursor.Inode, &x.Cursor.Size, &x.Cursor.Head, &x.GenStart, &x.Turns, &x.Interrupted,
-		&x.Compactions, &x.Placeholders, &created, &seen, &ended)
+		&x.Compactions, &x.InjectedCompactions, &x.Placeholders, &created, &seen, &ended)
 	if err != nil {
 		return x, err
 	}
@@ -459,14 +462,14 @@ func (tx *Tx) PutRun(ctx context.Context, r Run) error {
 
 // PutSession inserts or replaces a session.
 func (tx *Tx) PutSession(ctx context.Context, s Session) error {
-	_, err := tx.tx.ExecContext(ctx, `INSERT INTO sessions (`+sessionCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+	_, err := tx.tx.ExecContext(ctx, `INSERT INTO sessions (`+sessionCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET run_id=excluded.run_id, status=excluded.status, generation=excluded.generation,
 		end_reason=excluded.end_reason, transcript_path=excluded.transcript_path, cwd=excluded.cwd, codex_home=excluded.codex_home,
 		meta=excluded.meta, sinks=excluded.sinks, cursor_offset=excluded.cursor_offset, cursor_seen=excluded.cursor_seen, cursor_inode=excluded.cursor_inode, cursor_size=excluded.cursor_size,
 		cursor_head=excluded.cursor_head, gen_start=excluded.gen_start, turns=excluded.turns, interrupted=excluded.interrupted,
-		compactions=excluded.compactions, placeholders=excluded.placeholders, last_seen=excluded.last_seen, ended_at=excluded.ended_at`,
+		compactions=excluded.compactions, injected_compactions=excluded.injected_compactions, placeholders=excluded.placeholders, last_seen=excluded.last_seen, ended_at=excluded.ended_at`,
 		s.ID, s.RunID, s.Status, s.Generation, s.EndReason, s.TranscriptPath, s.Cwd, s.CodexHome, s.Meta, jsonList(s.Sinks), s.Cursor.Offset,
-		s.Cursor.Seen, s.Cursor.Inode, s.Cursor.Size, s.Cursor.Head, s.GenStart, s.Turns, s.Interrupted, s.Compactions, s.Placeholders,
+		s.Cursor.Seen, s.Cursor.Inode, s.Cursor.Size, s.Cursor.Head, s.GenStart, s.Turns, s.Interrupted, s.Compactions, s.InjectedCompactions, s.Placeholders,
 		ts(s.CreatedAt), ts(s.LastSeen), tsPtr(s.EndedAt))
 	if err != nil {
 		return fmt.Errorf("put session %s: %w", s.ID, err)

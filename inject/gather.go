@@ -1,0 +1,151 @@
+package inject
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"cx/internal/checkpoint"
+	"cx/internal/continuity"
+	"cx/internal/ledger"
+)
+
+// Request names the session a block is for.
+type Request struct {
+	Home           string     // CX_HOME (continuity files)
+	DB             *ledger.DB // read only: archives of earlier sessions
+	Source         string     // startup | clear | fork | resume | compact | fallback
+	SessionID      string
+	Cwd            string
+	TranscriptPath string
+	MaxChars       int
+}
+
+// ForSessionStart builds the SessionStart block: continuity, and the
+// checkpoint of this session (resume, compact) or of the project's latest
+// archived session (startup, clear, fork); on resume, only what the
+// session's history does not hold yet, plus the archive overview.
+func ForSessionStart(ctx context.Context, r Request) string {
+	in := Input{Source: r.Source, MaxChars: r.MaxChars}
+	var rolloutBytes []byte
+	if r.TranscriptPath != "" {
+		rolloutBytes, _ = os.ReadFile(r.TranscriptPath)
+	}
+	id := continuity.Identify(r.Cwd)
+	if r.Source != "compact" {
+		in.ProjectContinuity, in.WorktreeContinuity = continuity.Store{Home: r.Home}.Read(id)
+	}
+	disk := checkpoint.OSDisk(r.Cwd)
+	switch r.Source {
+	case "resume", "compact":
+		if len(rolloutBytes) > 0 {
+			cp := checkpoint.FromRollout(rolloutBytes, checkpoint.DefaultCaps)
+			in.Checkpoint, in.CheckpointOf = &cp, "this session"
+		}
+		if r.Source == "resume" {
+			in.Present = PresentIn(rolloutBytes)
+			in.Overview = overview(ctx, r.DB, r.SessionID)
+		}
+	default:
+		if cp, of := latestOfProject(ctx, r.DB, id, r.SessionID); cp != nil {
+			in.Checkpoint, in.CheckpointOf = cp, of
+		}
+	}
+	if in.Checkpoint != nil && in.Checkpoint.Cwd != "" {
+		disk = checkpoint.OSDisk(in.Checkpoint.Cwd)
+	}
+	in.Disk = disk
+	return Build(in)
+}
+
+// ForCompaction is the fresh checkpoint of the session after a compaction.
+func ForCompaction(r Request) string {
+	data, err := os.ReadFile(r.TranscriptPath)
+	if err != nil {
+		return ""
+	}
+	cp := checkpoint.FromRollout(data, checkpoint.DefaultCaps)
+	return Build(Input{Source: "compact", Checkpoint: &cp, CheckpointOf: "this session", Disk: checkpoint.OSDisk(cp.Cwd), MaxChars: r.MaxChars})
+}
+
+// latestOfProject is the checkpoint archived by the most recent other
+// session of the same project.
+func latestOfProject(ctx context.Context, db *ledger.DB, id continuity.Identity, self string) (*checkpoint.Checkpoint, string) {
+	if db == nil {
+		return nil, ""
+	}
+	sessions, err := db.Sessions(ctx)
+	if err != nil {
+		return nil, ""
+	}
+	projects := map[string]string{} // cwd → project id (Identify may run git)
+	for i, s := range sessions {
+		if i >= 50 {
+			break
+		}
+		if s.ID == self || s.Cwd == "" {
+			continue
+		}
+		pid, ok := projects[s.Cwd]
+		if !ok {
+			pid = continuity.Identify(s.Cwd).ProjectID
+			projects[s.Cwd] = pid
+		}
+		if pid != id.ProjectID {
+			continue
+		}
+		archives, err := db.Archives(ctx, s.ID)
+		if err != nil || len(archives) == 0 {
+			continue
+		}
+		var cp checkpoint.Checkpoint
+		if json.Unmarshal([]byte(archives[len(archives)-1].Checkpoint), &cp) == nil && cp.Stats.Turns > 0 {
+			return &cp, "session " + s.ID
+		}
+	}
+	return nil, ""
+}
+
+// overview summarises a session's archived generations (the local sink's
+// archive overview): what was asked in each.
+func overview(ctx context.Context, db *ledger.DB, id string) string {
+	if db == nil {
+		return ""
+	}
+	archives, err := db.Archives(ctx, id)
+	if err != nil || len(archives) == 0 {
+		return ""
+	}
+	gens, _ := db.Generations(ctx, id)
+	reason := map[int]string{}
+	for _, g := range gens {
+		reason[g.Generation] = g.EndReason
+	}
+	var b strings.Builder
+	for _, a := range archives {
+		var turns []struct {
+			User string `json:"user"`
+		}
+		_ = json.Unmarshal([]byte(a.Turns), &turns)
+		fmt.Fprintf(&b, "- generation %d (%d turns, ended: %s)\n", a.Generation, len(turns), reason[a.Generation])
+		for i, t := range turns {
+			if i == 5 {
+				fmt.Fprintf(&b, "  - … %d more\n", len(turns)-5)
+				break
+			}
+			fmt.Fprintf(&b, "  - asked: %s\n", oneLine(t.User, 120))
+		}
+	}
+	return b.String()
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,67 @@
+package inject
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"cx/internal/checkpoint"
+	"cx/internal/rollout"
+)
+
+func TestBlockBoundaryBudgetAndDeterminism(t *testing.T) {
+	in := Input{Source: "startup", WorktreeContinuity: strings.Repeat("worktree line\n", 300),
+		ProjectContinuity: strings.Repeat("project line\n", 300), MaxChars: 2000}
+	a, b := Build(in), Build(in)
+	if a != b {
+		t.Fatal("not deterministic")
+	}
+	if n := utf8.RuneCountInString(a); n > 2000 {
+		t.Fatalf("block of %d chars over the 2000 budget", n)
+	}
+	if !strings.HasPrefix(a, `<cx-context source="cx:startup" sections="`) || !strings.HasSuffix(a, "</cx-context>") || !strings.Contains(a, Notice) {
+		t.Fatalf("boundary or notice missing:\n%s", a)
+	}
+	if !strings.Contains(a, "[cut ") {
+		t.Fatal("truncation not marked")
+	}
+	// Capture strips it from user text.
+	if got := rollout.StripInjected("before " + a + " after"); got != "before after" {
+		t.Fatalf("capture left %q", got)
+	}
+}
+
+func TestResumeInjectsOnlyWhatIsNew(t *testing.T) {
+	in := Input{Source: "resume", WorktreeContinuity: "goal: x", ProjectContinuity: "works: make"}
+	first := Build(in)
+	in.Present = PresentIn([]byte(`{"text":"` + strings.ReplaceAll(first, `"`, `\"`) + `"}`))
+	if got := Build(in); got != "" {
+		t.Fatalf("everything was present, yet injected:\n%s", got)
+	}
+	in.WorktreeContinuity = "goal: y"
+	got := Build(in)
+	if !strings.Contains(got, "goal: y") || strings.Contains(got, "works: make") {
+		t.Fatalf("want only the changed section:\n%s", got)
+	}
+}
+
+func TestSecretsNeverInjected(t *testing.T) {
+	got := Build(Input{Source: "startup", WorktreeContinuity: "deploy with OPENAI_API_KEY=sk-proj-0123456789abcdefghijklmnop"})
+	if strings.Contains(got, "sk-proj-0123456789") {
+		t.Fatalf("secret injected:\n%s", got)
+	}
+}
+
+func TestCompactionCarriesOnlyTheCheckpoint(t *testing.T) {
+	cp := checkpoint.Checkpoint{SchemaVersion: 1, SessionID: "s", Stats: checkpoint.Stats{Turns: 1}, Task: &checkpoint.Task{Text: "ship it"}}
+	got := Build(Input{Source: "compact", Checkpoint: &cp, CheckpointOf: "this session", WorktreeContinuity: "w"})
+	if !strings.Contains(got, "ship it") || strings.Contains(got, "Continuity") {
+		t.Fatalf("compaction block:\n%s", got)
+	}
+}
+
+func TestDeveloperInstructionsMerge(t *testing.T) {
+	if got := DeveloperInstructions("Be terse.", "<cx-context>x</cx-context>"); got != "Be terse.\n\n<cx-context>x</cx-context>" {
+		t.Fatalf("%q", got)
+	}
+}
