@@ -72,6 +72,16 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 	}
 
 	codexArgs := codexbin.Args(args, caps)
+	if sub := codexbin.Subcommand(args, caps); cfg.Inject.Enabled && (codexbin.SelectsTUI(args, caps) || sub == "exec" || sub == "e") {
+		// Without active hooks, the context goes in at launch instead.
+		self, _ := os.Executable()
+		if resolved, err := filepath.EvalSymlinks(self); err == nil {
+			self = resolved
+		}
+		if ok, why := hooksActive(ctx, codexHomeOf(a.getenv), self, caps); !ok {
+			codexArgs = fallbackArgs(ctx, a, cfg, codexHomeOf(a.getenv), codexArgs, why)
+		}
+	}
 	runID := lifecycle.NewRunID()
 	sup := startSupervision(ctx, a, cfg, lifecycle.RunInfo{
 		ID: runID, CodexHome: codexHomeOf(a.getenv), CodexVersion: caps.Version,

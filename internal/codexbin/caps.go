@@ -189,6 +189,40 @@ func writeAtomic(path string, v any) error {
 	return os.Rename(tmp.Name(), path)
 }
 
+// Subcommand is the Codex subcommand args select ("" for the TUI, with or
+// without a prompt), skipping options and their values.
+func Subcommand(args []string, caps Caps) string {
+	takesValue := map[string]bool{}
+	for _, f := range caps.ValueFlags {
+		takesValue[f] = true
+	}
+	isSub := map[string]bool{}
+	for _, s := range caps.Subcommands {
+		isSub[s] = true
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return ""
+		case strings.HasPrefix(a, "--"):
+			if name, _, hasValue := strings.Cut(a, "="); takesValue[name] && !hasValue {
+				i++
+			}
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			if takesValue[a[:2]] && len(a) == 2 {
+				i++
+			}
+		default:
+			if isSub[a] {
+				return a
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
 // SelectsTUI reports whether args start Codex's interactive TUI: no
 // subcommand (options and perhaps a prompt), or `resume`/`fork`; and not
 // connected to a remote app server (--remote), and not --help/--version.

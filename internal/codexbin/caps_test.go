@@ -94,3 +94,14 @@ func TestCompareVersions(t *testing.T) {
 		}
 	}
 }
+
+func TestSubcommand(t *testing.T) {
+	data, _ := os.ReadFile("testdata/help-0.169.0.txt")
+	var caps Caps
+	parseHelp(data, &caps)
+	for args, want := range map[string]string{"": "", "-m x exec hi": "exec", "e hi": "e", "fix it": "", "-c a=b resume": "resume", "-- exec": ""} {
+		if got := Subcommand(strings.Fields(args), caps); got != want {
+			t.Errorf("Subcommand(%q) = %q, want %q", args, got, want)
+		}
+	}
+}

@@ -121,3 +121,31 @@ func TestInjection(t *testing.T) {
 		committedOnce(t, h)
 	})
 }
+
+// Without cx's hooks (not installed), cx still learns and commits sessions
+// from the Codex process, and gives the next session its context through
+// -c developer_instructions.
+func TestInjectionFallback(t *testing.T) {
+	eachCodex(t, func(t *testing.T, in codextest.Install) {
+		h := New(t, in, Options{NoHooks: true})
+		tu := h.StartTUI()
+		tu.WaitReady()
+		tu.Prompt("port the lexer to go [[shell: echo lexer-ported]]", "mock: done (1 steps)")
+		tu.Slash("/exit")
+		tu.WaitExit(30 * time.Second)
+		committedOnce(t, h)
+
+		out, errOut, code := h.Exec("", "exec", "what next")
+		if code != 0 || !strings.Contains(errOut, "developer_instructions") {
+			t.Fatalf("exec: code %d, stderr %q (stdout %q)", code, errOut, out)
+		}
+		req := requestFor(t, h, "what next")
+		txt := inputText(req)
+		if !strings.Contains(txt, "<cx-context") || !strings.Contains(txt, "port the lexer to go") || !strings.Contains(txt, "echo lexer-ported") {
+			t.Fatalf("fallback context missing from the request:\n%s", txt)
+		}
+		if n := strings.Count(txt, "<cx-context"); n != 1 {
+			t.Fatalf("fallback context present %d times", n)
+		}
+	})
+}
