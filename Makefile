@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: all build install test test-deps vet bench clean
+.PHONY: all build install test test-deps vet bench demo clean
 
 all: build
 
@@ -22,6 +22,11 @@ test-deps:
 vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+# A first session through cx and a second one that starts where it stopped,
+# with the real Codex CLI against a local mock model.
+demo:
+	bash scripts/demo.sh
 
 bench:
 	bash scripts/bench.sh

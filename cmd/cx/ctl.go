@@ -29,6 +29,7 @@ var ctlCommands = map[string]ctlCommand{
 	"checkpoint": {"the deterministic checkpoint of a rollout (--json, or its view)", (*app).ctlCheckpoint},
 	"install":    {"put cx's hooks into Codex (hooks.json + trust) [--codex-home DIR] [--dry-run]", (*app).ctlInstall},
 	"uninstall":  {"take cx's hooks out of Codex [--codex-home DIR]", (*app).ctlUninstall},
+	"context":    {"print the context a new session here would be given [--cwd DIR]", (*app).ctlContext},
 	"doctor":     {"check Codex, cx's hooks (installed, trusted, firing), the ledger [--json]", (*app).ctlDoctor},
 }
 

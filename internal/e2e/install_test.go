@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -71,4 +72,37 @@ func TestInstallDoctorUninstall(t *testing.T) {
 			t.Fatalf("config.toml lost its content:\n%s", cfgAfter)
 		}
 	})
+}
+
+// The README's path for a newcomer, on a fresh CODEX_HOME and CX_HOME:
+// `go install ./cmd/cx`, `cx ctl install`, a first run, `cx ctl doctor`.
+func TestReadmeNewcomer(t *testing.T) {
+	eachCodex(t, func(t *testing.T, in codextest.Install) {
+		h := New(t, in, Options{NoHooks: true})
+		gobin := filepath.Join(h.Root, "gobin")
+		cmd := exec.Command("go", "install", "./cmd/cx")
+		cmd.Dir = moduleRoot(t)
+		cmd.Env = append(os.Environ(), "GOBIN="+gobin)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go install ./cmd/cx: %v\n%s", err, out)
+		}
+		h.CX = filepath.Join(gobin, "cx")
+		h.CXCtl("ctl", "install")
+		if out, _, code := h.Exec("", "exec", "hello from a newcomer"); code != 0 || !strings.Contains(out, "mock reply: hello from a newcomer") {
+			t.Fatalf("first run: %d %q", code, out)
+		}
+		committedOnce(t, h)
+		if out := h.CXCtl("ctl", "doctor"); !strings.Contains(out, "hooks firing") || strings.Contains(out, "FAIL") {
+			t.Fatalf("doctor:\n%s", out)
+		}
+	})
+}
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(out)))
 }

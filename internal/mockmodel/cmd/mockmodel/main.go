@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 
 	"cx/internal/mockmodel"
 )
@@ -16,8 +18,9 @@ import (
 func main() {
 	model := flag.String("model", "gpt-5.5", "model id to serve")
 	logPath := flag.String("log", "", "append every request body to this file")
+	slow := flag.String("slow", "", "PROMPT=DURATION: answer this exact prompt only after DURATION")
 	flag.Parse()
-	var script mockmodel.Script
+	var log *os.File
 	if *logPath != "" {
 		f, err := os.OpenFile(*logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
@@ -25,10 +28,19 @@ func main() {
 			os.Exit(1)
 		}
 		defer f.Close()
-		script = func(r mockmodel.Request) mockmodel.Reply {
-			fmt.Fprintf(f, "%s\n", r.Body)
-			return mockmodel.Directives(r)
+		log = f
+	}
+	slowPrompt, slowFor, _ := strings.Cut(*slow, "=")
+	delay, _ := time.ParseDuration(slowFor)
+	script := func(r mockmodel.Request) mockmodel.Reply {
+		if log != nil {
+			fmt.Fprintf(log, "%s\n", r.Body)
 		}
+		reply := mockmodel.Directives(r)
+		if slowPrompt != "" && strings.TrimSpace(r.LastUserText()) == slowPrompt {
+			reply.Delay = delay
+		}
+		return reply
 	}
 	s, err := mockmodel.Start(*model, script)
 	if err != nil {
