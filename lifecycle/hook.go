@@ -179,8 +179,11 @@ func (m *Manager) HandleHook(ctx context.Context, in HookInput) (HookResult, err
 		res.InjectCheckpoint = due
 		return res, err
 	case EvStop:
-		_, err := m.catchUp(ctx, s.ID)
-		return res, err
+		s, err := m.catchUp(ctx, s.ID)
+		if err != nil {
+			return res, err
+		}
+		return res, m.armAppends(ctx, s)
 	case EvPreCompact:
 		if _, err := m.catchUp(ctx, s.ID); err != nil {
 			return res, err
@@ -210,6 +213,19 @@ func (m *Manager) markCompactionInjected(ctx context.Context, id string) (bool, 
 		return tx.PutSession(ctx, s)
 	})
 	return due, err
+}
+
+// armAppends schedules sending the new turns to the session's remote sinks.
+func (m *Manager) armAppends(ctx context.Context, s ledger.Session) error {
+	for _, sink := range s.Sinks {
+		if _, ok := m.Sinks[sink].(Appender); !ok || s.Status != ledger.Live {
+			continue
+		}
+		if err := m.DB.Tx(ctx, func(tx *ledger.Tx) error { return tx.ArmJob(ctx, JobAppend, s.ID, s.Generation, sink) }); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // compact ends the generation before a compaction and opens the next: the

@@ -12,6 +12,7 @@ package lifecycle
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -22,6 +23,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"cx/internal/config"
 	"cx/internal/ledger"
@@ -377,4 +380,30 @@ func (m *Manager) End(ctx context.Context, id, reason string, o EndOptions) (boo
 		m.Log.Printf("catch up %s before end: %v", id, err)
 	}
 	return m.endLive(ctx, id, reason, o)
+}
+
+// lockRemote serialises, across processes, everything sent to one remote
+// sink for one session: two workers (a Stop's append, the end's commit)
+// must never both decide a turn still needs sending.
+func (m *Manager) lockRemote(ctx context.Context, sessionID, sink string) (func(), error) {
+	dir := filepath.Join(m.Cfg.Home, "locks")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(sink + "\x00" + sessionID))
+	f, err := os.OpenFile(filepath.Join(dir, hex.EncodeToString(sum[:8])+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err == nil {
+			return func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("wait for the %s lock of %s: %w", sink, sessionID, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }

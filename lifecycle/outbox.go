@@ -46,7 +46,7 @@ func (e *PermanentError) Unwrap() error { return e.Err }
 
 // DefaultSinks are the sinks this build has.
 func DefaultSinks(m *Manager) map[string]Sink {
-	return map[string]Sink{"local": &LocalSink{m: m}}
+	return map[string]Sink{"local": &LocalSink{m: m}, "openviking": NewOpenVikingSink(m), "exec": &ExecSink{m: m}}
 }
 
 // LocalSink archives a generation in the ledger — its turns and its
@@ -106,6 +106,9 @@ func readUpTo(path string, n int64) ([]byte, error) {
 // one hour, with ±20 % jitter so many workers do not retry in step.
 func backoff(attempts int) time.Duration {
 	d := 2 * time.Second
+	if t, err := time.ParseDuration(os.Getenv("CX_TEST_BACKOFF")); err == nil && t > 0 {
+		d = t // fault tests: retries without waiting seconds
+	}
 	for i := 1; i < attempts && d < time.Hour; i++ {
 		d *= 2
 	}
@@ -222,6 +225,12 @@ func (m *Manager) commitJob(ctx context.Context, job ledger.Job) error {
 	s, err := m.DB.Session(ctx, job.SessionID)
 	if err != nil {
 		return err
+	}
+	if job.Kind == JobAppend {
+		if a, ok := sink.(Appender); ok {
+			return a.Append(ctx, s, job.Generation)
+		}
+		return nil
 	}
 	gens, err := m.DB.Generations(ctx, job.SessionID)
 	if err != nil {

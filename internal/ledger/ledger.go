@@ -216,6 +216,26 @@ var migrations = []string{
 	-- The event log is append-only.
 	CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 	CREATE TRIGGER events_no_delete BEFORE DELETE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;`,
+	// 2: what each remote sink has been sent, so a crash never sends twice.
+	`CREATE TABLE sink_turns (
+		session_id TEXT NOT NULL,
+		sink TEXT NOT NULL,
+		turn_key TEXT NOT NULL,
+		state TEXT NOT NULL,
+		messages INTEGER NOT NULL,
+		updated_at TEXT NOT NULL,
+		PRIMARY KEY (session_id, sink, turn_key)
+	);
+	CREATE TABLE sink_commits (
+		session_id TEXT NOT NULL,
+		sink TEXT NOT NULL,
+		generation INTEGER NOT NULL,
+		state TEXT NOT NULL,
+		remote_before INTEGER NOT NULL DEFAULT 0,
+		detail TEXT NOT NULL DEFAULT '',
+		updated_at TEXT NOT NULL,
+		PRIMARY KEY (session_id, sink, generation)
+	);`,
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -682,3 +682,100 @@ func (db *DB) TotalTurns(ctx context.Context, sessionID string) (int, error) {
 	err := db.db.QueryRowContext(ctx, `SELECT count(*) FROM turns WHERE session_id = ?`, sessionID).Scan(&n)
 	return n, err
 }
+
+// Sink progress states.
+const (
+	SinkSending  = "sending"  // a request is (or was, at a crash) in flight
+	SinkSent     = "sent"     // the server accepted it
+	SinkAccepted = "accepted" // a commit the server archived
+	SinkSkipped  = "skipped"  // a commit the server had nothing for
+)
+
+// SinkTurn is how far one turn got with a remote sink.
+type SinkTurn struct {
+	State    string
+	Messages int
+}
+
+// SinkTurns returns a session's per-turn progress with a sink.
+func (db *DB) SinkTurns(ctx context.Context, sessionID, sink string) (map[string]SinkTurn, error) {
+	rows, err := db.db.QueryContext(ctx, `SELECT turn_key, state, messages FROM sink_turns WHERE session_id = ? AND sink = ?`, sessionID, sink)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]SinkTurn{}
+	for rows.Next() {
+		var k string
+		var st SinkTurn
+		if err := rows.Scan(&k, &st.State, &st.Messages); err != nil {
+			return nil, err
+		}
+		out[k] = st
+	}
+	return out, rows.Err()
+}
+
+// PutSinkTurn records a turn's progress with a sink.
+func (tx *Tx) PutSinkTurn(ctx context.Context, sessionID, sink, key, state string, messages int) error {
+	_, err := tx.tx.ExecContext(ctx, `INSERT INTO sink_turns (session_id, sink, turn_key, state, messages, updated_at) VALUES (?,?,?,?,?,?)
+		ON CONFLICT(session_id, sink, turn_key) DO UPDATE SET state=excluded.state, messages=excluded.messages, updated_at=excluded.updated_at`,
+		sessionID, sink, key, state, messages, ts(tx.now))
+	return err
+}
+
+// SinkCommit is a generation's commit progress with a sink.
+type SinkCommit struct {
+	State        string
+	RemoteBefore int // the server's commit count before cx sent it
+	Detail       string
+}
+
+// SinkCommit returns a generation's commit progress ("" state: none yet).
+func (db *DB) SinkCommit(ctx context.Context, sessionID, sink string, gen int) (SinkCommit, error) {
+	var c SinkCommit
+	err := db.db.QueryRowContext(ctx, `SELECT state, remote_before, detail FROM sink_commits WHERE session_id = ? AND sink = ? AND generation = ?`,
+		sessionID, sink, gen).Scan(&c.State, &c.RemoteBefore, &c.Detail)
+	if errors.Is(err, sql.ErrNoRows) {
+		return SinkCommit{}, nil
+	}
+	return c, err
+}
+
+// PutSinkCommit records a generation's commit progress with a sink.
+func (tx *Tx) PutSinkCommit(ctx context.Context, sessionID, sink string, gen int, c SinkCommit) error {
+	_, err := tx.tx.ExecContext(ctx, `INSERT INTO sink_commits (session_id, sink, generation, state, remote_before, detail, updated_at) VALUES (?,?,?,?,?,?,?)
+		ON CONFLICT(session_id, sink, generation) DO UPDATE SET state=excluded.state, remote_before=excluded.remote_before, detail=excluded.detail, updated_at=excluded.updated_at`,
+		sessionID, sink, gen, c.State, c.RemoteBefore, c.Detail, ts(tx.now))
+	return err
+}
+
+// ArmJob makes a job due: enqueued if new, back to pending if it was done
+// (a parked job stays parked: its error is waiting for a person).
+func (tx *Tx) ArmJob(ctx context.Context, kind, sessionID string, gen int, sink string) error {
+	added, err := tx.Enqueue(ctx, kind, sessionID, gen, sink)
+	if err != nil || added {
+		return err
+	}
+	_, err = tx.tx.ExecContext(ctx, `UPDATE jobs SET state = ?, next_attempt_at = ?, updated_at = ? WHERE kind = ? AND session_id = ? AND generation = ? AND sink = ? AND state = ?`,
+		JobPending, ts(tx.now), ts(tx.now), kind, sessionID, gen, sink, JobDone)
+	return err
+}
+
+// TurnsUpTo returns a session's turns of generations up to gen, in order.
+func (db *DB) TurnsUpTo(ctx context.Context, sessionID string, gen int) ([]StoredTurn, error) {
+	rows, err := db.db.QueryContext(ctx, `SELECT session_id, key, generation, offset, data FROM turns WHERE session_id = ? AND generation <= ? ORDER BY generation, offset, key`, sessionID, gen)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []StoredTurn
+	for rows.Next() {
+		var t StoredTurn
+		if err := rows.Scan(&t.SessionID, &t.Key, &t.Generation, &t.Offset, &t.Data); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
