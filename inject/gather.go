@@ -21,6 +21,9 @@ type Request struct {
 	Cwd            string
 	TranscriptPath string
 	MaxChars       int
+	// RemoteOverview, when set, reads a memory backend's archive overview
+	// of the session (OpenViking's latest_archive_overview) for a resume.
+	RemoteOverview func(ctx context.Context, sessionID string) string
 }
 
 // ForSessionStart builds the SessionStart block: continuity, and the
@@ -47,6 +50,11 @@ func ForSessionStart(ctx context.Context, r Request) string {
 		if r.Source == "resume" {
 			in.Present = PresentIn(rolloutBytes)
 			in.Overview = overview(ctx, r.DB, r.SessionID)
+			if r.RemoteOverview != nil {
+				if o := r.RemoteOverview(ctx, r.SessionID); o != "" {
+					in.Overview = strings.TrimSpace(in.Overview + "\n\n" + o)
+				}
+			}
 		}
 	default:
 		if cp, of := latestOfProject(ctx, r.DB, id, r.SessionID); cp != nil {

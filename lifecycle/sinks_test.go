@@ -220,3 +220,25 @@ func TestExecSink(t *testing.T) {
 		t.Fatalf("status:\n%s", status)
 	}
 }
+
+// A resume after a commit is given the server's archive overview.
+func TestOpenVikingOverviewOnResume(t *testing.T) {
+	t.Parallel()
+	e, ov := ovEnv(t)
+	e.run("start A; hook SessionStart A startup; turn A design the cache; exit 0")
+	e.want("A", "committed", "exit", 1, 1)
+	rollouts, _ := filepath.Glob(filepath.Join(e.codexHome, "sessions", "*", "*", "*", "rollout-*-A.jsonl"))
+	out, _ := e.hook("SessionStart", map[string]any{"session_id": "A", "hook_event_name": "SessionStart", "source": "resume", "cwd": e.w, "transcript_path": rollouts[0]})
+	var ans struct {
+		Out struct {
+			Context string `json:"additionalContext"`
+		} `json:"hookSpecificOutput"`
+	}
+	json.Unmarshal([]byte(out), &ans)
+	if !strings.Contains(ans.Out.Context, "Archive overview: 1 archives") || !strings.Contains(ans.Out.Context, "viking://session/cx-A/history") {
+		t.Fatalf("resume context lacks the OpenViking overview:\n%s", out)
+	}
+	if len(ov.Requests()) == 0 {
+		t.Fatal("no request")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"cx/inject"
 	"cx/internal/config"
+	"cx/internal/openviking"
 	"cx/lifecycle"
 )
 
@@ -98,6 +100,18 @@ func (a *app) ctlHook(ctx context.Context, args []string) int {
 		if cfg.Inject.Enabled {
 			req := inject.Request{Home: cfg.Home, DB: m.DB, Source: p.Source, SessionID: p.SessionID, Cwd: p.Cwd,
 				TranscriptPath: p.TranscriptPath, MaxChars: cfg.Inject.MaxChars}
+			if ov, ok := m.Sinks["openviking"].(*lifecycle.OpenVikingSink); ok && sessionUses(wctx, m, p.SessionID, "openviking") {
+				req.RemoteOverview = func(ctx context.Context, id string) string {
+					octx, cancel := context.WithTimeout(ctx, 2*time.Second)
+					defer cancel()
+					sid := openviking.SessionID(id)
+					text, err := ov.Client().Overview(octx, sid, 2000)
+					if err != nil || strings.TrimSpace(text) == "" {
+						return "" // not committed yet, or still being summarised by the server
+					}
+					return fmt.Sprintf("OpenViking archive of this session (%s; history under viking://session/%s/history):\n%s", sid, sid, text)
+				}
+			}
 			switch {
 			case ev == lifecycle.EvSessionStart:
 				injection = inject.ForSessionStart(wctx, req)
@@ -120,6 +134,20 @@ func (a *app) ctlHook(ctx context.Context, args []string) int {
 		a.spawnSweeper(cfg.Home, logger)
 	}
 	return answerContext(ev, injection)
+}
+
+// sessionUses reports whether a session's sinks include sink.
+func sessionUses(ctx context.Context, m *lifecycle.Manager, id, sink string) bool {
+	s, err := m.DB.Session(ctx, id)
+	if err != nil {
+		return false
+	}
+	for _, x := range s.Sinks {
+		if x == sink {
+			return true
+		}
+	}
+	return false
 }
 
 // spawnSweeper starts `cx ctl sweep --background` in a session of its own,
