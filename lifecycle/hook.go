@@ -160,6 +160,9 @@ func (m *Manager) HandleHook(ctx context.Context, in HookInput) (HookResult, err
 			if p.Source == "clear" {
 				reason = ReasonClear
 			}
+			if owned && run.Mode == ModeAppServer {
+				return res, nil // a daemon's threads run side by side
+			}
 			if owned {
 				return res, m.switchForeground(ctx, run.ID, s.ID, reason)
 			}
@@ -190,7 +193,7 @@ func (m *Manager) HandleHook(ctx context.Context, in HookInput) (HookResult, err
 		}
 		return res, m.compact(ctx, s.ID)
 	case EvSessionEnd:
-		_, err := m.End(ctx, s.ID, ReasonSessionEnd, EndOptions{})
+		_, err := m.End(ctx, s.ID, m.endReason(ctx, s.RunID, ReasonSessionEnd), EndOptions{})
 		return res, err
 	}
 	return res, nil
@@ -213,6 +216,19 @@ func (m *Manager) markCompactionInjected(ctx context.Context, id string) (bool, 
 		return tx.PutSession(ctx, s)
 	})
 	return due, err
+}
+
+// endReason is the reason for an end Codex reports: its own, unless the
+// owning run is being stopped by a signal (cx's polite stop, a daemon's
+// SIGTERM) — then that signal is why the session ended.
+func (m *Manager) endReason(ctx context.Context, runID, own string) string {
+	if runID == "" {
+		return own
+	}
+	if run, err := m.DB.Run(ctx, runID); err == nil && run.EndedAt == nil && strings.HasPrefix(run.EndReason, "signal:") {
+		return run.EndReason
+	}
+	return own
 }
 
 // armAppends schedules sending the new turns to the session's remote sinks.

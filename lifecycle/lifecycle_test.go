@@ -175,7 +175,15 @@ func (e *env) sessions() map[string]sessionState {
 // want checks one session's state.
 func (e *env) want(id, status, reason string, gen, commits int) sessionState {
 	e.t.Helper()
-	st, ok := e.sessions()[id]
+	var st sessionState
+	var ok bool
+	// A background sweeper started by a hook may still be finishing a job.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		st, ok = e.sessions()[id]
+		if (ok && st.Status == status && st.EndReason == reason && st.Generation == gen && st.Commits == commits) || time.Now().After(deadline) {
+			break
+		}
+	}
 	if !ok {
 		e.t.Fatalf("session %s unknown to cx", id)
 	}

@@ -23,7 +23,13 @@ type RunInfo struct {
 	Cwd          string
 	Args         []string
 	Sinks        []string
+	// Mode is "app-server" when Codex serves a daemon's threads: many live
+	// at once, so a new thread never ends another (no /new there).
+	Mode string
 }
+
+// ModeAppServer marks a run of `codex app-server`.
+const ModeAppServer = "app-server"
 
 // ExitInfo is how the supervised Codex ended.
 type ExitInfo struct {
@@ -58,6 +64,7 @@ type Run struct {
 	known    map[string]bool
 	logsDB   *sql.DB
 	logsID   int64
+	tap      *AppServerTap
 }
 
 // BeginRun records the run in the background (Codex's launch never waits
@@ -69,7 +76,7 @@ func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
 		r.recErr = m.DB.Tx(ctx, func(tx *ledger.Tx) error {
 			return tx.PutRun(ctx, ledger.Run{ID: info.ID, PID: os.Getpid(), PIDStart: proc.StartTime(os.Getpid()),
 				CodexHome: info.CodexHome, CodexVersion: info.CodexVersion, Cwd: info.Cwd, Args: info.Args,
-				Sinks: info.Sinks, StartedAt: tx.Now()})
+				Sinks: info.Sinks, Mode: info.Mode, StartedAt: tx.Now()})
 		})
 		if r.recErr != nil {
 			m.Log.Printf("record run %s: %v", info.ID, r.recErr)
@@ -232,6 +239,27 @@ func (r *Run) logThreads(pid int) []string {
 	return out
 }
 
+// Stopping records that cx is stopping Codex because of a signal: ends
+// Codex reports from now on carry that reason.
+func (r *Run) Stopping(reason string) {
+	<-r.recorded
+	if r.recErr != nil {
+		return
+	}
+	ctx := context.Background()
+	err := r.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		run, err := tx.Run(ctx, r.info.ID)
+		if err != nil || run.EndedAt != nil {
+			return err
+		}
+		run.EndReason = reason
+		return tx.PutRun(ctx, run)
+	})
+	if err != nil {
+		r.m.Log.Printf("record stop of %s: %v", r.info.ID, err)
+	}
+}
+
 // Finish is the synthesized SessionEnd: after Codex exited (and the terminal
 // is restored), every session of the run is caught up and its live
 // generation ended with the exit's reason; then the outbox is worked for at
@@ -253,6 +281,12 @@ func (r *Run) Finish(ctx context.Context, ex ExitInfo) error {
 	}
 	if r.logsDB != nil {
 		r.logsDB.Close()
+	}
+	if r.tap != nil {
+		r.tap.Close() // what the app-server said before it exited counts
+		if n := r.tap.Unparsed(); n > 0 {
+			r.m.Log.Printf("app-server tap of %s: %d of %d frames not JSON (relayed unchanged)", r.info.ID, n, r.tap.Frames())
+		}
 	}
 	sessions, err := r.sessions(ctx)
 	if err != nil {

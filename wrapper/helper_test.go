@@ -65,12 +65,24 @@ func supervisorMain() int {
 	if p := os.Getenv("SUP_PATH"); p != "" {
 		spec.Path = p
 	}
+	if in, out := os.Getenv("SUP_TAP_IN"), os.Getenv("SUP_TAP_OUT"); in != "" {
+		ft := &fileTap{}
+		ft.in, _ = os.Create(in)
+		ft.out, _ = os.Create(out)
+		spec.Tap = ft
+	}
 	ex, err := Run(context.Background(), spec)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "supervisor:", err)
 	}
 	return ex.Code
 }
+
+// fileTap writes what it sees to two files (the tap's own copy).
+type fileTap struct{ in, out *os.File }
+
+func (t *fileTap) FromParent(b []byte) { t.in.Write(b) }
+func (t *fileTap) FromChild(b []byte)  { t.out.Write(b) }
 
 type result struct {
 	Mode     string `json:"mode"`

@@ -189,3 +189,36 @@ func waitClosed(t *testing.T, pw *os.File) {
 		t.Fatal("output copy did not finish")
 	}
 }
+
+// Tapped pipe mode: every byte passes unchanged both ways, the tap sees the
+// same bytes, EOF on stdin reaches the child, stderr stays direct.
+func TestTappedRelayBytesExact(t *testing.T) {
+	t.Parallel()
+	data := make([]byte, 8<<20)
+	if _, err := rand.Read(data); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	os.WriteFile(in, data, 0o600)
+	stdin, _ := os.Open(in)
+	defer stdin.Close()
+	var out bytes.Buffer
+	errb := newSyncBuffer()
+	stdoutW := pipeTo(t, &out)
+	p := startSupervisor(t, supOpts{mode: "pipe", child: "cat", stdin: stdin, stdout: stdoutW, stderr: pipeTo(t, errb),
+		env: []string{"SUP_TAP_IN=" + filepath.Join(dir, "tap-in"), "SUP_TAP_OUT=" + filepath.Join(dir, "tap-out")}})
+	if got := p.wait(t, 60*time.Second); got != 0 {
+		t.Fatalf("exit %d", got)
+	}
+	errb.waitFor(t, "done <nil>", 10*time.Second) // the child saw EOF
+	waitClosed(t, stdoutW)
+	if !bytes.Equal(out.Bytes(), data) {
+		t.Fatalf("relayed stdout differs: %d bytes, want %d", out.Len(), len(data))
+	}
+	tapIn, _ := os.ReadFile(filepath.Join(dir, "tap-in"))
+	tapOut, _ := os.ReadFile(filepath.Join(dir, "tap-out"))
+	if !bytes.Equal(tapIn, data) || !bytes.Equal(tapOut, data) {
+		t.Fatalf("tap saw %d in / %d out bytes, want %d each", len(tapIn), len(tapOut), len(data))
+	}
+}

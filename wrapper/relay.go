@@ -25,7 +25,8 @@ type relay struct {
 	wakeW    int
 	stopOnce sync.Once
 	ok       bool
-	before   func() // called before each write (test hook)
+	before   func()       // called before each write (test hook)
+	tap      func([]byte) // sees every byte relayed, after it was written
 	// keepReading: a failing destination does not end the relay (the child
 	// must never block on a full PTY because the user's terminal is gone).
 	keepReading bool
@@ -79,6 +80,9 @@ func (r *relay) run() {
 					return
 				}
 				dstOK = false
+			}
+			if r.tap != nil {
+				r.tap(buf[:n])
 			}
 		}
 		if ended {

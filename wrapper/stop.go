@@ -74,6 +74,9 @@ func (st *stopper) handle(sig os.Signal) {
 func (st *stopper) request(sig os.Signal) {
 	if st.received == nil {
 		st.received = sig
+		if o, ok := st.s.spec.Observer.(StopObserver); ok {
+			o.Stopping(sig)
+		}
 		st.begin()
 		return
 	}

@@ -30,6 +30,11 @@ type supervisor struct {
 	cmd  *exec.Cmd
 	sigc <-chan os.Signal
 
+	// Tapped pipe mode: the relays and the supervisor's ends of the pipes.
+	tapIn, tapOut *relay
+	childIn       *os.File
+	childOut      *os.File
+
 	ptmx  *os.File
 	raw   *tty.Raw
 	pid   int
@@ -89,6 +94,33 @@ func (s *supervisor) run(ctx context.Context) (ex Exit, err error) {
 		return nil
 	}, func(error) { sigCancel() })
 
+	if s.tapIn != nil {
+		tapDone := make(chan struct{})
+		go func() {
+			defer s.guard()
+			s.tapIn.run()
+			// The caller closed its end (or the relay stopped): the child sees EOF.
+			_ = s.childIn.Close()
+		}()
+		go func() {
+			defer s.guard()
+			defer close(tapDone)
+			s.tapOut.run()
+		}()
+		g.Add(func() error {
+			<-exited
+			return nil
+		}, func(error) {
+			// Relay what the child wrote before it exited, bounded.
+			select {
+			case <-tapDone:
+			case <-time.After(s.spec.DrainTimeout):
+				s.tapOut.stop()
+				<-tapDone
+			}
+			s.tapIn.stop()
+		})
+	}
 	if s.mode == ModePTY {
 		ptmxFD := -1
 		if rc, err := s.ptmx.SyscallConn(); err == nil {
@@ -130,6 +162,9 @@ func (s *supervisor) run(ctx context.Context) (ex Exit, err error) {
 	if s.ptmx != nil {
 		_ = s.ptmx.Close()
 	}
+	if s.childOut != nil {
+		_ = s.childOut.Close()
+	}
 	if s.raw != nil {
 		if rerr := s.raw.Restore(); rerr != nil && err == nil {
 			err = rerr
@@ -144,6 +179,9 @@ func (s *supervisor) run(ctx context.Context) (ex Exit, err error) {
 }
 
 func (s *supervisor) start() error {
+	if s.mode == ModePipe && s.spec.Tap != nil {
+		return s.startTapped()
+	}
 	if s.mode == ModePipe {
 		s.cmd.Stdin, s.cmd.Stdout, s.cmd.Stderr = s.spec.Stdin, s.spec.Stdout, s.spec.Stderr
 		// Its own process group, so forwarded signals reach its helpers too and
@@ -184,6 +222,43 @@ func (s *supervisor) start() error {
 		}
 		return err
 	}
+	return nil
+}
+
+// startTapped starts the child with pipes of the supervisor's own for stdin
+// and stdout, relayed byte for byte to and from the caller's.
+func (s *supervisor) startTapped() error {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return err
+	}
+	s.cmd.Stdin, s.cmd.Stdout, s.cmd.Stderr = inR, outW, s.spec.Stderr
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: s.spec.ParentDeathSignal}
+	if err := s.cmd.Start(); err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return err
+	}
+	inR.Close()
+	outW.Close()
+	s.pid = s.cmd.Process.Pid
+	s.childIn, s.childOut = inW, outR
+	s.tapIn = newRelay(int(s.spec.Stdin.Fd()), inW)
+	s.tapIn.tap = s.spec.Tap.FromParent
+	fd := -1
+	if rc, err := outR.SyscallConn(); err == nil {
+		_ = rc.Control(func(f uintptr) { fd = int(f) })
+	}
+	s.tapOut = newRelay(fd, s.spec.Stdout)
+	s.tapOut.tap = s.spec.Tap.FromChild
 	return nil
 }
 

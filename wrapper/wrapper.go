@@ -101,6 +101,13 @@ type Observer interface {
 	Exited(Exit)
 }
 
+// StopObserver is an Observer that also learns, at once, that a stop signal
+// arrived and the child is being stopped (before it has exited). It must
+// not block.
+type StopObserver interface {
+	Stopping(sig os.Signal)
+}
+
 // Spec is what to run and how.
 type Spec struct {
 	Path string   // executable
@@ -122,6 +129,18 @@ type Spec struct {
 	// DrainTimeout bounds how long PTY output is still relayed after the
 	// child exited (grandchildren may hold the PTY open). Default 1s.
 	DrainTimeout time.Duration
+
+	// Tap, in pipe mode, puts the supervisor between the caller and the
+	// child's stdin and stdout (stderr stays direct): every byte is relayed
+	// unchanged and in order, and the tap sees a copy after it was passed on.
+	Tap Tap
+}
+
+// Tap observes a relayed stream. Calls come from the relay goroutines, one
+// per direction; a tap must copy what it keeps and must not block.
+type Tap interface {
+	FromParent(b []byte) // bytes on their way to the child's stdin
+	FromChild(b []byte)  // bytes from the child's stdout on their way out
 }
 
 // Run starts the child, supervises it until it exits, and returns how it

@@ -83,10 +83,15 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 		}
 	}
 	runID := lifecycle.NewRunID()
+	var tap *lifecycle.AppServerTap
+	mode := ""
+	if isAppServer(args, caps) {
+		tap, mode = lifecycle.NewAppServerTap(), lifecycle.ModeAppServer
+	}
 	sup := startSupervision(ctx, a, cfg, lifecycle.RunInfo{
 		ID: runID, CodexHome: codexHomeOf(a.getenv), CodexVersion: caps.Version,
-		Cwd: cwd(), Args: codexArgs, Sinks: cfg.Sinks,
-	})
+		Cwd: cwd(), Args: codexArgs, Sinks: cfg.Sinks, Mode: mode,
+	}, tap)
 	spec := wrapper.Spec{
 		Path:     bin.Path,
 		Args:     codexArgs,
@@ -96,6 +101,9 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 		Stderr:   a.stderr,
 		Stop:     wrapper.StopPolicy{Keys: ctrlC, Grace: cfg.Wrapper.Grace.Duration},
 		Observer: sup,
+	}
+	if tap != nil {
+		spec.Tap = tap // the daemon's JSON-RPC is relayed byte for byte and watched
 	}
 	ex, err := wrapper.Run(ctx, spec)
 	if ex.StartErr != nil {
@@ -107,6 +115,28 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 	// The terminal is restored: now the synthesized session end, bounded.
 	sup.finish(ctx, ex)
 	return ex.Code
+}
+
+// isAppServer reports whether args run the app-server itself (not one of
+// its tooling subcommands).
+func isAppServer(args []string, caps codexbin.Caps) bool {
+	if codexbin.Subcommand(args, caps) != "app-server" {
+		return false
+	}
+	after := false
+	for _, a := range args {
+		if a == "app-server" {
+			after = true
+			continue
+		}
+		if after {
+			switch a {
+			case "daemon", "proxy", "generate-ts", "generate-json-schema", "help":
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func cwd() string {

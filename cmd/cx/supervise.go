@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"cx/internal/config"
@@ -23,7 +24,7 @@ type supervision struct {
 	pid      int
 }
 
-func startSupervision(ctx context.Context, a *app, cfg config.Config, info lifecycle.RunInfo) *supervision {
+func startSupervision(ctx context.Context, a *app, cfg config.Config, info lifecycle.RunInfo, tap *lifecycle.AppServerTap) *supervision {
 	s := &supervision{a: a, ready: make(chan struct{}), started: make(chan struct{}), launched: make(chan struct{})}
 	go func() {
 		// After Codex's launch: the ledger never competes with it for the CPU.
@@ -31,9 +32,15 @@ func startSupervision(ctx context.Context, a *app, cfg config.Config, info lifec
 		defer close(s.ready)
 		s.m, s.err = lifecycle.Open(ctx, cfg, lifecycle.Options{})
 		if s.err != nil {
+			if tap != nil {
+				tap.Bind(nil)
+			}
 			return
 		}
 		s.run = s.m.BeginRun(ctx, info)
+		if tap != nil {
+			tap.Bind(s.run)
+		}
 	}()
 	// Earlier runs whose cx died, and commits left in the outbox: handled
 	// beside Codex, not before it.
@@ -65,6 +72,24 @@ func (s *supervision) Started(pid int, _ wrapper.Mode) {
 			s.run.ChildStarted(pid)
 		}
 	}()
+}
+
+// Stopping implements wrapper.StopObserver: the run records why it is
+// stopping, so sessions Codex ends on its way out (SessionEnd, a closed
+// thread) carry the signal as their end reason.
+func (s *supervision) Stopping(sig os.Signal) {
+	record := func() {
+		<-s.ready
+		if s.run != nil {
+			s.run.Stopping("signal:" + wrapper.SignalName(sig))
+		}
+	}
+	select {
+	case <-s.ready:
+		record() // a millisecond, before the signal reaches Codex
+	default:
+		go record()
+	}
 }
 
 // Exited implements wrapper.Observer; the work happens in finish, after

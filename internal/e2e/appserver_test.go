@@ -1,0 +1,198 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"cx/internal/codexbin"
+	"cx/internal/codextest"
+)
+
+// rpcClient is what a daemon (zouk-daemon) does: JSON-RPC over the stdio of
+// `cx app-server`. It keeps every byte it sent and received.
+type rpcClient struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	mu     sync.Mutex
+	sent   []byte
+	lines  [][]byte
+	notify chan struct{}
+	nextID int
+}
+
+func startAppServer(t *testing.T, h *H) *rpcClient {
+	t.Helper()
+	cmd := exec.Command(h.CX, "app-server")
+	cmd.Dir = h.Work
+	cmd.Env = h.Env()
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &rpcClient{t: t, cmd: cmd, in: in, notify: make(chan struct{}, 1)}
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		for sc.Scan() {
+			c.mu.Lock()
+			c.lines = append(c.lines, append([]byte(nil), sc.Bytes()...))
+			c.mu.Unlock()
+			select {
+			case c.notify <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return c
+}
+
+func (c *rpcClient) send(msg map[string]any) {
+	b, _ := json.Marshal(msg)
+	b = append(b, '\n')
+	c.mu.Lock()
+	c.sent = append(c.sent, b...)
+	c.mu.Unlock()
+	if _, err := c.in.Write(b); err != nil {
+		c.t.Fatalf("write to app-server: %v", err)
+	}
+}
+
+// wait returns the first received line (after skip) matching pred.
+func (c *rpcClient) wait(what string, pred func(map[string]any) bool) map[string]any {
+	c.t.Helper()
+	deadline := time.After(60 * time.Second)
+	for {
+		c.mu.Lock()
+		for _, l := range c.lines {
+			var m map[string]any
+			if json.Unmarshal(l, &m) == nil && pred(m) {
+				c.mu.Unlock()
+				return m
+			}
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.notify:
+		case <-time.After(100 * time.Millisecond):
+		case <-deadline:
+			c.t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func (c *rpcClient) call(method string, params map[string]any) map[string]any {
+	c.t.Helper()
+	c.nextID++
+	id := float64(c.nextID)
+	c.send(map[string]any{"id": c.nextID, "method": method, "params": params})
+	m := c.wait(method+" result", func(m map[string]any) bool { return m["id"] == id })
+	if m["error"] != nil {
+		c.t.Fatalf("%s: %v", method, m["error"])
+	}
+	res, _ := m["result"].(map[string]any)
+	return res
+}
+
+func (c *rpcClient) turn(threadID, text string) {
+	c.t.Helper()
+	c.call("turn/start", map[string]any{"threadId": threadID, "input": []any{map[string]any{"type": "text", "text": text}}})
+	c.wait("turn/completed of "+threadID, func(m map[string]any) bool {
+		p, _ := m["params"].(map[string]any)
+		if m["method"] != "turn/completed" || p["threadId"] != threadID {
+			return false
+		}
+		turn, _ := p["turn"].(map[string]any)
+		return turn != nil && strings.Contains(fmt.Sprint(turn), "") && c.t != nil
+	})
+}
+
+func initialize(c *rpcClient) {
+	c.call("initialize", map[string]any{"clientInfo": map[string]any{"name": "zouk-daemon-test", "version": "1"}})
+	c.send(map[string]any{"method": "initialized"})
+}
+
+// The daemon's view: threads through `cx app-server`, a SIGTERM after idle
+// (forwarded; every thread ends with one commit), a later resume continuing
+// the thread as its next generation; every line the daemon received is
+// well-formed JSON-RPC (the relay changes no byte).
+func TestAppServerThroughCX(t *testing.T) {
+	for _, in := range codextest.Installs(t) {
+		if codexbin.CompareVersions(in.Version, "0.169.0") < 0 {
+			continue // the pinned daemon target; 0.128's app-server protocol differs
+		}
+		t.Run(in.Version, func(t *testing.T) {
+			h := New(t, in, Options{})
+			c := startAppServer(t, h)
+			initialize(c)
+			var threads []string
+			for i := 0; i < 2; i++ {
+				res := c.call("thread/start", map[string]any{"cwd": h.Work})
+				th, _ := res["thread"].(map[string]any)
+				id, _ := th["id"].(string)
+				if id == "" {
+					t.Fatalf("thread/start result %v", res)
+				}
+				threads = append(threads, id)
+				c.turn(id, fmt.Sprintf("daemon turn %d", i))
+			}
+			// Both threads are known (and their turns captured) while they run.
+			states := h.Sessions()
+			for _, id := range threads {
+				if st := states[id]; st.Status != "live" || st.Turns != 1 {
+					t.Fatalf("thread %s while running: %+v", id, st)
+				}
+			}
+			_ = c.cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan error, 1)
+			go func() { done <- c.cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("cx app-server did not exit after SIGTERM")
+			}
+			code := c.cmd.ProcessState.ExitCode()
+			states = committedOnce(t, h)
+			for _, id := range threads {
+				if st := states[id]; st.EndReason != "signal:TERM" || st.Generation != 1 {
+					t.Fatalf("thread %s after SIGTERM: %+v (cx exit %d)", id, st, code)
+				}
+			}
+			c.mu.Lock()
+			for _, l := range c.lines {
+				if !json.Valid(l) {
+					t.Fatalf("the daemon received a broken frame: %q", l)
+				}
+			}
+			c.mu.Unlock()
+
+			// A later cx app-server resumes the first thread: generation 2.
+			c2 := startAppServer(t, h)
+			initialize(c2)
+			c2.call("thread/resume", map[string]any{"threadId": threads[0]})
+			c2.turn(threads[0], "resumed daemon turn")
+			_ = c2.cmd.Process.Signal(syscall.SIGTERM)
+			go func() { _ = c2.cmd.Wait() }()
+			deadline := time.Now().Add(30 * time.Second)
+			for time.Now().Before(deadline) {
+				if st := h.Sessions()[threads[0]]; st.Status == "committed" && st.Generation == 2 {
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			if st := h.Sessions()[threads[0]]; st.Generation != 2 || st.Commits != 2 || st.TotalTurns != 2 {
+				t.Fatalf("resumed thread: %+v", st)
+			}
+		})
+	}
+}

@@ -1,0 +1,234 @@
+package lifecycle
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+
+	"cx/internal/ledger"
+)
+
+// AppServerTap watches the newline-delimited JSON-RPC between a daemon and
+// `codex app-server` (the wrapper relays the bytes; the tap only reads a
+// copy) and drives the lifecycle the way hooks do in the TUI: threads are
+// learned from thread/start, thread/resume and thread/fork results and
+// thread/started notifications; each turn/completed is captured from the
+// rollout (app-server dispatches no Stop hook); thread/closed, or a thread
+// going notLoaded, ends the session. The process's exit ends the rest.
+// A frame it cannot parse is counted, never dropped from the stream.
+type AppServerTap struct {
+	run   *Run
+	bound chan struct{}
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	queue   []tapFrame
+	closing bool
+	done    chan struct{}
+	partial [2][]byte
+
+	pending  map[string]string // request id → method, for the requests whose results name a thread
+	unparsed atomic.Int64
+	frames   atomic.Int64
+}
+
+type tapFrame struct {
+	fromChild bool
+	line      []byte
+}
+
+// NewAppServerTap returns a tap; it processes frames once bound to a run.
+func NewAppServerTap() *AppServerTap {
+	t := &AppServerTap{bound: make(chan struct{}), done: make(chan struct{}), pending: map[string]string{}}
+	t.cond = sync.NewCond(&t.mu)
+	go t.work()
+	return t
+}
+
+// Bind attaches the tap to its run (the ledger is opened beside Codex's
+// launch; frames seen before wait). A nil run (no ledger) makes the tap
+// count frames and record nothing.
+func (t *AppServerTap) Bind(r *Run) {
+	t.run = r
+	if r != nil {
+		r.tap = t
+	}
+	close(t.bound)
+}
+
+// FromParent implements wrapper.Tap.
+func (t *AppServerTap) FromParent(b []byte) { t.feed(0, b) }
+
+// FromChild implements wrapper.Tap.
+func (t *AppServerTap) FromChild(b []byte) { t.feed(1, b) }
+
+// Frames and Unparsed count what the tap saw.
+func (t *AppServerTap) Frames() int64   { return t.frames.Load() }
+func (t *AppServerTap) Unparsed() int64 { return t.unparsed.Load() }
+
+// feed splits a chunk into complete lines (a frame may arrive in pieces)
+// and queues them; it never blocks the relay for long.
+func (t *AppServerTap) feed(dir int, b []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	buf := append(t.partial[dir], b...)
+	for {
+		i := bytes.IndexByte(buf, '\n')
+		if i < 0 {
+			break
+		}
+		if len(bytes.TrimSpace(buf[:i])) > 0 {
+			t.queue = append(t.queue, tapFrame{fromChild: dir == 1, line: append([]byte(nil), buf[:i]...)})
+		}
+		buf = buf[i+1:]
+	}
+	if len(buf) > 16<<20 {
+		// A frame with no end in sight: count it, keep nothing of it.
+		t.unparsed.Add(1)
+		buf = nil
+	}
+	t.partial[dir] = append([]byte(nil), buf...)
+	t.cond.Signal()
+}
+
+// Close processes what is queued and stops the tap.
+func (t *AppServerTap) Close() {
+	t.mu.Lock()
+	t.closing = true
+	t.cond.Signal()
+	t.mu.Unlock()
+	select {
+	case <-t.bound:
+		<-t.done
+	default:
+	}
+}
+
+func (t *AppServerTap) work() {
+	<-t.bound
+	defer close(t.done)
+	for {
+		t.mu.Lock()
+		for len(t.queue) == 0 && !t.closing {
+			t.cond.Wait()
+		}
+		q := t.queue
+		t.queue = nil
+		closing := t.closing
+		t.mu.Unlock()
+		for _, f := range q {
+			t.frame(f)
+		}
+		if closing && len(q) == 0 {
+			return
+		}
+	}
+}
+
+type rpcThread struct {
+	ID   string `json:"id"`
+	Path string `json:"path"`
+	Cwd  string `json:"cwd"`
+}
+
+func (t *AppServerTap) frame(f tapFrame) {
+	t.frames.Add(1)
+	if t.run == nil {
+		return // no ledger for this run: the stream is relayed, nothing recorded
+	}
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+		Result json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal(f.line, &msg); err != nil {
+		t.unparsed.Add(1)
+		return
+	}
+	ctx := context.Background()
+	if !f.fromChild {
+		switch msg.Method {
+		case "thread/start", "thread/resume", "thread/fork":
+			if len(msg.ID) > 0 {
+				t.pending[string(msg.ID)] = msg.Method
+			}
+		}
+		return
+	}
+	if len(msg.ID) > 0 && msg.Method == "" {
+		method, ok := t.pending[string(msg.ID)]
+		delete(t.pending, string(msg.ID))
+		var res struct {
+			Thread rpcThread `json:"thread"`
+		}
+		if ok && json.Unmarshal(msg.Result, &res) == nil && res.Thread.ID != "" {
+			t.learn(ctx, res.Thread, method == "thread/resume")
+		}
+		return
+	}
+	var p struct {
+		ThreadID string    `json:"threadId"`
+		Thread   rpcThread `json:"thread"`
+		Status   struct {
+			Type string `json:"type"`
+		} `json:"status"`
+	}
+	_ = json.Unmarshal(msg.Params, &p)
+	switch msg.Method {
+	case "thread/started":
+		if p.Thread.ID != "" {
+			t.learn(ctx, p.Thread, false)
+		}
+	case "turn/completed":
+		if s, err := t.run.m.catchUp(ctx, p.ThreadID); err == nil {
+			_ = t.run.m.armAppends(ctx, s)
+		} else {
+			t.run.m.Log.Printf("app-server: capture %s: %v", p.ThreadID, err)
+		}
+	case "thread/closed":
+		t.end(ctx, p.ThreadID)
+	case "thread/status/changed":
+		if p.Status.Type == "notLoaded" {
+			t.end(ctx, p.ThreadID)
+		}
+	}
+}
+
+// learn records a thread of this app-server as a session of the run; a
+// resumed one is live again (its next turns are the next generation).
+func (t *AppServerTap) learn(ctx context.Context, th rpcThread, resume bool) {
+	r := t.run
+	err := r.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		run, err := tx.Run(ctx, r.info.ID)
+		if err != nil {
+			return err
+		}
+		s, _, err := r.m.ensureSession(ctx, tx, ledger.Session{ID: th.ID, RunID: run.ID, Sinks: run.Sinks,
+			TranscriptPath: th.Path, Cwd: th.Cwd, CodexHome: run.CodexHome, EndReason: "app-server"})
+		if err != nil {
+			return err
+		}
+		if s.RunID != run.ID {
+			adopt(&s, run)
+		}
+		if resume && s.Status != ledger.Live {
+			r.m.openNext(&s, tx, s.Cursor.Seen)
+		}
+		return tx.PutSession(ctx, s)
+	})
+	if err != nil {
+		r.m.Log.Printf("app-server: learn thread %s: %v", th.ID, err)
+	}
+}
+
+func (t *AppServerTap) end(ctx context.Context, id string) {
+	if id == "" {
+		return
+	}
+	if _, err := t.run.m.End(ctx, id, t.run.m.endReason(ctx, t.run.info.ID, ReasonSessionEnd), EndOptions{}); err != nil {
+		t.run.m.Log.Printf("app-server: end %s: %v", id, err)
+	}
+}
