@@ -310,9 +310,8 @@ func (in *Installer) Uninstall(ctx context.Context) (Result, error) {
 	res.Changed = true
 	_ = os.Remove(in.statePath())
 	if in.Trust && before != nil {
-		if err := in.keepTrust(ctx, before); err != nil {
-			res.Warnings = append(res.Warnings, "re-recording the trust of shifted hooks: "+err.Error())
-		}
+		// cx's trust entries go first: a shifted hook's new key may be one of
+		// them, and its trust is re-recorded right after.
 		var ourKeys []string
 		for _, h := range before {
 			if h.SourcePath == in.HooksPath() && IsOurs(h.Command, eventName(h.EventName)) {
@@ -321,6 +320,9 @@ func (in *Installer) Uninstall(ctx context.Context) (Result, error) {
 		}
 		if err := RemoveTrustEntries(in.ConfigPath(), ourKeys); err != nil {
 			res.Warnings = append(res.Warnings, err.Error())
+		}
+		if err := in.keepTrust(ctx, before); err != nil {
+			res.Warnings = append(res.Warnings, "re-recording the trust of shifted hooks: "+err.Error())
 		}
 	}
 	return res, nil

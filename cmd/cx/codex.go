@@ -104,6 +104,9 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 	}
 	if tap != nil {
 		spec.Tap = tap // the daemon's JSON-RPC is relayed byte for byte and watched
+		if dir, ok := a.getenv("CX_TEST_TAP_LOG"); ok && dir != "" {
+			spec.Tap = teeTap(tap, dir) // tests compare both sides of the relay
+		}
 	}
 	ex, err := wrapper.Run(ctx, spec)
 	if ex.StartErr != nil {
@@ -188,3 +191,22 @@ func codexEnv(base []string, bin codexbin.Binary, cfg config.Config, pid int, ru
 	env = append(env, "CX_HOME="+cfg.Home, supervisorPIDVar+"="+strconv.Itoa(pid), "CX_RUN_ID="+runID)
 	return env
 }
+
+// teeTap also writes what the tap sees to dir/from-parent and dir/from-child
+// (CX_TEST_TAP_LOG: the app-server test compares them with the daemon's bytes).
+func teeTap(t wrapper.Tap, dir string) wrapper.Tap {
+	in, err1 := os.Create(filepath.Join(dir, "from-parent"))
+	out, err2 := os.Create(filepath.Join(dir, "from-child"))
+	if err1 != nil || err2 != nil {
+		return t
+	}
+	return tee{t, in, out}
+}
+
+type tee struct {
+	wrapper.Tap
+	in, out *os.File
+}
+
+func (t tee) FromParent(b []byte) { _, _ = t.in.Write(b); t.Tap.FromParent(b) }
+func (t tee) FromChild(b []byte)  { _, _ = t.out.Write(b); t.Tap.FromChild(b) }

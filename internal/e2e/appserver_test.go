@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,11 +32,11 @@ type rpcClient struct {
 	nextID int
 }
 
-func startAppServer(t *testing.T, h *H) *rpcClient {
+func startAppServer(t *testing.T, h *H, env ...string) *rpcClient {
 	t.Helper()
 	cmd := exec.Command(h.CX, "app-server")
 	cmd.Dir = h.Work
-	cmd.Env = h.Env()
+	cmd.Env = append(h.Env(), env...)
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -133,7 +136,8 @@ func TestAppServerThroughCX(t *testing.T) {
 		}
 		t.Run(in.Version, func(t *testing.T) {
 			h := New(t, in, Options{})
-			c := startAppServer(t, h)
+			tapDir := t.TempDir()
+			c := startAppServer(t, h, "CX_TEST_TAP_LOG="+tapDir)
 			initialize(c)
 			var threads []string
 			for i := 0; i < 2; i++ {
@@ -173,6 +177,17 @@ func TestAppServerThroughCX(t *testing.T) {
 				if !json.Valid(l) {
 					t.Fatalf("the daemon received a broken frame: %q", l)
 				}
+			}
+			// Both sides of cx, byte for byte: what the daemon sent is what
+			// went to Codex; what Codex wrote is what the daemon read.
+			toCodex, _ := os.ReadFile(filepath.Join(tapDir, "from-parent"))
+			fromCodex, _ := os.ReadFile(filepath.Join(tapDir, "from-child"))
+			var received []byte
+			for _, l := range c.lines {
+				received = append(append(received, l...), '\n')
+			}
+			if !bytes.Equal(toCodex, c.sent) || !bytes.Equal(fromCodex, received) {
+				t.Fatalf("relay changed bytes: sent %d / relayed %d; Codex wrote %d / daemon read %d", len(c.sent), len(toCodex), len(fromCodex), len(received))
 			}
 			c.mu.Unlock()
 

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"cx/internal/codexbin"
+	"cx/internal/codexrpc"
 	"cx/internal/codextest"
 )
 
@@ -105,4 +108,84 @@ func moduleRoot(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return filepath.Dir(strings.TrimSpace(string(out)))
+}
+
+// Uninstall shifts the positional trust key of a hook added after cx's:
+// that hook stays trusted (re-recorded under its new key).
+func TestUninstallKeepsShiftedTrust(t *testing.T) {
+	for _, in := range codextest.Installs(t) {
+		if !(codexbin.Caps{Version: in.Version}).HasHookTrust() {
+			continue
+		}
+		t.Run(in.Version, func(t *testing.T) {
+			h := New(t, in, Options{}) // cx installed: its Stop group is first
+			hooksPath := filepath.Join(h.CodexHome, "hooks.json")
+			data, _ := os.ReadFile(hooksPath)
+			// Another tool appends its own Stop hook after cx's.
+			other := `{"hooks": [{"type": "command", "command": "true # other-tool", "timeout": 5}]}`
+			marker := `"command": "'` + h.CX + `' ctl hook Stop",`
+			i := strings.Index(string(data), marker)
+			if i < 0 {
+				t.Fatalf("no Stop entry in:\n%s", data)
+			}
+			end := i + strings.Index(string(data[i:]), "]\n      }") + len("]\n      }")
+			data = []byte(string(data[:end]) + ",\n      " + other + string(data[end:]))
+			if err := os.WriteFile(hooksPath, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			trustOther := func() (string, string) {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				c, err := codexrpc.Start(ctx, in.Native, h.Env())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				list, err := c.ListHooks(ctx, h.Work)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, hk := range list {
+					if strings.Contains(hk.Command, "other-tool") {
+						if hk.TrustStatus != "trusted" {
+							if err := c.Trust(ctx, []codexrpc.Hook{hk}); err != nil {
+								t.Fatal(err)
+							}
+						}
+						return hk.Key, hk.TrustStatus
+					}
+				}
+				t.Fatalf("other hook not listed: %+v", list)
+				return "", ""
+			}
+			keyBefore, _ := trustOther()
+			if _, status := trustOther(); status != "trusted" {
+				t.Fatalf("other hook not trusted before uninstall: %s", status)
+			}
+			h.CXCtl("ctl", "uninstall")
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c, err := codexrpc.Start(ctx, in.Native, h.Env())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			list, _ := c.ListHooks(ctx, h.Work)
+			found := false
+			for _, hk := range list {
+				if strings.Contains(hk.Command, "other-tool") {
+					found = true
+					if hk.Key == keyBefore || hk.TrustStatus != "trusted" {
+						t.Fatalf("after uninstall: key %s (was %s), %s", hk.Key, keyBefore, hk.TrustStatus)
+					}
+				}
+				if strings.Contains(hk.Command, " ctl hook ") {
+					t.Fatalf("cx hook left: %+v", hk)
+				}
+			}
+			if !found {
+				t.Fatal("the other tool's hook was removed")
+			}
+		})
+	}
 }
