@@ -16,6 +16,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"cx/internal/codexrpc"
+	"cx/internal/fsutil"
 )
 
 // Installer puts cx's hooks into one CODEX_HOME and takes them out again.
@@ -106,11 +107,11 @@ func (in *Installer) Install(ctx context.Context) (Result, error) {
 			st = prev // a repair of cx's own install: the original stays the first one
 		}
 		if old != nil {
-			if err := writeAtomic(in.HooksPath()+".bak", old, 0o600); err != nil {
+			if err := fsutil.WriteAtomic(in.HooksPath()+".bak", old, 0o600); err != nil {
 				return res, err
 			}
 		}
-		if err := writeAtomic(in.HooksPath(), out, 0o600); err != nil {
+		if err := fsutil.WriteAtomic(in.HooksPath(), out, 0o600); err != nil {
 			return res, err
 		}
 		st.InstalledSum = sum(out)
@@ -144,7 +145,7 @@ func (in *Installer) writeState(st state) error {
 		return err
 	}
 	data, _ := json.MarshalIndent(st, "", "  ")
-	return writeAtomic(in.statePath(), data, 0o600)
+	return fsutil.WriteAtomic(in.statePath(), data, 0o600)
 }
 
 // trustOurs asks Codex's app-server for the hooks it sees and trusts cx's.
@@ -299,10 +300,10 @@ func (in *Installer) Uninstall(ctx context.Context) (Result, error) {
 	}
 	if out != nil {
 		if !bytes.Equal(out, cur) {
-			if err := writeAtomic(in.HooksPath()+".bak", cur, 0o600); err != nil {
+			if err := fsutil.WriteAtomic(in.HooksPath()+".bak", cur, 0o600); err != nil {
 				return res, err
 			}
-			if err := writeAtomic(in.HooksPath(), out, 0o600); err != nil {
+			if err := fsutil.WriteAtomic(in.HooksPath(), out, 0o600); err != nil {
 				return res, err
 			}
 		}
@@ -417,34 +418,5 @@ func RemoveTrustEntries(path string, keys []string) error {
 	if result == string(data) {
 		return nil
 	}
-	return writeAtomic(path, []byte(result), 0o600)
-}
-
-func writeAtomic(path string, data []byte, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	if fi, err := os.Stat(path); err == nil {
-		mode = fi.Mode().Perm() // keep the user's permissions
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return fsutil.WriteAtomic(path, []byte(result), 0o600)
 }

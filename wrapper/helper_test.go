@@ -18,6 +18,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
+
+	cxproc "cx/internal/proc"
 )
 
 // The test binary plays two parts besides running tests: a fake child
@@ -384,15 +386,7 @@ func startSupervisor(t *testing.T, o supOpts) *proc {
 }
 
 // alive reports whether pid is a live (not zombie) process.
-func alive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
-}
+func alive(pid int) bool { return cxproc.Alive(pid, 0) }
 
 // procState is the one-letter state of pid ("S", "T", …), "" if gone.
 func procState(pid int) string {

@@ -8,12 +8,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"cx/internal/fsutil"
 )
 
 // Caps is what one Codex binary supports, learned from its own output.
@@ -162,36 +163,22 @@ func (c Cache) Lookup(ctx context.Context, b Binary) (Caps, error) {
 		}
 	}
 	f.Entries[id] = caps
-	_ = writeAtomic(c.Path, f)
+	if data, err := json.MarshalIndent(f, "", "  "); err == nil {
+		_ = fsutil.WriteAtomic(c.Path, data, 0o600)
+	}
 	return caps, nil
 }
 
-func writeAtomic(path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".caps-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+// parsedArgs is what cx needs to know of Codex's command line.
+type parsedArgs struct {
+	sub      string          // the subcommand ("" for the TUI, with or without a prompt)
+	topFlags map[string]bool // flags before the subcommand
+	anyFlags map[string]bool // every flag, before "--"
 }
 
-// Subcommand is the Codex subcommand args select ("" for the TUI, with or
-// without a prompt), skipping options and their values.
-func Subcommand(args []string, caps Caps) string {
+// parse walks Codex's arguments, skipping option values (the options that
+// take one are read from the binary's own --help).
+func parse(args []string, caps Caps) parsedArgs {
 	takesValue := map[string]bool{}
 	for _, f := range caps.ValueFlags {
 		takesValue[f] = true
@@ -200,83 +187,58 @@ func Subcommand(args []string, caps Caps) string {
 	for _, s := range caps.Subcommands {
 		isSub[s] = true
 	}
+	p := parsedArgs{topFlags: map[string]bool{}, anyFlags: map[string]bool{}}
+	positional := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
+		var name string
 		switch {
 		case a == "--":
-			return ""
+			return p
 		case strings.HasPrefix(a, "--"):
-			if name, _, hasValue := strings.Cut(a, "="); takesValue[name] && !hasValue {
+			n, _, hasValue := strings.Cut(a, "=")
+			name = n
+			if takesValue[n] && !hasValue {
 				i++
 			}
 		case strings.HasPrefix(a, "-") && len(a) > 1:
-			if takesValue[a[:2]] && len(a) == 2 {
+			name = a[:2]
+			if takesValue[name] && len(a) == 2 {
 				i++
 			}
 		default:
-			if isSub[a] {
-				return a
+			if !positional {
+				positional = true
+				if isSub[a] {
+					p.sub = a
+				}
 			}
-			return ""
+			continue
+		}
+		p.anyFlags[name] = true
+		if !positional {
+			p.topFlags[name] = true
 		}
 	}
-	return ""
+	return p
 }
+
+// Subcommand is the Codex subcommand args select ("" for the TUI, with or
+// without a prompt).
+func Subcommand(args []string, caps Caps) string { return parse(args, caps).sub }
 
 // SelectsTUI reports whether args start Codex's interactive TUI: no
 // subcommand (options and perhaps a prompt), or `resume`/`fork`; and not
 // connected to a remote app server (--remote), and not --help/--version.
 func SelectsTUI(args []string, caps Caps) bool {
-	takesValue := map[string]bool{}
-	for _, f := range caps.ValueFlags {
-		takesValue[f] = true
+	p := parse(args, caps)
+	if p.anyFlags["--remote"] {
+		return false
 	}
-	isSub := map[string]bool{}
-	for _, s := range caps.Subcommands {
-		isSub[s] = true
+	if p.sub == "" && (p.topFlags["--help"] || p.topFlags["-h"] || p.topFlags["--version"] || p.topFlags["-V"]) {
+		return false
 	}
-	sub := ""
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			break
-		}
-		switch {
-		case strings.HasPrefix(a, "--"):
-			name, _, hasValue := strings.Cut(a, "=")
-			switch name {
-			case "--remote":
-				return false
-			case "--help", "--version":
-				if sub == "" {
-					return false
-				}
-			}
-			if takesValue[name] && !hasValue {
-				i++
-			}
-		case strings.HasPrefix(a, "-") && len(a) > 1:
-			short := a[:2]
-			if (short == "-h" || short == "-V") && sub == "" {
-				return false
-			}
-			if takesValue[short] && len(a) == 2 {
-				i++
-			}
-		default:
-			if sub == "" {
-				if !isSub[a] {
-					sub = "(prompt)" // the TUI with a first prompt; --remote may follow
-					continue
-				}
-				sub = a
-				if sub != "resume" && sub != "fork" {
-					return false
-				}
-			}
-		}
-	}
-	return true
+	return p.sub == "" || p.sub == "resume" || p.sub == "fork"
 }
 
 // Args returns the arguments cx gives Codex: the user's, verbatim, with

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cx/internal/checkpoint"
+	"cx/internal/fsutil"
 	"cx/internal/rollout"
 )
 
@@ -321,10 +322,10 @@ func (s Store) Update(id Identity, ev Evidence) (string, string, error) {
 		wd.Sections[SecFilesEtc] = setLine(wd.Sections[SecFilesEtc], "- Last session: ", fmt.Sprintf("- Last session: `%s` (ended: %s)", ev.SessionID, ev.EndReason))
 	}
 	pt, wt := pd.Render(), wd.Render()
-	if err := writeAtomic(p, pt); err != nil {
+	if err := fsutil.WriteAtomic(p, []byte(pt), 0o600); err != nil {
 		return "", "", err
 	}
-	if err := writeAtomic(w, wt); err != nil {
+	if err := fsutil.WriteAtomic(w, []byte(wt), 0o600); err != nil {
 		return "", "", err
 	}
 	return pt, wt, nil
@@ -353,23 +354,4 @@ func readDoc(path, title, preamble string) (Doc, error) {
 		d.Title = title
 	}
 	return d, nil
-}
-
-func writeAtomic(path, text string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".continuity-*")
-	if err != nil {
-		return fmt.Errorf("write continuity %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(text); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write continuity %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write continuity %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write continuity %s: %w", path, err)
-	}
-	return nil
 }

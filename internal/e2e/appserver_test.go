@@ -30,6 +30,7 @@ type rpcClient struct {
 	lines  [][]byte
 	notify chan struct{}
 	nextID int
+	exited chan struct{}
 }
 
 func startAppServer(t *testing.T, h *H, env ...string) *rpcClient {
@@ -42,8 +43,9 @@ func startAppServer(t *testing.T, h *H, env ...string) *rpcClient {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := &rpcClient{t: t, cmd: cmd, in: in, notify: make(chan struct{}, 1)}
+	c := &rpcClient{t: t, cmd: cmd, in: in, notify: make(chan struct{}, 1), exited: make(chan struct{})}
 	go func() {
+		defer func() { _ = cmd.Wait(); close(c.exited) }()
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 1<<20), 64<<20)
 		for sc.Scan() {
@@ -56,7 +58,7 @@ func startAppServer(t *testing.T, h *H, env ...string) *rpcClient {
 			}
 		}
 	}()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-c.exited })
 	return c
 }
 
@@ -158,10 +160,8 @@ func TestAppServerThroughCX(t *testing.T) {
 				}
 			}
 			_ = c.cmd.Process.Signal(syscall.SIGTERM)
-			done := make(chan error, 1)
-			go func() { done <- c.cmd.Wait() }()
 			select {
-			case <-done:
+			case <-c.exited:
 			case <-time.After(30 * time.Second):
 				t.Fatal("cx app-server did not exit after SIGTERM")
 			}
@@ -197,7 +197,6 @@ func TestAppServerThroughCX(t *testing.T) {
 			c2.call("thread/resume", map[string]any{"threadId": threads[0]})
 			c2.turn(threads[0], "resumed daemon turn")
 			_ = c2.cmd.Process.Signal(syscall.SIGTERM)
-			go func() { _ = c2.cmd.Wait() }()
 			deadline := time.Now().Add(30 * time.Second)
 			for time.Now().Before(deadline) {
 				if st := h.Sessions()[threads[0]]; st.Status == "committed" && st.Generation == 2 {

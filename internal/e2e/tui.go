@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"cx/internal/codexbin"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +10,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"cx/internal/codexbin"
+	"cx/internal/proc"
 )
 
 // TUI is cx (and so Codex's interactive TUI) running in a tmux pane of its
@@ -227,15 +229,7 @@ func Children(pid int) []int {
 }
 
 // Alive reports whether pid is a live (non-zombie) process.
-func Alive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
-}
+func Alive(pid int) bool { return proc.Alive(pid, 0) }
 
 // Signal sends sig to pid (a process this test started).
 func (tu *TUI) Signal(pid int, sig syscall.Signal) {

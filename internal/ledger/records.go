@@ -243,6 +243,24 @@ func scanGeneration(s scanner) (Generation, error) {
 	return g, nil
 }
 
+// list runs a query and scans every row.
+func list[T any](ctx context.Context, q querier, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 func getRun(ctx context.Context, q querier, id string) (Run, error) {
 	r, err := scanRun(q.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -260,71 +278,19 @@ func getSession(ctx context.Context, q querier, id string) (Session, error) {
 }
 
 func listSessions(ctx context.Context, q querier, where string, args ...any) ([]Session, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+sessionCols+` FROM sessions `+where, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Session
-	for rows.Next() {
-		s, err := scanSession(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return list(ctx, q, scanSession, `SELECT `+sessionCols+` FROM sessions `+where, args...)
 }
 
 func listRuns(ctx context.Context, q querier, where string, args ...any) ([]Run, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+runCols+` FROM runs `+where, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return list(ctx, q, scanRun, `SELECT `+runCols+` FROM runs `+where, args...)
 }
 
 func listJobs(ctx context.Context, q querier, where string, args ...any) ([]Job, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs `+where, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Job
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, j)
-	}
-	return out, rows.Err()
+	return list(ctx, q, scanJob, `SELECT `+jobCols+` FROM jobs `+where, args...)
 }
 
 func listGenerations(ctx context.Context, q querier, where string, args ...any) ([]Generation, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+genCols+` FROM generations `+where, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Generation
-	for rows.Next() {
-		g, err := scanGeneration(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, g)
-	}
-	return out, rows.Err()
+	return list(ctx, q, scanGeneration, `SELECT `+genCols+` FROM generations `+where, args...)
 }
 
 // --- reads outside a transaction ---
@@ -751,14 +717,17 @@ func (tx *Tx) PutSinkCommit(ctx context.Context, sessionID, sink string, gen int
 }
 
 // ArmJob makes a job due: enqueued if new, back to pending if it was done
-// (a parked job stays parked: its error is waiting for a person).
+// or is running now (the running worker then leaves it pending, and it runs
+// again for what arrived meanwhile); a parked job stays parked: its error is
+// waiting for a person.
 func (tx *Tx) ArmJob(ctx context.Context, kind, sessionID string, gen int, sink string) error {
 	added, err := tx.Enqueue(ctx, kind, sessionID, gen, sink)
 	if err != nil || added {
 		return err
 	}
-	_, err = tx.tx.ExecContext(ctx, `UPDATE jobs SET state = ?, next_attempt_at = ?, updated_at = ? WHERE kind = ? AND session_id = ? AND generation = ? AND sink = ? AND state = ?`,
-		JobPending, ts(tx.now), ts(tx.now), kind, sessionID, gen, sink, JobDone)
+	_, err = tx.tx.ExecContext(ctx, `UPDATE jobs SET state = ?, next_attempt_at = ?, lease_owner = '', lease_until = NULL, updated_at = ?
+		WHERE kind = ? AND session_id = ? AND generation = ? AND sink = ? AND state IN (?, ?)`,
+		JobPending, ts(tx.now), ts(tx.now), kind, sessionID, gen, sink, JobDone, JobLeased)
 	return err
 }
 
