@@ -72,7 +72,7 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 	}
 
 	codexArgs := codexbin.Args(args, caps)
-	if sub := codexbin.Subcommand(args, caps); cfg.Inject.Enabled && (codexbin.SelectsTUI(args, caps) || sub == "exec" || sub == "e") {
+	if sub := codexbin.Subcommand(args, caps); cfg.Inject.Enabled && hasContinuity(cfg.Home) && (codexbin.SelectsTUI(args, caps) || sub == "exec" || sub == "e") {
 		// Without active hooks, the context goes in at launch instead.
 		self, _ := os.Executable()
 		if resolved, err := filepath.EvalSymlinks(self); err == nil {
@@ -118,6 +118,13 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 	// The terminal is restored: now the synthesized session end, bounded.
 	sup.finish(ctx, ex)
 	return ex.Code
+}
+
+// hasContinuity reports whether any earlier session left context to give
+// (one stat: a first run, or a home without local archives, pays nothing).
+func hasContinuity(home string) bool {
+	_, err := os.Stat(filepath.Join(home, "projects"))
+	return err == nil
 }
 
 // isAppServer reports whether args run the app-server itself (not one of
