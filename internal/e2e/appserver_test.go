@@ -35,7 +35,9 @@ type rpcClient struct {
 
 func startAppServer(t *testing.T, h *H, env ...string) *rpcClient {
 	t.Helper()
-	cmd := exec.Command(h.CX, "app-server")
+	// Codex unloads an idle thread only after thread_unload_delay_secs
+	// (about 30 minutes by default); a second here, so the test sees it.
+	cmd := exec.Command(h.CX, "app-server", "-c", "thread_unload_delay_secs=1")
 	cmd.Dir = h.Work
 	cmd.Env = append(h.Env(), env...)
 	in, _ := cmd.StdinPipe()
@@ -159,6 +161,30 @@ func TestAppServerThroughCX(t *testing.T) {
 					t.Fatalf("thread %s while running: %+v", id, st)
 				}
 			}
+			// A third thread the daemon lets go of: Codex unloads it
+			// (thread/closed, status notLoaded) and cx ends its session now,
+			// while the app-server goes on.
+			res := c.call("thread/start", map[string]any{"cwd": h.Work})
+			th, _ := res["thread"].(map[string]any)
+			third, _ := th["id"].(string)
+			c.turn(third, "daemon turn to let go")
+			c.call("thread/unsubscribe", map[string]any{"threadId": third})
+			deadline := time.Now().Add(30 * time.Second)
+			for h.Sessions()[third].Status != "committed" && time.Now().Before(deadline) {
+				time.Sleep(200 * time.Millisecond)
+			}
+			if st := h.Sessions()[third]; st.Status != "committed" || st.EndReason != "session_end" {
+				c.mu.Lock()
+				var methods []string
+				for _, l := range c.lines {
+					var m map[string]any
+					if json.Unmarshal(l, &m) == nil && m["method"] != nil {
+						methods = append(methods, fmt.Sprint(m["method"]))
+					}
+				}
+				c.mu.Unlock()
+				t.Fatalf("unsubscribed thread: %+v; notifications seen: %v", st, methods)
+			}
 			_ = c.cmd.Process.Signal(syscall.SIGTERM)
 			select {
 			case <-c.exited:
@@ -197,7 +223,7 @@ func TestAppServerThroughCX(t *testing.T) {
 			c2.call("thread/resume", map[string]any{"threadId": threads[0]})
 			c2.turn(threads[0], "resumed daemon turn")
 			_ = c2.cmd.Process.Signal(syscall.SIGTERM)
-			deadline := time.Now().Add(30 * time.Second)
+			deadline = time.Now().Add(30 * time.Second)
 			for time.Now().Before(deadline) {
 				if st := h.Sessions()[threads[0]]; st.Status == "committed" && st.Generation == 2 {
 					break
