@@ -354,22 +354,13 @@ func (db *DB) Events(ctx context.Context, sessionID string) ([]Event, error) {
 		q += `WHERE session_id = ? `
 		args = append(args, sessionID)
 	}
-	rows, err := db.db.QueryContext(ctx, q+`ORDER BY id`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Event
-	for rows.Next() {
+	return list(ctx, db.db, func(s scanner) (Event, error) {
 		var e Event
 		var at string
-		if err := rows.Scan(&e.ID, &at, &e.Kind, &e.SessionID, &e.RunID, &e.Detail); err != nil {
-			return nil, err
-		}
+		err := s.Scan(&e.ID, &at, &e.Kind, &e.SessionID, &e.RunID, &e.Detail)
 		e.At = parseTS(at)
-		out = append(out, e)
-	}
-	return out, rows.Err()
+		return e, err
+	}, q+`ORDER BY id`, args...)
 }
 
 // Event is one audit-log entry.
@@ -573,22 +564,13 @@ type Archive struct {
 
 // Archives returns a session's stored archives.
 func (db *DB) Archives(ctx context.Context, sessionID string) ([]Archive, error) {
-	rows, err := db.db.QueryContext(ctx, `SELECT session_id, generation, turns, checkpoint, continuity, stored_at FROM archives WHERE session_id = ? ORDER BY generation`, sessionID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Archive
-	for rows.Next() {
+	return list(ctx, db.db, func(s scanner) (Archive, error) {
 		var a Archive
 		var at string
-		if err := rows.Scan(&a.SessionID, &a.Generation, &a.Turns, &a.Checkpoint, &a.Continuity, &at); err != nil {
-			return nil, err
-		}
+		err := s.Scan(&a.SessionID, &a.Generation, &a.Turns, &a.Checkpoint, &a.Continuity, &at)
 		a.StoredAt = parseTS(at)
-		out = append(out, a)
-	}
-	return out, rows.Err()
+		return a, err
+	}, `SELECT session_id, generation, turns, checkpoint, continuity, stored_at FROM archives WHERE session_id = ? ORDER BY generation`, sessionID)
 }
 
 // StoredTurn is a captured turn as the ledger keeps it.
@@ -626,20 +608,7 @@ func (tx *Tx) CountTurns(ctx context.Context, sessionID string, gen int) (int, e
 
 // Turns returns a generation's captured turns in rollout order.
 func (db *DB) Turns(ctx context.Context, sessionID string, gen int) ([]StoredTurn, error) {
-	rows, err := db.db.QueryContext(ctx, `SELECT session_id, key, generation, offset, data FROM turns WHERE session_id = ? AND generation = ? ORDER BY offset, key`, sessionID, gen)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []StoredTurn
-	for rows.Next() {
-		var t StoredTurn
-		if err := rows.Scan(&t.SessionID, &t.Key, &t.Generation, &t.Offset, &t.Data); err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return list(ctx, db.db, scanTurn, `SELECT `+turnCols+` FROM turns WHERE session_id = ? AND generation = ? ORDER BY offset, key`, sessionID, gen)
 }
 
 // TotalTurns counts every captured turn of a session.
@@ -733,18 +702,13 @@ func (tx *Tx) ArmJob(ctx context.Context, kind, sessionID string, gen int, sink 
 
 // TurnsUpTo returns a session's turns of generations up to gen, in order.
 func (db *DB) TurnsUpTo(ctx context.Context, sessionID string, gen int) ([]StoredTurn, error) {
-	rows, err := db.db.QueryContext(ctx, `SELECT session_id, key, generation, offset, data FROM turns WHERE session_id = ? AND generation <= ? ORDER BY generation, offset, key`, sessionID, gen)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []StoredTurn
-	for rows.Next() {
-		var t StoredTurn
-		if err := rows.Scan(&t.SessionID, &t.Key, &t.Generation, &t.Offset, &t.Data); err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return list(ctx, db.db, scanTurn, `SELECT `+turnCols+` FROM turns WHERE session_id = ? AND generation <= ? ORDER BY generation, offset, key`, sessionID, gen)
+}
+
+const turnCols = `session_id, key, generation, offset, data`
+
+func scanTurn(s scanner) (StoredTurn, error) {
+	var t StoredTurn
+	err := s.Scan(&t.SessionID, &t.Key, &t.Generation, &t.Offset, &t.Data)
+	return t, err
 }
