@@ -36,7 +36,7 @@ func ForSessionStart(ctx context.Context, r Request) string {
 	if r.TranscriptPath != "" {
 		rolloutBytes, _ = os.ReadFile(r.TranscriptPath)
 	}
-	id := continuity.Identify(r.Cwd)
+	id := continuity.Store{Home: r.Home}.Identify(r.Cwd)
 	if r.Source != "compact" {
 		in.ProjectContinuity, in.WorktreeContinuity = continuity.Store{Home: r.Home}.Read(id)
 	}
@@ -57,7 +57,7 @@ func ForSessionStart(ctx context.Context, r Request) string {
 			}
 		}
 	default:
-		if cp, of := latestOfProject(ctx, r.DB, id, r.SessionID); cp != nil {
+		if cp, of := latestOfProject(ctx, r.DB, continuity.Store{Home: r.Home}, id, r.SessionID); cp != nil {
 			in.Checkpoint, in.CheckpointOf = cp, of
 		}
 	}
@@ -80,7 +80,7 @@ func ForCompaction(r Request) string {
 
 // latestOfProject is the checkpoint archived by the most recent other
 // session of the same project.
-func latestOfProject(ctx context.Context, db *ledger.DB, id continuity.Identity, self string) (*checkpoint.Checkpoint, string) {
+func latestOfProject(ctx context.Context, db *ledger.DB, store continuity.Store, id continuity.Identity, self string) (*checkpoint.Checkpoint, string) {
 	if db == nil {
 		return nil, ""
 	}
@@ -98,7 +98,7 @@ func latestOfProject(ctx context.Context, db *ledger.DB, id continuity.Identity,
 		}
 		pid, ok := projects[s.Cwd]
 		if !ok {
-			pid = continuity.Identify(s.Cwd).ProjectID
+			pid = store.Identify(s.Cwd).ProjectID
 			projects[s.Cwd] = pid
 		}
 		if pid != id.ProjectID {

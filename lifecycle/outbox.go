@@ -71,7 +71,7 @@ func (l *LocalSink) Commit(ctx context.Context, req CommitRequest) error {
 		}
 		if cwd != "" && len(req.Turns) > 0 {
 			store := continuity.Store{Home: l.m.Cfg.Home}
-			_, wt, err := store.Update(continuity.Identify(cwd), continuity.Evidence{
+			_, wt, err := store.Update(store.Identify(cwd), continuity.Evidence{
 				SessionID: req.Session.ID, EndReason: req.Generation.EndReason, Turns: req.Turns, Plan: cp.Plan.Steps})
 			if err != nil {
 				return err

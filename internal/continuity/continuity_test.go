@@ -105,3 +105,26 @@ func TestIdentitySharedAcrossWorktrees(t *testing.T) {
 		t.Fatalf("outside git: %+v", id)
 	}
 }
+
+// The store remembers root commits: the same identity, without git.
+func TestStoreIdentifyCaches(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git missing")
+	}
+	dir := t.TempDir()
+	c := exec.Command("git", "-C", dir, "init", "-q")
+	c.Run()
+	os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644)
+	for _, args := range [][]string{{"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("%v %s", err, out)
+		}
+	}
+	s := Store{Home: t.TempDir()}
+	a := s.Identify(dir)
+	t.Setenv("PATH", "") // no git now: the cache answers
+	b := s.Identify(dir)
+	if a.ProjectID != b.ProjectID || !strings.HasPrefix(b.Project, "root:") {
+		t.Fatalf("%+v vs %+v", a, b)
+	}
+}

@@ -9,11 +9,14 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"cx/internal/fsutil"
 )
 
 // Identity names a project and a worktree.
@@ -36,7 +39,32 @@ func shortHash(s string) string {
 }
 
 // Identify finds the project and worktree of dir.
-func Identify(dir string) Identity {
+func Identify(dir string) Identity { return identify(dir, rootCommit) }
+
+// Identify is Identify with the root commits remembered in the store's
+// cache (finding one runs git; a hook should not, on every session start).
+func (s Store) Identify(dir string) Identity {
+	path := filepath.Join(s.Home, "cache", "root-commits.json")
+	return identify(dir, func(root string) string {
+		roots := map[string]string{}
+		if data, err := os.ReadFile(path); err == nil {
+			_ = json.Unmarshal(data, &roots)
+		}
+		if c, ok := roots[root]; ok && c != "" {
+			return c
+		}
+		c := rootCommit(root)
+		if c != "" {
+			roots[root] = c
+			if data, err := json.Marshal(roots); err == nil {
+				_ = fsutil.WriteAtomic(path, data, 0o600)
+			}
+		}
+		return c
+	})
+}
+
+func identify(dir string, rootCommit func(string) string) Identity {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		abs = dir
