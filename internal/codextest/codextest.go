@@ -60,7 +60,26 @@ func Installs(t testing.TB) []Install {
 	if len(out) == 0 {
 		Missing(t, "no real Codex CLI installed (run scripts/install-codex.sh; manifest "+ManifestPath()+")")
 	}
+	// Every pinned version must be there: a test must not pass on fewer.
+	for _, v := range PinnedVersions() {
+		found := false
+		for _, in := range out {
+			found = found || in.Version == v
+		}
+		if !found {
+			Missing(t, "Codex "+v+" is not installed (run scripts/install-codex.sh)")
+		}
+	}
 	return out
+}
+
+// PinnedVersions are the Codex versions the tests run against
+// (CX_TEST_CODEX_VERSIONS, as for scripts/install-codex.sh).
+func PinnedVersions() []string {
+	if v := os.Getenv("CX_TEST_CODEX_VERSIONS"); v != "" {
+		return strings.Fields(v)
+	}
+	return []string{"0.169.0", "0.128.0"}
 }
 
 // Missing skips the test, or fails it under CI=true.
