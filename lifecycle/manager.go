@@ -134,12 +134,24 @@ func (l *Logger) Printf(format string, args ...any) {
 	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
 		return
 	}
+	RotateLog(l.path)
 	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return
 	}
 	defer f.Close()
 	fmt.Fprintf(f, "%s pid=%d %s\n", time.Now().UTC().Format(time.RFC3339Nano), os.Getpid(), fmt.Sprintf(format, args...))
+}
+
+// maxLogBytes bounds each log: past it the file becomes <name>.1 (the
+// previous .1 goes), so logs written on every hook never grow without end.
+const maxLogBytes = 8 << 20
+
+// RotateLog moves path aside when it has grown past the bound.
+func RotateLog(path string) {
+	if fi, err := os.Stat(path); err == nil && fi.Size() > maxLogBytes {
+		_ = os.Rename(path, path+".1")
+	}
 }
 
 // Path is the log file.

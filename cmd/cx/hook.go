@@ -229,7 +229,9 @@ func (a *app) recordHookEvent(home, event string, payload []byte, runID string, 
 		rec["error"] = parseErr.Error()
 	}
 	line, _ := json.Marshal(rec)
-	f, err := os.OpenFile(filepath.Join(dir, "hook-events.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	path := filepath.Join(dir, "hook-events.jsonl")
+	lifecycle.RotateLog(path)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return
 	}
