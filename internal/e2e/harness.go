@@ -29,15 +29,6 @@ import (
 // offers apply_patch and update_plan.
 const Model = "gpt-5.5"
 
-// HookEvents are the events cx installs a hook for, with their timeouts.
-var HookEvents = []struct {
-	Name    string
-	Timeout int
-}{
-	{"SessionStart", 30}, {"UserPromptSubmit", 10}, {"Stop", 30}, {"PreCompact", 60},
-	{"PostCompact", 30}, {"SessionEnd", 3}, {"Interrupt", 3},
-}
-
 // Options adjust a harness.
 type Options struct {
 	Script  mockmodel.Script // nil: mockmodel.Directives
@@ -152,11 +143,6 @@ enabled = true
 	if err := os.WriteFile(filepath.Join(h.CodexHome, "config.toml"), []byte(cfg), 0o600); err != nil {
 		h.T.Fatal(err)
 	}
-}
-
-// HookCommand is the command line cx's hook entry runs for event.
-func (h *H) HookCommand(event string) string {
-	return fmt.Sprintf("'%s' ctl hook %s", h.CX, event)
 }
 
 // InstallHooks installs cx's hooks the way a user does: `cx ctl install`
