@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 
 	"cx/internal/ledger"
@@ -30,27 +31,32 @@ type Appender interface {
 // "sending"; after a crash it asks the server (message and commit counts)
 // whether that request arrived before sending again.
 type OpenVikingSink struct {
-	m *Manager
-	c *openviking.Client
+	m      *Manager
+	once   sync.Once
+	client *openviking.Client
 }
 
 const ovSink = "openviking"
 
-// NewOpenVikingSink builds the sink from cx's config and what the user
-// already has for OpenViking.
-func NewOpenVikingSink(m *Manager) *OpenVikingSink {
-	cfg := m.Cfg.OpenViking
-	home, _ := os.UserHomeDir()
-	if h, ok := m.Getenv("HOME"); ok && h != "" {
-		home = h
-	}
-	s := openviking.Resolve(openviking.Settings{URL: cfg.URL, Account: cfg.Account, User: cfg.User, Peer: cfg.Peer, Timeout: cfg.Timeout.Duration},
-		cfg.APIKeyEnv, m.Getenv, home)
-	return &OpenVikingSink{m: m, c: openviking.New(s)}
-}
+// NewOpenVikingSink returns the sink; its settings are resolved on first
+// use (every hook opens the manager, and most never talk to OpenViking).
+func NewOpenVikingSink(m *Manager) *OpenVikingSink { return &OpenVikingSink{m: m} }
 
-// Client is the sink's OpenViking client.
-func (o *OpenVikingSink) Client() *openviking.Client { return o.c }
+// Client is the sink's OpenViking client, built from cx's config and what
+// the user already has for OpenViking.
+func (o *OpenVikingSink) Client() *openviking.Client {
+	o.once.Do(func() {
+		cfg := o.m.Cfg.OpenViking
+		home, _ := os.UserHomeDir()
+		if h, ok := o.m.Getenv("HOME"); ok && h != "" {
+			home = h
+		}
+		s := openviking.Resolve(openviking.Settings{URL: cfg.URL, Account: cfg.Account, User: cfg.User, Peer: cfg.Peer, Timeout: cfg.Timeout.Duration},
+			cfg.APIKeyEnv, o.m.Getenv, home)
+		o.client = openviking.New(s)
+	})
+	return o.client
+}
 
 func classify(err error) error {
 	if err == nil || openviking.Retryable(err) {
@@ -100,7 +106,7 @@ func (o *OpenVikingSink) append(ctx context.Context, s ledger.Session, upTo int)
 		msgs := Messages(t)
 		if p.State == ledger.SinkSending {
 			// A request for this turn was in flight when cx stopped: did it arrive?
-			info, err := o.c.Session(ctx, sid)
+			info, err := o.Client().Session(ctx, sid)
 			if err != nil && !errors.Is(err, openviking.ErrNotFound) {
 				return classify(err)
 			}
@@ -116,7 +122,7 @@ func (o *OpenVikingSink) append(ctx context.Context, s ledger.Session, upTo int)
 			return err
 		}
 		crashAt("sending")
-		if err := o.c.AddMessages(ctx, sid, msgs); err != nil {
+		if err := o.Client().AddMessages(ctx, sid, msgs); err != nil {
 			return classify(err)
 		}
 		if err := o.mark(ctx, s.ID, st.Key, ledger.SinkSent, len(msgs)); err != nil {
@@ -150,7 +156,7 @@ func (o *OpenVikingSink) Commit(ctx context.Context, req CommitRequest) error {
 	if prev.State == ledger.SinkAccepted || prev.State == ledger.SinkSkipped {
 		return nil
 	}
-	info, err := o.c.Session(ctx, sid)
+	info, err := o.Client().Session(ctx, sid)
 	if errors.Is(err, openviking.ErrNotFound) {
 		// Nothing was ever appended: nothing to archive.
 		return o.putCommit(ctx, req.Session.ID, g, ledger.SinkCommit{State: ledger.SinkSkipped, Detail: "no session on the server"})
@@ -166,7 +172,7 @@ func (o *OpenVikingSink) Commit(ctx context.Context, req CommitRequest) error {
 		return err
 	}
 	crashAt("committing")
-	res, err := o.c.Commit(ctx, sid)
+	res, err := o.Client().Commit(ctx, sid)
 	if err != nil {
 		return classify(err)
 	}
