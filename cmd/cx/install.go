@@ -56,24 +56,39 @@ func codexEnvFor(base []string, bin codexbin.Binary, codexHome string) []string 
 	return append(env, "CODEX_HOME="+codexHome)
 }
 
-func (a *app) ctlInstall(ctx context.Context, args []string) int {
+// installerCommand is what install and uninstall share: --codex-home (and
+// the command's own flags), cx's config, and the installer. A nil installer
+// comes with the exit code.
+func (a *app) installerCommand(ctx context.Context, name string, args []string, define func(*flag.FlagSet)) (*hookcfg.Installer, codexbin.Caps, error, int) {
 	var codexHome string
-	var dryRun bool
-	if _, ok := a.parseFlags("install", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&codexHome, "codex-home", "", "the CODEX_HOME to install into (default $CODEX_HOME, else ~/.codex)")
-		fs.BoolVar(&dryRun, "dry-run", false, "print the change to hooks.json; write nothing")
+	if _, ok := a.parseFlags(name, args, func(fs *flag.FlagSet) {
+		fs.StringVar(&codexHome, "codex-home", "", "the CODEX_HOME (default $CODEX_HOME, else ~/.codex)")
+		if define != nil {
+			define(fs)
+		}
 	}); !ok {
-		return usageExit
+		return nil, codexbin.Caps{}, nil, usageExit
 	}
 	cfg, err := a.loadConfig()
 	if err != nil {
 		a.errorf("%v", err)
-		return 1
+		return nil, codexbin.Caps{}, nil, 1
 	}
 	in, _, caps, codexErr := a.installer(ctx, cfg, codexHome)
 	if in == nil {
 		a.errorf("%v", codexErr)
-		return 1
+		return nil, caps, codexErr, 1
+	}
+	return in, caps, codexErr, 0
+}
+
+func (a *app) ctlInstall(ctx context.Context, args []string) int {
+	var dryRun bool
+	in, caps, codexErr, code := a.installerCommand(ctx, "install", args, func(fs *flag.FlagSet) {
+		fs.BoolVar(&dryRun, "dry-run", false, "print the change to hooks.json; write nothing")
+	})
+	if in == nil {
+		return code
 	}
 	if dryRun {
 		old, out, changed, err := in.Plan()
@@ -119,21 +134,9 @@ func (a *app) ctlInstall(ctx context.Context, args []string) int {
 }
 
 func (a *app) ctlUninstall(ctx context.Context, args []string) int {
-	var codexHome string
-	if _, ok := a.parseFlags("uninstall", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&codexHome, "codex-home", "", "the CODEX_HOME to uninstall from")
-	}); !ok {
-		return usageExit
-	}
-	cfg, err := a.loadConfig()
-	if err != nil {
-		a.errorf("%v", err)
-		return 1
-	}
-	in, _, _, codexErr := a.installer(ctx, cfg, codexHome)
+	in, _, _, code := a.installerCommand(ctx, "uninstall", args, nil)
 	if in == nil {
-		a.errorf("%v", codexErr)
-		return 1
+		return code
 	}
 	uctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
