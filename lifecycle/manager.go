@@ -28,6 +28,7 @@ import (
 
 	"cx/internal/config"
 	"cx/internal/ledger"
+	"cx/internal/redact"
 	"cx/internal/rollout"
 )
 
@@ -140,7 +141,9 @@ func (l *Logger) Printf(format string, args ...any) {
 		return
 	}
 	defer f.Close()
-	fmt.Fprintf(f, "%s pid=%d %s\n", time.Now().UTC().Format(time.RFC3339Nano), os.Getpid(), fmt.Sprintf(format, args...))
+	// Errors can quote what they failed on (a payload, a command line):
+	// nothing reaches the log unredacted.
+	fmt.Fprintf(f, "%s pid=%d %s\n", time.Now().UTC().Format(time.RFC3339Nano), os.Getpid(), redact.String(fmt.Sprintf(format, args...)))
 }
 
 // maxLogBytes bounds each log: past it the file becomes <name>.1 (the

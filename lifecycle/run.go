@@ -13,6 +13,7 @@ import (
 
 	"cx/internal/ledger"
 	"cx/internal/proc"
+	"cx/internal/redact"
 )
 
 // RunInfo describes a run when it starts.
@@ -62,20 +63,26 @@ type Run struct {
 	stop     chan struct{}
 	stopped  chan struct{}
 	known    map[string]bool
-	logsDB   *sql.DB
-	logsID   int64
-	tap      *AppServerTap
+	// candidates are thread ids from Codex's log database not yet seen on
+	// disk: Codex's own helper threads (0.169's title generation) are
+	// logged too, and only a thread with a lock file or a rollout is a
+	// session.
+	candidates map[string]bool
+	logsDB     *sql.DB
+	logsID     int64
+	tap        *AppServerTap
+	started    time.Time
 }
 
 // BeginRun records the run in the background (Codex's launch never waits
 // for the ledger) and returns at once.
 func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
-	r := &Run{m: m, info: info, recorded: make(chan struct{}), known: map[string]bool{}}
+	r := &Run{m: m, info: info, recorded: make(chan struct{}), known: map[string]bool{}, candidates: map[string]bool{}, started: time.Now()}
 	go func() {
 		defer close(r.recorded)
 		r.recErr = m.DB.Tx(ctx, func(tx *ledger.Tx) error {
 			return tx.PutRun(ctx, ledger.Run{ID: info.ID, PID: os.Getpid(), PIDStart: proc.StartTime(os.Getpid()),
-				CodexHome: info.CodexHome, CodexVersion: info.CodexVersion, Cwd: info.Cwd, Args: info.Args,
+				CodexHome: info.CodexHome, CodexVersion: info.CodexVersion, Cwd: info.Cwd, Args: redactArgs(info.Args),
 				Sinks: info.Sinks, Mode: info.Mode, StartedAt: tx.Now()})
 		})
 		if r.recErr != nil {
@@ -83,6 +90,16 @@ func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
 		}
 	}()
 	return r
+}
+
+// redactArgs is Codex's command line as the ledger keeps it: a prompt given
+// as an argument (`cx exec "…"`) may hold a secret.
+func redactArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = redact.String(a)
+	}
+	return out
 }
 
 // ID is the run id (CX_RUN_ID).
@@ -160,8 +177,18 @@ func (r *Run) discover(ctx context.Context, pid int, withFDs bool) {
 		}
 	}
 	for _, id := range r.logThreads(pid) {
-		if _, ok := found[id]; !ok {
-			found[id] = ""
+		if _, ok := found[id]; !ok && !r.known[id] {
+			r.candidates[id] = true
+		}
+	}
+	for id := range r.candidates {
+		if _, ok := found[id]; ok || r.known[id] {
+			delete(r.candidates, id)
+			continue
+		}
+		if path, ok := threadOnDisk(r.info.CodexHome, id, r.started); ok {
+			found[id] = path
+			delete(r.candidates, id)
 		}
 	}
 	for id, path := range found {
@@ -193,6 +220,28 @@ func (r *Run) discover(ctx context.Context, pid int, withFDs bool) {
 			r.m.Log.Printf("discover session %s: %v", id, err)
 		}
 	}
+}
+
+// threadOnDisk reports whether Codex keeps a thread of the user's on disk —
+// its writer lock, or a rollout (in the day folders since the run began, or
+// archived) — and returns the rollout's path when there is one.
+func threadOnDisk(codexHome, id string, since time.Time) (string, bool) {
+	if codexHome == "" || strings.ContainsAny(id, "/*?[\\") {
+		return "", false
+	}
+	name := "rollout-*-" + id + ".jsonl"
+	for day := since.Local().Truncate(24 * time.Hour).Add(-24 * time.Hour); !day.After(time.Now().Add(24 * time.Hour)); day = day.Add(24 * time.Hour) {
+		if m, _ := filepath.Glob(filepath.Join(codexHome, "sessions", day.Format("2006"), day.Format("01"), day.Format("02"), name)); len(m) > 0 {
+			return m[0], true
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(codexHome, "archived_sessions", name)); len(m) > 0 {
+		return m[0], true
+	}
+	if _, err := os.Stat(filepath.Join(codexHome, "thread-writer-locks", id+".lock")); err == nil {
+		return "", true
+	}
+	return "", false
 }
 
 // logThreads reads the thread ids Codex logged for this process in

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 
@@ -13,15 +14,14 @@ import (
 // files changed since (relative to the rollout's cwd) as SUSPECT.
 func (a *app) ctlCheckpoint(ctx context.Context, args []string) int {
 	var asJSON, disk bool
-	fs, ok := a.parseFlags("checkpoint", args, func(fs *flagSet) {
+	pos, code, ok := a.args(ctlArgs{name: "checkpoint", synopsis: "<rollout.jsonl>", min: 1, max: 1, define: func(fs *flag.FlagSet) {
 		fs.BoolVar(&asJSON, "json", false, "the checkpoint JSON")
 		fs.BoolVar(&disk, "disk", false, "mark files changed on disk since as SUSPECT")
-	})
-	if !ok || fs.NArg() != 1 {
-		a.errorf("usage: cx ctl checkpoint <rollout.jsonl> [--json] [--disk]")
-		return usageExit
+	}}, args)
+	if !ok {
+		return code
 	}
-	data, err := os.ReadFile(fs.Arg(0))
+	data, err := os.ReadFile(pos[0])
 	if err != nil {
 		a.errorf("checkpoint: %v", err)
 		return 1

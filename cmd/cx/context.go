@@ -14,10 +14,12 @@ import (
 // (what SessionStart injects), so a person can see and check it.
 func (a *app) ctlContext(ctx context.Context, args []string) int {
 	var dir string
-	if _, ok := a.parseFlags("context", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&dir, "cwd", "", "the directory of the session (default: here)")
-	}); !ok {
-		return usageExit
+	var asJSON bool
+	if _, code, ok := a.args(ctlArgs{name: "context", define: func(fs *flag.FlagSet) {
+		fs.StringVar(&dir, "cwd", "", "the `DIR` of the session (default: here)")
+		jsonFlag(&asJSON)(fs)
+	}}, args); !ok {
+		return code
 	}
 	cfg, err := a.loadConfig()
 	if err != nil {
@@ -35,6 +37,14 @@ func (a *app) ctlContext(ctx context.Context, args []string) int {
 	}
 	defer db.Close()
 	block := inject.ForSessionStart(ctx, inject.Request{Home: cfg.Home, DB: db, Source: "startup", Cwd: dir, MaxChars: cfg.Inject.MaxChars})
+	if asJSON {
+		a.printJSON(struct {
+			Cwd   string `json:"cwd"`
+			Chars int    `json:"chars"`
+			Block string `json:"block"`
+		}{dir, len([]rune(block)), block})
+		return 0
+	}
 	if block == "" {
 		fmt.Fprintln(a.stdout, "(nothing yet: no earlier session of this project)")
 		return 0

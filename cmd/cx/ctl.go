@@ -81,15 +81,9 @@ func cxVersion() string {
 }
 
 func (a *app) ctlVersion(ctx context.Context, args []string) int {
-	asJSON := false
-	for _, arg := range args {
-		switch arg {
-		case "--json":
-			asJSON = true
-		default:
-			a.errorf("ctl version: unknown argument %q", arg)
-			return usageExit
-		}
+	var asJSON bool
+	if _, code, ok := a.args(ctlArgs{name: "version", define: jsonFlag(&asJSON)}, args); !ok {
+		return code
 	}
 	out := struct {
 		Version      string `json:"version"`

@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -17,75 +20,127 @@ import (
 	"cx/inject"
 	"cx/internal/config"
 	"cx/internal/openviking"
+	"cx/internal/redact"
 	"cx/lifecycle"
 )
 
-// hookBudget is how long the handler may work before it answers anyway:
-// well inside the timeout cx installs for the event (SessionEnd and
-// Interrupt are clamped to 3 s by Codex).
+// processStart is when this process began (package initialisation runs
+// within a millisecond of exec): hook deadlines count from here, as Codex's
+// timeout does.
+var processStart = time.Now()
+
+// hookBudget is how long, from process start, the handler may take before
+// it answers anyway: well inside the timeout cx installs for the event
+// (SessionEnd and Interrupt are clamped to 3 s by Codex, so they answer
+// within 2.5 s whatever stdin does).
 func hookBudget(event string) time.Duration {
 	switch event {
-	case lifecycle.EvSessionEnd, lifecycle.EvInterrupt:
-		return 2 * time.Second
 	case lifecycle.EvUserPromptSubmit:
 		return 6 * time.Second
+	case lifecycle.EvSessionStart, lifecycle.EvStop, lifecycle.EvPreCompact, lifecycle.EvPostCompact:
+		return 8 * time.Second
 	}
-	return 8 * time.Second
+	// SessionEnd, Interrupt, and anything not known: the tightest clamp.
+	return 2300 * time.Millisecond
+}
+
+// hookAnswer prints exactly one answer, whoever gets there first: the
+// handler, its deadline, or a recovered panic.
+type hookAnswer struct {
+	once sync.Once
+	out  io.Writer
+}
+
+func (h *hookAnswer) send(event, context string) {
+	h.once.Do(func() {
+		if context == "" {
+			fmt.Fprintln(h.out, "{}")
+			return
+		}
+		b, _ := json.Marshal(map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": event, "additionalContext": context}})
+		fmt.Fprintln(h.out, string(b))
+	})
 }
 
 // ctlHook is the handler Codex runs for each hook event: JSON on stdin, a
 // valid answer on stdout, always exit 0 — a hook never blocks or breaks
-// Codex. Whatever it cannot finish in time is picked up later from the
-// rollout.
-func (a *app) ctlHook(ctx context.Context, args []string) int {
+// Codex, whatever its input, the ledger or a bug does. Whatever it cannot
+// finish in time is picked up later from the rollout.
+func (a *app) ctlHook(ctx context.Context, args []string) (code int) {
+	ans := &hookAnswer{out: a.stdout}
+	var logger *lifecycle.Logger
+	defer func() {
+		if r := recover(); r != nil {
+			if logger != nil {
+				logger.Printf("hook: panic: %v\n%s", r, debug.Stack())
+			}
+			ans.send("", "")
+			code = 0
+		}
+	}()
 	event := ""
-	if len(args) > 0 {
+	spec := ctlArgs{name: "hook", synopsis: "<event>", min: 1, max: 1}
+	_, pos, argErr := spec.parse(args)
+	if len(pos) == 1 {
+		event = pos[0]
+	} else if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		event = args[0]
 	}
-	answer := func() int {
-		fmt.Fprintln(a.stdout, "{}")
-		return 0
-	}
-	answerContext := func(event, context string) int {
-		if context == "" {
-			return answer()
-		}
-		b, _ := json.Marshal(map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": event, "additionalContext": context}})
-		fmt.Fprintln(a.stdout, string(b))
-		return 0
-	}
-	payload, readErr := readHookInput(a.stdin, 8<<20, 3*time.Second)
+	deadline := processStart.Add(hookBudget(event))
+	payload, readErr := readHookInput(a.stdin, 16<<20, time.Until(deadline)-200*time.Millisecond)
 	if v, _ := a.getenv("CX_HOOKS_OFF"); v == "1" {
-		return answer()
+		ans.send("", "")
+		return 0
 	}
 	cfg, cfgErr := config.Load(a.getenv)
-	logger := lifecycle.NewLogger(cfg.Home)
+	logger = lifecycle.NewLogger(cfg.Home)
 	in := lifecycle.HookInput{Event: event, Payload: payload, PPID: os.Getppid()}
 	in.RunID, _ = a.getenv("CX_RUN_ID")
 	ev, p, perr := lifecycle.ParseHook(in)
-	a.recordHookEvent(cfg.Home, ev, payload, in.RunID, perr)
+	if ev != event {
+		deadline = processStart.Add(min(hookBudget(ev), hookBudget(event)))
+	}
+	audit := hookAudit{Event: ev, RunID: in.RunID, Payload: payload, Parsed: p, Err: perr}
+	defer func() { a.recordHookEvent(cfg, audit) }()
 	switch {
+	case argErr != nil && !errors.Is(argErr, errHelp):
+		logger.Printf("hook: %v (answered with a no-op)", argErr)
+		audit.Err = argErr
+		ans.send("", "")
+		return 0
 	case readErr != nil:
 		logger.Printf("hook %s: read input: %v", ev, readErr)
-		return answer()
+		audit.Err = readErr
+		ans.send("", "")
+		return 0
 	case perr != nil:
 		logger.Printf("hook %s: %v (answered with a no-op)", ev, perr)
-		return answer()
+		ans.send("", "")
+		return 0
 	case cfgErr != nil:
 		logger.Printf("hook %s: %v", ev, cfgErr)
 	}
-	if len(p.SessionID) >= len(lifecycle.DoctorPrefix) && p.SessionID[:len(lifecycle.DoctorPrefix)] == lifecycle.DoctorPrefix {
-		return answer()
+	if strings.HasPrefix(p.SessionID, lifecycle.DoctorPrefix) {
+		ans.send("", "")
+		return 0
 	}
 
 	done := make(chan struct{})
 	var due bool
 	var injection string
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	go func() {
 		defer close(done)
-		wctx, cancel := context.WithTimeout(ctx, hookBudget(ev))
-		defer cancel()
-		m, err := lifecycle.Open(wctx, cfg, lifecycle.Options{BusyTimeout: hookBudget(ev) / 2})
+		defer func() {
+			if r := recover(); r != nil {
+				logger.Printf("hook %s %s: panic: %v\n%s", ev, p.SessionID, r, debug.Stack())
+				injection, due = "", false
+			}
+		}()
+		testHookPanic(a.getenv, "work")
+		budget := time.Until(deadline)
+		m, err := lifecycle.Open(wctx, cfg, lifecycle.Options{BusyTimeout: budget / 2})
 		if err != nil {
 			logger.Printf("hook %s %s: %v", ev, p.SessionID, err)
 			return
@@ -124,16 +179,30 @@ func (a *app) ctlHook(ctx context.Context, args []string) int {
 		}
 		due, _ = m.DB.DueJobs(wctx, time.Now().UTC())
 	}()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
 	select {
 	case <-done:
-	case <-time.After(hookBudget(ev)):
-		logger.Printf("hook %s %s: out of time after %v; answered, the rollout keeps the rest", ev, p.SessionID, hookBudget(ev))
-		return answer()
+	case <-timer.C:
+		logger.Printf("hook %s %s: out of time %v after start; answered, the rollout keeps the rest", ev, p.SessionID, time.Since(processStart).Round(time.Millisecond))
+		audit.TimedOut = true
+		ans.send("", "")
+		return 0
 	}
+	ans.send(ev, injection)
+	audit.Answered = len(injection)
 	if due {
 		a.spawnSweeper(cfg.Home, logger)
 	}
-	return answerContext(ev, injection)
+	return 0
+}
+
+// testHookPanic panics at a named point when CX_TEST_HOOK_PANIC names it:
+// the test of "a bug in the handler still answers Codex".
+func testHookPanic(getenv func(string) (string, bool), point string) {
+	if v, _ := getenv("CX_TEST_HOOK_PANIC"); v == point {
+		panic("test panic at " + point)
+	}
 }
 
 // sessionUses reports whether a session's sinks include sink.
@@ -206,27 +275,65 @@ func readHookInput(r io.Reader, max int64, d time.Duration) ([]byte, error) {
 	}
 }
 
-// recordHookEvent appends the raw event to CX_HOME/logs/hook-events.jsonl:
-// what Codex sent, for audit and debugging.
-func (a *app) recordHookEvent(home, event string, payload []byte, runID string, parseErr error) {
-	if home == "" {
+// hookAudit is what the hook log keeps of one event.
+type hookAudit struct {
+	Event    string
+	RunID    string
+	Payload  []byte
+	Parsed   lifecycle.HookPayload
+	Err      error
+	TimedOut bool
+	Answered int // characters of context given back
+}
+
+// recordHookEvent appends one line per event to CX_HOME/logs/hook-events.jsonl:
+// which event, session and turn, sizes and timing — never what was said.
+// With [debug] hook_payloads the whole payload is kept too, redacted.
+func (a *app) recordHookEvent(cfg config.Config, au hookAudit) {
+	if cfg.Home == "" {
 		return
 	}
-	dir := filepath.Join(home, "logs")
+	dir := filepath.Join(cfg.Home, "logs")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return
 	}
+	var sizes struct {
+		Prompt    *string `json:"prompt"`
+		Assistant *string `json:"last_assistant_message"`
+	}
+	_ = json.Unmarshal(au.Payload, &sizes)
 	rec := map[string]any{
-		"time":   time.Now().UTC().Format(time.RFC3339Nano),
-		"event":  event,
-		"run_id": runID,
-		"ppid":   os.Getppid(),
+		"time":          time.Now().UTC().Format(time.RFC3339Nano),
+		"event":         au.Event,
+		"session_id":    au.Parsed.SessionID,
+		"run_id":        au.RunID,
+		"ppid":          os.Getppid(),
+		"payload_bytes": len(au.Payload),
+		"took_ms":       time.Since(processStart).Milliseconds(),
 	}
-	if json.Valid(payload) {
-		rec["payload"] = json.RawMessage(payload)
+	for k, v := range map[string]string{"turn_id": au.Parsed.TurnID, "source": au.Parsed.Source, "trigger": au.Parsed.Trigger,
+		"transcript_path": au.Parsed.TranscriptPath, "cwd": au.Parsed.Cwd} {
+		if v != "" {
+			rec[k] = v
+		}
 	}
-	if parseErr != nil {
-		rec["error"] = parseErr.Error()
+	if sizes.Prompt != nil {
+		rec["prompt_chars"] = len([]rune(*sizes.Prompt))
+	}
+	if sizes.Assistant != nil {
+		rec["assistant_chars"] = len([]rune(*sizes.Assistant))
+	}
+	if au.Answered > 0 {
+		rec["context_chars"] = au.Answered
+	}
+	if au.TimedOut {
+		rec["timed_out"] = true
+	}
+	if cfg.Debug.HookPayloads && len(au.Payload) > 0 {
+		rec["payload"] = redact.String(string(au.Payload))
+	}
+	if au.Err != nil {
+		rec["error"] = redact.String(au.Err.Error())
 	}
 	line, _ := json.Marshal(rec)
 	path := filepath.Join(dir, "hook-events.jsonl")

@@ -61,13 +61,13 @@ func codexEnvFor(base []string, bin codexbin.Binary, codexHome string) []string 
 // comes with the exit code.
 func (a *app) installerCommand(ctx context.Context, name string, args []string, define func(*flag.FlagSet)) (*hookcfg.Installer, codexbin.Caps, error, int) {
 	var codexHome string
-	if _, ok := a.parseFlags(name, args, func(fs *flag.FlagSet) {
-		fs.StringVar(&codexHome, "codex-home", "", "the CODEX_HOME (default $CODEX_HOME, else ~/.codex)")
+	if _, code, ok := a.args(ctlArgs{name: name, define: func(fs *flag.FlagSet) {
+		fs.StringVar(&codexHome, "codex-home", "", "the CODEX_HOME `DIR` (default $CODEX_HOME, else ~/.codex)")
 		if define != nil {
 			define(fs)
 		}
-	}); !ok {
-		return nil, codexbin.Caps{}, nil, usageExit
+	}}, args); !ok {
+		return nil, codexbin.Caps{}, nil, code
 	}
 	cfg, err := a.loadConfig()
 	if err != nil {
@@ -82,29 +82,52 @@ func (a *app) installerCommand(ctx context.Context, name string, args []string, 
 	return in, caps, codexErr, 0
 }
 
+// installJSON is what install and uninstall print with --json.
+type installJSON struct {
+	HooksPath string   `json:"hooks_path"`
+	Changed   bool     `json:"changed"`
+	DryRun    bool     `json:"dry_run,omitempty"`
+	Diff      string   `json:"diff,omitempty"`
+	Backup    string   `json:"backup,omitempty"`
+	Trusted   []string `json:"trusted"`
+	Codex     string   `json:"codex_version,omitempty"`
+	Warnings  []string `json:"warnings"`
+}
+
 func (a *app) ctlInstall(ctx context.Context, args []string) int {
-	var dryRun bool
+	var dryRun, asJSON bool
 	in, caps, codexErr, code := a.installerCommand(ctx, "install", args, func(fs *flag.FlagSet) {
 		fs.BoolVar(&dryRun, "dry-run", false, "print the change to hooks.json; write nothing")
+		jsonFlag(&asJSON)(fs)
 	})
 	if in == nil {
 		return code
 	}
+	out := installJSON{HooksPath: in.HooksPath(), DryRun: dryRun, Trusted: []string{}, Warnings: []string{}, Codex: caps.Version}
 	if dryRun {
-		old, out, changed, err := in.Plan()
+		old, planned, changed, err := in.Plan()
 		if err != nil {
 			a.errorf("install: %v", err)
 			return 1
 		}
-		if !changed {
-			fmt.Fprintf(a.stdout, "%s: cx's hooks are already installed; nothing to change\n", in.HooksPath())
-			return 0
+		out.Changed = changed
+		if changed {
+			out.Diff = unifiedDiff(in.HooksPath(), string(old), string(planned))
 		}
-		fmt.Fprint(a.stdout, unifiedDiff(in.HooksPath(), string(old), string(out)))
+		switch {
+		case asJSON:
+			a.printJSON(out)
+		case !changed:
+			fmt.Fprintf(a.stdout, "%s: cx's hooks are already installed; nothing to change\n", in.HooksPath())
+		default:
+			fmt.Fprint(a.stdout, out.Diff)
+		}
 		return 0
 	}
 	if codexErr != nil {
-		a.errorf("warning: %v: hooks are written, but their trust cannot be recorded without Codex", codexErr)
+		w := fmt.Sprintf("%v: hooks are written, but their trust cannot be recorded without Codex", codexErr)
+		out.Warnings = append(out.Warnings, w)
+		a.errorf("warning: %s", w)
 	}
 	ictx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -116,10 +139,19 @@ func (a *app) ctlInstall(ctx context.Context, args []string) int {
 		}
 		return 1
 	}
+	out.Changed = res.Changed
+	out.Trusted = append(out.Trusted, res.Trusted...)
+	if _, err := os.Stat(in.HooksPath() + ".bak"); err == nil && res.Changed {
+		out.Backup = in.HooksPath() + ".bak"
+	}
+	if asJSON {
+		a.printJSON(out)
+		return 0
+	}
 	if res.Changed {
 		fmt.Fprintf(a.stdout, "installed cx's hooks in %s\n", in.HooksPath())
-		if _, err := os.Stat(in.HooksPath() + ".bak"); err == nil {
-			fmt.Fprintf(a.stdout, "the previous file is kept as %s.bak\n", in.HooksPath())
+		if out.Backup != "" {
+			fmt.Fprintf(a.stdout, "the previous file is kept as %s\n", out.Backup)
 		}
 	} else {
 		fmt.Fprintf(a.stdout, "cx's hooks are already in %s\n", in.HooksPath())
@@ -134,7 +166,8 @@ func (a *app) ctlInstall(ctx context.Context, args []string) int {
 }
 
 func (a *app) ctlUninstall(ctx context.Context, args []string) int {
-	in, _, _, code := a.installerCommand(ctx, "uninstall", args, nil)
+	var asJSON bool
+	in, _, _, code := a.installerCommand(ctx, "uninstall", args, jsonFlag(&asJSON))
 	if in == nil {
 		return code
 	}
@@ -147,6 +180,10 @@ func (a *app) ctlUninstall(ctx context.Context, args []string) int {
 	}
 	for _, w := range res.Warnings {
 		a.errorf("warning: %s", w)
+	}
+	if asJSON {
+		a.printJSON(installJSON{HooksPath: in.HooksPath(), Changed: res.Changed, Trusted: []string{}, Warnings: append([]string{}, res.Warnings...)})
+		return 0
 	}
 	fmt.Fprintf(a.stdout, "removed cx's hooks from %s\n", in.HooksPath())
 	return 0
@@ -163,11 +200,11 @@ type check struct {
 func (a *app) ctlDoctor(ctx context.Context, args []string) int {
 	var asJSON bool
 	var codexHome string
-	if _, ok := a.parseFlags("doctor", args, func(fs *flag.FlagSet) {
-		fs.BoolVar(&asJSON, "json", false, "JSON output")
-		fs.StringVar(&codexHome, "codex-home", "", "the CODEX_HOME to check")
-	}); !ok {
-		return usageExit
+	if _, code, ok := a.args(ctlArgs{name: "doctor", define: func(fs *flag.FlagSet) {
+		fs.StringVar(&codexHome, "codex-home", "", "the CODEX_HOME `DIR` to check (default $CODEX_HOME, else ~/.codex)")
+		jsonFlag(&asJSON)(fs)
+	}}, args); !ok {
+		return code
 	}
 	var checks []check
 	add := func(c check) { checks = append(checks, c) }

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -34,29 +32,6 @@ func (a *app) openManager(ctx context.Context) (*lifecycle.Manager, int) {
 		return nil, 1
 	}
 	return m, 0
-}
-
-// parseFlags parses a ctl command's flags; it prints usage errors itself.
-type flagSet = flag.FlagSet
-
-func (a *app) parseFlags(name string, args []string, define func(fs *flag.FlagSet)) (*flag.FlagSet, bool) {
-	fs := flag.NewFlagSet("cx ctl "+name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	define(fs)
-	// Flags may follow the positional arguments (`show ID --json`).
-	var flags, rest []string
-	for _, a := range args {
-		if strings.HasPrefix(a, "-") {
-			flags = append(flags, a)
-		} else {
-			rest = append(rest, a)
-		}
-	}
-	if err := fs.Parse(append(flags, rest...)); err != nil {
-		a.errorf("ctl %s: %v", name, err)
-		return fs, false
-	}
-	return fs, true
 }
 
 func rfc3339(t time.Time) string {
@@ -112,8 +87,8 @@ func toSessionJSON(ctx context.Context, db *ledger.DB, s ledger.Session) session
 
 func (a *app) ctlSessions(ctx context.Context, args []string) int {
 	var asJSON bool
-	if _, ok := a.parseFlags("sessions", args, func(fs *flag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "JSON output") }); !ok {
-		return usageExit
+	if _, code, ok := a.args(ctlArgs{name: "sessions", define: jsonFlag(&asJSON)}, args); !ok {
+		return code
 	}
 	m, code := a.openManager(ctx)
 	if m == nil {
@@ -183,8 +158,8 @@ func toRunJSON(r ledger.Run) runJSON {
 
 func (a *app) ctlStatus(ctx context.Context, args []string) int {
 	var asJSON bool
-	if _, ok := a.parseFlags("status", args, func(fs *flag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "JSON output") }); !ok {
-		return usageExit
+	if _, code, ok := a.args(ctlArgs{name: "status", define: jsonFlag(&asJSON)}, args); !ok {
+		return code
 	}
 	m, code := a.openManager(ctx)
 	if m == nil {
@@ -249,17 +224,16 @@ func (a *app) ctlStatus(ctx context.Context, args []string) int {
 
 func (a *app) ctlShow(ctx context.Context, args []string) int {
 	var asJSON bool
-	fs, ok := a.parseFlags("show", args, func(fs *flag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "JSON output") })
-	if !ok || fs.NArg() != 1 {
-		a.errorf("usage: cx ctl show <session> [--json]")
-		return usageExit
+	pos, code, ok := a.args(ctlArgs{name: "show", synopsis: "<session>", min: 1, max: 1, define: jsonFlag(&asJSON)}, args)
+	if !ok {
+		return code
 	}
 	m, code := a.openManager(ctx)
 	if m == nil {
 		return code
 	}
 	defer m.Close()
-	id := fs.Arg(0)
+	id := pos[0]
 	s, err := m.DB.Session(ctx, id)
 	if errors.Is(err, ledger.ErrNotFound) {
 		a.errorf("no session %s in the ledger", id)
@@ -364,25 +338,38 @@ func oneLine(s string, n int) string {
 }
 
 func (a *app) ctlCommit(ctx context.Context, args []string) int {
-	if len(args) != 1 {
-		a.errorf("usage: cx ctl commit <session>")
-		return usageExit
+	var asJSON bool
+	pos, code, ok := a.args(ctlArgs{name: "commit", synopsis: "<session>", min: 1, max: 1, define: jsonFlag(&asJSON)}, args)
+	if !ok {
+		return code
 	}
+	id := pos[0]
 	m, code := a.openManager(ctx)
 	if m == nil {
 		return code
 	}
 	defer m.Close()
-	if _, err := m.DB.Session(ctx, args[0]); err != nil {
-		a.errorf("commit %s: %v", args[0], err)
+	if _, err := m.DB.Session(ctx, id); errors.Is(err, ledger.ErrNotFound) {
+		a.errorf("no session %s in the ledger", id)
+		return 1
+	} else if err != nil {
+		a.errorf("commit %s: %v", id, err)
 		return 1
 	}
-	ended, err := m.Commit(ctx, args[0])
+	ended, err := m.Commit(ctx, id)
 	if err != nil {
-		a.errorf("commit %s: %v", args[0], err)
+		a.errorf("commit %s: %v", id, err)
 		return 1
 	}
-	s, _ := m.DB.Session(ctx, args[0])
+	s, _ := m.DB.Session(ctx, id)
+	if asJSON {
+		a.printJSON(struct {
+			Ended   bool        `json:"ended"`
+			Reason  string      `json:"reason,omitempty"`
+			Session sessionJSON `json:"session"`
+		}{ended, map[bool]string{true: lifecycle.ReasonManual}[ended], toSessionJSON(ctx, m.DB, s)})
+		return 0
+	}
 	if ended {
 		fmt.Fprintf(a.stdout, "%s: generation %d ended (%s), status %s\n", s.ID, s.Generation, lifecycle.ReasonManual, s.Status)
 	} else {
@@ -393,11 +380,11 @@ func (a *app) ctlCommit(ctx context.Context, args []string) int {
 
 func (a *app) ctlSweep(ctx context.Context, args []string) int {
 	var background, asJSON bool
-	if _, ok := a.parseFlags("sweep", args, func(fs *flag.FlagSet) {
+	if _, code, ok := a.args(ctlArgs{name: "sweep", define: func(fs *flag.FlagSet) {
 		fs.BoolVar(&background, "background", false, "run quietly as the single background sweeper")
-		fs.BoolVar(&asJSON, "json", false, "JSON output")
-	}); !ok {
-		return usageExit
+		jsonFlag(&asJSON)(fs)
+	}}, args); !ok {
+		return code
 	}
 	cfg, err := config.Load(a.getenv)
 	if err != nil && !background {
@@ -444,17 +431,26 @@ func (a *app) ctlSweep(ctx context.Context, args []string) int {
 }
 
 func (a *app) ctlRetry(ctx context.Context, args []string) int {
-	var all bool
-	fs, ok := a.parseFlags("retry", args, func(fs *flag.FlagSet) { fs.BoolVar(&all, "all", false, "every parked job") })
-	if !ok || (!all && fs.NArg() == 0) {
-		a.errorf("usage: cx ctl retry <job id>… | --all")
+	var all, asJSON bool
+	spec := ctlArgs{name: "retry", synopsis: "<job id>… | --all", min: 0, max: -1, define: func(fs *flag.FlagSet) {
+		fs.BoolVar(&all, "all", false, "every parked job")
+		jsonFlag(&asJSON)(fs)
+	}}
+	pos, code, ok := a.args(spec, args)
+	if !ok {
+		return code
+	}
+	if all == (len(pos) > 0) {
+		a.errorf("ctl retry: name job ids or --all (one of the two)")
+		fmt.Fprint(a.stderr, spec.usage())
 		return usageExit
 	}
 	var ids []int64
-	for _, s := range fs.Args() {
+	for _, s := range pos {
 		id, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			a.errorf("retry: %q is not a job id", s)
+		if err != nil || id <= 0 {
+			a.errorf("ctl retry: %q is not a job id", s)
+			fmt.Fprint(a.stderr, spec.usage())
 			return usageExit
 		}
 		ids = append(ids, id)
@@ -469,12 +465,22 @@ func (a *app) ctlRetry(ctx context.Context, args []string) int {
 		a.errorf("retry: %v", err)
 		return 1
 	}
-	fmt.Fprintf(a.stdout, "%d parked job(s) back in the outbox\n", n)
+	worked := 0
 	if n > 0 {
-		if _, err := m.WorkOutbox(ctx, nil); err != nil {
+		if worked, err = m.WorkOutbox(ctx, nil); err != nil {
 			a.errorf("retry: %v", err)
 			return 1
 		}
 	}
+	if asJSON {
+		a.printJSON(map[string]int{"requeued": n, "jobs_worked": worked})
+		return 0
+	}
+	fmt.Fprintf(a.stdout, "%d parked job(s) back in the outbox\n", n)
 	return 0
+}
+
+// jsonFlag defines --json.
+func jsonFlag(p *bool) func(*flag.FlagSet) {
+	return func(fs *flag.FlagSet) { fs.BoolVar(p, "json", false, "print one JSON document") }
 }

@@ -81,9 +81,19 @@ type Config struct {
 		Timeout Duration `toml:"timeout"`
 	} `toml:"exec"`
 
+	Debug struct {
+		// HookPayloads keeps each hook's whole payload (redacted) in
+		// logs/hook-events.jsonl; off, the log keeps only what identifies
+		// and measures the event.
+		HookPayloads bool `toml:"hook_payloads"`
+	} `toml:"debug"`
+
 	// Home is CX_HOME; Path the config file that was read (or would be).
 	Home string `toml:"-"`
 	Path string `toml:"-"`
+	// FileRead is true when the config file exists and was read; false,
+	// cx runs on defaults (and the environment).
+	FileRead bool `toml:"-"`
 	// SinksFromEnv is true when CX_SINKS set Sinks.
 	SinksFromEnv bool `toml:"-"`
 	// Warnings are problems that did not stop loading (unknown keys).
@@ -155,6 +165,7 @@ func Load(getenv Getenv) (Config, error) {
 	case err != nil:
 		return c, fmt.Errorf("read config %s: %w", c.Path, err)
 	default:
+		c.FileRead = true
 		if err := c.decode(string(data)); err != nil {
 			return c, err
 		}

@@ -238,11 +238,11 @@ func (h *H) RolloutSessionIDs() []string {
 
 // HookEvent is one hook invocation cx recorded.
 type HookEvent struct {
-	Event     string
-	RunID     string
-	SessionID string
-	Source    string
-	Raw       map[string]any
+	Event     string `json:"event"`
+	RunID     string `json:"run_id"`
+	SessionID string `json:"session_id"`
+	Source    string `json:"source"`
+	TurnID    string `json:"turn_id"`
 }
 
 // HookEvents returns the hook events cx's handler recorded, in order.
@@ -256,17 +256,10 @@ func (h *H) HookEvents() []HookEvent {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
-		var rec struct {
-			Event   string         `json:"event"`
-			RunID   string         `json:"run_id"`
-			Payload map[string]any `json:"payload"`
-		}
-		if json.Unmarshal(sc.Bytes(), &rec) != nil {
+		var e HookEvent
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
 			continue
 		}
-		e := HookEvent{Event: rec.Event, RunID: rec.RunID, Raw: rec.Payload}
-		e.SessionID, _ = rec.Payload["session_id"].(string)
-		e.Source, _ = rec.Payload["source"].(string)
 		out = append(out, e)
 	}
 	return out

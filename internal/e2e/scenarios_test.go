@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"cx/internal/codextest"
+
+	_ "modernc.org/sqlite"
 )
 
 func TestMain(m *testing.M) {
@@ -84,6 +87,14 @@ func committedOnce(t *testing.T, h *H) map[string]SessionState {
 			t.Errorf("session %s is %s (generation %d), want committed", id, st.Status, st.Generation)
 		case st.Commits != st.Generation:
 			t.Errorf("session %s: %d commits for %d generations", id, st.Commits, st.Generation)
+		}
+	}
+	// And every session cx lists is one of those: Codex's helper threads
+	// (0.169's title generation with a catalog model) are not sessions.
+	rollouts := h.RolloutSessionIDs()
+	for id, st := range states {
+		if !slices.Contains(rollouts, id) {
+			t.Errorf("cx lists session %s (%s, end %q) that has no rollout", id, st.Status, st.EndReason)
 		}
 	}
 	if t.Failed() {
@@ -442,5 +453,79 @@ func TestDebugLedger(t *testing.T) {
 		}
 		data, _ := os.ReadFile(filepath.Join(h.CXHome, "logs", "cx.log"))
 		t.Logf("cx.log:\n%s", data)
+	})
+}
+
+// sawTitleRequest waits for a helper request of Codex's own (0.169 asks
+// the catalog model for a task title in a thread of its own); false when
+// none came within d (0.128).
+func sawTitleRequest(h *H, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		for _, r := range h.Requests() {
+			if strings.Contains(strings.ToLower(string(r.Body)), "task title") {
+				return true
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return false
+}
+
+// waitHelperLogged waits until Codex's log database has rows for a thread
+// that has no rollout — the helper — and returns its id: the moment the
+// old log-database discovery took it for a session.
+func waitHelperLogged(t *testing.T, h *H, d time.Duration) string {
+	t.Helper()
+	dbs, _ := filepath.Glob(filepath.Join(h.CodexHome, "logs_*.sqlite"))
+	if len(dbs) == 0 {
+		t.Fatalf("no logs_*.sqlite in %s", h.CodexHome)
+	}
+	db, err := sql.Open("sqlite", "file:"+dbs[len(dbs)-1]+"?mode=ro&_pragma=busy_timeout(2000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		rows, err := db.Query(`SELECT DISTINCT thread_id FROM logs WHERE thread_id IS NOT NULL AND thread_id != ''`)
+		if err == nil {
+			for rows.Next() {
+				var id string
+				if rows.Scan(&id) == nil && !slices.Contains(h.RolloutSessionIDs(), id) {
+					rows.Close()
+					return id
+				}
+			}
+			rows.Close()
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("Codex never logged a helper thread")
+	return ""
+}
+
+// Codex's own helper threads are not sessions: with a catalog model, 0.169
+// starts a title-generation thread per prompt; cx lists exactly the user's
+// thread, even after Codex has logged the helper's rows.
+func TestHelperThreadsAreNotSessions(t *testing.T) {
+	eachCodex(t, func(t *testing.T, in codextest.Install) {
+		h := New(t, in, Options{})
+		tu, _ := startTurn(t, h, "a prompt that gets a title")
+		helper := ""
+		if sawTitleRequest(h, 10*time.Second) {
+			helper = waitHelperLogged(t, h, 20*time.Second)
+			time.Sleep(time.Second) // two discovery rounds while Codex still runs
+		} else if in.Version == "0.169.0" {
+			t.Fatalf("0.169 with %s sent no title request; requests: %d", Model, len(h.Requests()))
+		}
+		tu.Slash("/exit")
+		if code := tu.WaitExit(30 * time.Second); code != 0 {
+			t.Fatalf("cx exit %d", code)
+		}
+		states := committedOnce(t, h)
+		if len(states) != 1 {
+			t.Fatalf("cx lists %d sessions for one user thread (helper %q): %v", len(states), helper, states)
+		}
 	})
 }
