@@ -144,16 +144,7 @@ func (e *env) hook(event string, payload map[string]any, extra ...string) (strin
 	return out.String(), time.Since(start)
 }
 
-type sessionState struct {
-	ID         string `json:"id"`
-	Status     string `json:"status"`
-	EndReason  string `json:"end_reason"`
-	RunID      string `json:"run_id"`
-	Generation int    `json:"generation"`
-	Commits    int    `json:"commits"`
-	Turns      int    `json:"turns"`
-	TotalTurns int    `json:"total_turns"`
-}
+type sessionState = lifecycle.SessionView
 
 func (e *env) sessions() map[string]sessionState {
 	e.t.Helper()

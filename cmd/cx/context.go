@@ -16,7 +16,7 @@ func (a *app) ctlContext(ctx context.Context, args []string) int {
 	var dir string
 	var asJSON bool
 	if _, code, ok := a.args(ctlArgs{name: "context", define: func(fs *flag.FlagSet) {
-		fs.StringVar(&dir, "cwd", "", "the `DIR` of the session (default: here)")
+		fs.StringVar(&dir, "cwd", "", "the session's working `DIR` (default: here)")
 		jsonFlag(&asJSON)(fs)
 	}}, args); !ok {
 		return code

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -18,29 +19,30 @@ type ctlCommand struct {
 // ctlCommands is the dispatch table later commands join. `ctl` is not a
 // Codex subcommand, so `alias codex=cx` never hides one of Codex's.
 var ctlCommands = map[string]ctlCommand{
-	"version":    {"print cx's version (and the Codex it would run)", (*app).ctlVersion},
+	"version":    {"print cx's version and the Codex it would run", (*app).ctlVersion},
 	"hook":       {"the hook handler Codex runs (JSON on stdin, JSON on stdout)", (*app).ctlHook},
-	"status":     {"runs, live sessions, pending and parked jobs [--json]", (*app).ctlStatus},
-	"sessions":   {"every session cx knows [--json]", (*app).ctlSessions},
-	"show":       {"one session: generations, jobs, archive, events [--json]", (*app).ctlShow},
+	"status":     {"runs, live sessions, pending and parked jobs", (*app).ctlStatus},
+	"sessions":   {"every session cx knows", (*app).ctlSessions},
+	"show":       {"one session: generations, jobs, archive, events", (*app).ctlShow},
 	"commit":     {"end a session's live generation now and commit it", (*app).ctlCommit},
 	"sweep":      {"end orphaned and idle sessions, work the outbox", (*app).ctlSweep},
-	"retry":      {"put parked jobs back in the outbox (job ids or --all)", (*app).ctlRetry},
-	"checkpoint": {"the deterministic checkpoint of a rollout (--json, or its view)", (*app).ctlCheckpoint},
-	"install":    {"put cx's hooks into Codex (hooks.json + trust) [--codex-home DIR] [--dry-run]", (*app).ctlInstall},
-	"uninstall":  {"take cx's hooks out of Codex [--codex-home DIR]", (*app).ctlUninstall},
-	"context":    {"print the context a new session here would be given [--cwd DIR]", (*app).ctlContext},
-	"doctor":     {"check Codex, cx's hooks (installed, trusted, firing), the ledger [--json]", (*app).ctlDoctor},
+	"retry":      {"put parked jobs back in the outbox", (*app).ctlRetry},
+	"checkpoint": {"the deterministic checkpoint of a rollout, or its view", (*app).ctlCheckpoint},
+	"install":    {"put cx's hooks into Codex (hooks.json and their trust)", (*app).ctlInstall},
+	"uninstall":  {"take cx's hooks out of Codex", (*app).ctlUninstall},
+	"context":    {"print the context a new session here would be given", (*app).ctlContext},
+	"doctor":     {"check Codex, cx's hooks (installed, trusted, firing), the ledger, the sinks", (*app).ctlDoctor},
 }
 
 const usageExit = 2
 
 func (a *app) ctl(ctx context.Context, args []string) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		a.ctlUsage()
-		if len(args) == 0 {
-			return usageExit
-		}
+	if len(args) == 0 {
+		a.ctlUsage(a.stderr)
+		return usageExit
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		a.ctlUsage(a.stdout)
 		return 0
 	}
 	c, ok := ctlCommands[args[0]]
@@ -51,7 +53,7 @@ func (a *app) ctl(ctx context.Context, args []string) int {
 	return c.run(a, ctx, args[1:])
 }
 
-func (a *app) ctlUsage() {
+func (a *app) ctlUsage(w io.Writer) {
 	names := make([]string, 0, len(ctlCommands))
 	for n := range ctlCommands {
 		names = append(names, n)
@@ -63,21 +65,51 @@ func (a *app) ctlUsage() {
 	for _, n := range names {
 		fmt.Fprintf(&b, "  %-10s %s\n", n, ctlCommands[n].summary)
 	}
-	fmt.Fprint(a.stdout, b.String())
+	b.WriteString("`cx ctl <command> --help` shows a command's flags; --json prints one JSON document.\n")
+	fmt.Fprint(w, b.String())
 }
 
-// version is cx's version: set at link time (-X main.version=…), else the
-// module version recorded by `go install`, else "devel".
+// version is cx's version when set at link time (-X main.version=…).
 var version = ""
 
+// cxVersion is cx's version: the link-time one, else the module version
+// `go install module@version` records, else — a build from a checkout —
+// "devel" with the VCS revision and dirty flag Go records in the build info.
 func cxVersion() string {
 	if version != "" {
 		return version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
 	}
-	return "devel"
+	return versionOf(bi)
+}
+
+func versionOf(bi *debug.BuildInfo) string {
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev == "" {
+		return "devel"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	v := "devel-" + rev
+	if modified == "true" {
+		v += "-dirty"
+	}
+	return v
 }
 
 func (a *app) ctlVersion(ctx context.Context, args []string) int {

@@ -41,12 +41,13 @@ func unifiedDiff(name, a, b string) string {
 			out.WriteString("  " + x[i] + "\n")
 			i++
 			j++
-		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
-			out.WriteString("+ " + y[j] + "\n")
-			j++
-		default:
+		case i < n && (j == m || lcs[i+1][j] >= lcs[i][j+1]):
+			// A changed line reads as removed, then added.
 			out.WriteString("- " + x[i] + "\n")
 			i++
+		default:
+			out.WriteString("+ " + y[j] + "\n")
+			j++
 		}
 	}
 	return out.String()

@@ -70,10 +70,8 @@ func (c ctlArgs) parse(args []string) (*flag.FlagSet, []string, error) {
 		}
 	}
 	switch {
-	case len(pos) < c.min && c.min == c.max:
-		return fs, nil, fmt.Errorf("wants %d argument(s), got %d", c.min, len(pos))
 	case len(pos) < c.min:
-		return fs, nil, fmt.Errorf("wants at least %d argument(s), got %d", c.min, len(pos))
+		return fs, nil, fmt.Errorf("missing %s", c.synopsis)
 	case c.max >= 0 && len(pos) > c.max:
 		return fs, nil, fmt.Errorf("unexpected argument %q", pos[c.max])
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"cx/internal/codexbin"
 	"cx/internal/config"
 	"cx/internal/ledger"
+	"cx/internal/openviking"
 	"cx/lifecycle"
 )
 
@@ -62,7 +64,7 @@ func codexEnvFor(base []string, bin codexbin.Binary, codexHome string) []string 
 func (a *app) installerCommand(ctx context.Context, name string, args []string, define func(*flag.FlagSet)) (*hookcfg.Installer, codexbin.Caps, error, int) {
 	var codexHome string
 	if _, code, ok := a.args(ctlArgs{name: name, define: func(fs *flag.FlagSet) {
-		fs.StringVar(&codexHome, "codex-home", "", "the CODEX_HOME `DIR` (default $CODEX_HOME, else ~/.codex)")
+		fs.StringVar(&codexHome, "codex-home", "", "Codex's home `DIR` (default $CODEX_HOME, else ~/.codex)")
 		if define != nil {
 			define(fs)
 		}
@@ -201,7 +203,7 @@ func (a *app) ctlDoctor(ctx context.Context, args []string) int {
 	var asJSON bool
 	var codexHome string
 	if _, code, ok := a.args(ctlArgs{name: "doctor", define: func(fs *flag.FlagSet) {
-		fs.StringVar(&codexHome, "codex-home", "", "the CODEX_HOME `DIR` to check (default $CODEX_HOME, else ~/.codex)")
+		fs.StringVar(&codexHome, "codex-home", "", "Codex's home `DIR` (default $CODEX_HOME, else ~/.codex)")
 		jsonFlag(&asJSON)(fs)
 	}}, args); !ok {
 		return code
@@ -213,6 +215,9 @@ func (a *app) ctlDoctor(ctx context.Context, args []string) int {
 		add(check{Name: "config", Detail: err.Error(), Fix: "fix " + cfg.Path})
 	} else {
 		detail := cfg.Path
+		if !cfg.FileRead {
+			detail = "no file at " + cfg.Path + ": cx runs on its defaults (sinks " + strings.Join(cfg.Sinks, ", ") + ")"
+		}
 		if len(cfg.Warnings) > 0 {
 			detail += " (" + strings.Join(cfg.Warnings, "; ") + ")"
 		}
@@ -257,6 +262,9 @@ func (a *app) ctlDoctor(ctx context.Context, args []string) int {
 	}
 	if cfg.Home != "" {
 		add(doctorLedger(dctx, cfg))
+	}
+	if slices.Contains(cfg.Sinks, "openviking") {
+		add(a.doctorOpenViking(dctx, cfg))
 	}
 	ok := true
 	for _, c := range checks {
@@ -304,6 +312,32 @@ func (a *app) doctorFire(ctx context.Context, in *hookcfg.Installer) check {
 		return check{Name: "hooks firing", Detail: fmt.Sprintf("the SessionStart hook answered %q (%v)", out, err), Fix: "cx ctl install"}
 	}
 	return check{Name: "hooks firing", OK: true, Detail: fmt.Sprintf("SessionStart answered valid JSON in %v", took.Round(time.Millisecond))}
+}
+
+// doctorOpenViking checks the OpenViking server the sink talks to: that it
+// answers, and that it takes cx's key on a session route.
+func (a *app) doctorOpenViking(ctx context.Context, cfg config.Config) check {
+	home, _ := a.getenv("HOME")
+	o := cfg.OpenViking
+	st := openviking.Resolve(openviking.Settings{URL: o.URL, Account: o.Account, User: o.User, Peer: o.Peer, Timeout: o.Timeout.Duration},
+		o.APIKeyEnv, a.getenv, home)
+	c := openviking.New(st)
+	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := c.Health(hctx); err != nil {
+		return check{Name: "openviking", Detail: fmt.Sprintf("%s does not answer: %v", st.URL, err),
+			Fix: "start the OpenViking server (or set [openviking] url); commits wait in the outbox meanwhile"}
+	}
+	_, err := c.Session(hctx, lifecycle.DoctorPrefix+"probe")
+	var oe *openviking.Error
+	switch {
+	case err == nil, errors.Is(err, openviking.ErrNotFound):
+		return check{Name: "openviking", OK: true, Detail: fmt.Sprintf("%s healthy, key accepted", st.URL)}
+	case errors.As(err, &oe) && (oe.Status == 401 || oe.Status == 403):
+		return check{Name: "openviking", Detail: fmt.Sprintf("%s refused the key: %v", st.URL, err),
+			Fix: fmt.Sprintf("set $%s (or api_key in ~/.openviking/ovcli.conf) to a key the server accepts, then `cx ctl retry --all`", o.APIKeyEnv)}
+	}
+	return check{Name: "openviking", Detail: fmt.Sprintf("%s: a session route failed: %v", st.URL, err), Fix: "see the server's log"}
 }
 
 func doctorLedger(ctx context.Context, cfg config.Config) check {

@@ -18,6 +18,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("CX_TEST_FAKE_CODEX") == "1" {
 		os.Exit(fakeCodexMain(os.Args[1:]))
 	}
+	if f, ok := scriptCommands[filepath.Base(os.Args[0])]; ok {
+		os.Exit(f())
+	}
 	code := m.Run()
 	codextest.RemoveBuilt()
 	os.Exit(code)

@@ -34,20 +34,7 @@ func (a *app) openManager(ctx context.Context) (*lifecycle.Manager, int) {
 	return m, 0
 }
 
-func rfc3339(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
-func rfc3339Ptr(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	s := rfc3339(*t)
-	return &s
-}
+var rfc3339, rfc3339Ptr = lifecycle.RFC3339, lifecycle.RFC3339Ptr
 
 func (a *app) printJSON(v any) {
 	enc := json.NewEncoder(a.stdout)
@@ -56,34 +43,7 @@ func (a *app) printJSON(v any) {
 }
 
 // sessionJSON is one session as `sessions --json` prints it.
-type sessionJSON struct {
-	ID             string   `json:"id"`
-	Status         string   `json:"status"`
-	EndReason      string   `json:"end_reason"`
-	RunID          string   `json:"run_id"`
-	Generation     int      `json:"generation"`
-	Commits        int      `json:"commits"`
-	Turns          int      `json:"turns"`
-	TotalTurns     int      `json:"total_turns"`
-	TranscriptPath string   `json:"transcript_path"`
-	Cwd            string   `json:"cwd"`
-	Sinks          []string `json:"sinks"`
-	Interrupted    int      `json:"interrupted_turns"`
-	Compactions    int      `json:"compactions"`
-	Placeholders   int      `json:"placeholders"`
-	CreatedAt      string   `json:"created_at"`
-	LastSeen       string   `json:"last_seen"`
-	EndedAt        *string  `json:"ended_at"`
-}
-
-func toSessionJSON(ctx context.Context, db *ledger.DB, s ledger.Session) sessionJSON {
-	commits, _ := db.Commits(ctx, s.ID)
-	total, _ := db.TotalTurns(ctx, s.ID)
-	return sessionJSON{ID: s.ID, Status: s.Status, EndReason: s.EndReason, RunID: s.RunID, Generation: s.Generation,
-		Commits: commits, Turns: s.Turns, TotalTurns: total, TranscriptPath: s.TranscriptPath, Cwd: s.Cwd, Sinks: s.Sinks,
-		Interrupted: s.Interrupted, Compactions: s.Compactions, Placeholders: s.Placeholders,
-		CreatedAt: rfc3339(s.CreatedAt), LastSeen: rfc3339(s.LastSeen), EndedAt: rfc3339Ptr(s.EndedAt)}
-}
+type sessionJSON = lifecycle.SessionView
 
 func (a *app) ctlSessions(ctx context.Context, args []string) int {
 	var asJSON bool
@@ -102,7 +62,7 @@ func (a *app) ctlSessions(ctx context.Context, args []string) int {
 	}
 	out := make([]sessionJSON, 0, len(sessions))
 	for _, s := range sessions {
-		out = append(out, toSessionJSON(ctx, m.DB, s))
+		out = append(out, m.ViewSession(ctx, s))
 	}
 	if asJSON {
 		a.printJSON(out)
@@ -187,7 +147,7 @@ func (a *app) ctlStatus(ctx context.Context, args []string) int {
 	for _, s := range sessions {
 		out.Counts["sessions_"+s.Status]++
 		if s.Status == ledger.Live {
-			out.LiveSessions = append(out.LiveSessions, toSessionJSON(ctx, m.DB, s))
+			out.LiveSessions = append(out.LiveSessions, m.ViewSession(ctx, s))
 		}
 	}
 	for _, j := range jobs {
@@ -275,7 +235,7 @@ func (a *app) ctlShow(ctx context.Context, args []string) int {
 		Jobs        []jobJSON     `json:"jobs"`
 		Archives    []archiveJSON `json:"archives"`
 		Events      []eventJSON   `json:"events"`
-	}{Session: toSessionJSON(ctx, m.DB, s), Generations: []genJSON{}, Jobs: []jobJSON{}, Archives: []archiveJSON{}, Events: []eventJSON{}}
+	}{Session: m.ViewSession(ctx, s), Generations: []genJSON{}, Jobs: []jobJSON{}, Archives: []archiveJSON{}, Events: []eventJSON{}}
 	for _, g := range gens {
 		out.Generations = append(out.Generations, genJSON{g.Generation, g.Status, g.EndReason, g.Turns, g.ExitStatus, rfc3339(g.EndedAt), rfc3339Ptr(g.CommittedAt)})
 	}
@@ -367,7 +327,7 @@ func (a *app) ctlCommit(ctx context.Context, args []string) int {
 			Ended   bool        `json:"ended"`
 			Reason  string      `json:"reason,omitempty"`
 			Session sessionJSON `json:"session"`
-		}{ended, map[bool]string{true: lifecycle.ReasonManual}[ended], toSessionJSON(ctx, m.DB, s)})
+		}{ended, map[bool]string{true: lifecycle.ReasonManual}[ended], m.ViewSession(ctx, s)})
 		return 0
 	}
 	if ended {
@@ -432,7 +392,7 @@ func (a *app) ctlSweep(ctx context.Context, args []string) int {
 
 func (a *app) ctlRetry(ctx context.Context, args []string) int {
 	var all, asJSON bool
-	spec := ctlArgs{name: "retry", synopsis: "<job id>… | --all", min: 0, max: -1, define: func(fs *flag.FlagSet) {
+	spec := ctlArgs{name: "retry", synopsis: "<job id>…", min: 0, max: -1, define: func(fs *flag.FlagSet) {
 		fs.BoolVar(&all, "all", false, "every parked job")
 		jsonFlag(&asJSON)(fs)
 	}}

@@ -23,6 +23,7 @@ import (
 
 	"cx/internal/codextest"
 	"cx/internal/mockmodel"
+	"cx/lifecycle"
 )
 
 // Model is the model name the harness configures: one for which Codex
@@ -278,16 +279,7 @@ func EventNames(evs []HookEvent) []string {
 func (h *H) Requests() []mockmodel.Request { return h.Model.Requests() }
 
 // SessionState is one entry of `cx ctl sessions --json`.
-type SessionState struct {
-	ID         string `json:"id"`
-	Status     string `json:"status"`
-	EndReason  string `json:"end_reason"`
-	RunID      string `json:"run_id"`
-	Generation int    `json:"generation"`
-	Commits    int    `json:"commits"`
-	Turns      int    `json:"turns"`
-	TotalTurns int    `json:"total_turns"`
-}
+type SessionState = lifecycle.SessionView
 
 // Sessions is what cx's ledger says about every session.
 func (h *H) Sessions() map[string]SessionState {
