@@ -5,10 +5,10 @@ GO ?= go
 all: build
 
 build:
-	$(GO) build -o cx ./cmd/cx
+	$(GO) build -buildvcs=true -o cx ./cmd/cx
 
 install:
-	$(GO) install ./cmd/cx
+	$(GO) install -buildvcs=true ./cmd/cx
 
 # The one test command (README, .ci/run): installs what the tests need
 # (tmux, the pinned real Codex CLI versions), then vets and runs every test
@@ -21,6 +21,7 @@ test-deps:
 
 vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	$(GO) vet ./...
 
 # A first session through cx and a second one that starts where it stopped,

@@ -125,6 +125,7 @@ func (a *app) ctlHook(ctx context.Context, args []string) (code int) {
 		return 0
 	}
 
+	testHookPanic(a.getenv, "main")
 	done := make(chan struct{})
 	var due bool
 	var injection string

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -97,6 +98,7 @@ func TestScripts(t *testing.T) {
 			"expand":   cmdExpand,
 			"jsonhas":  cmdJSONHas,
 			"exits":    cmdExits,
+			"payload":  cmdPayload,
 		},
 	})
 }
@@ -183,6 +185,26 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
+// cmdPayload writes a Stop hook payload for $SID whose assistant message is
+// BYTES long and carries SECRET in the middle (a 10 MiB payload, say):
+//
+//	payload OUT BYTES SECRET
+func cmdPayload(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: payload OUT BYTES SECRET")
+	}
+	var n int
+	if _, err := fmt.Sscan(args[1], &n); err != nil {
+		ts.Fatalf("payload: %v", err)
+	}
+	half := strings.Repeat("x", n/2)
+	msg := half + " " + args[2] + " " + half
+	b, _ := json.Marshal(map[string]any{"session_id": ts.Getenv("SID"), "transcript_path": ts.Getenv("ROLLOUT"),
+		"cwd": "/home/user/cx-e2e/project", "hook_event_name": "Stop", "turn_id": "t-big", "stop_hook_active": false,
+		"last_assistant_message": msg})
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), b, 0o644))
+}
+
 // cmdExpand writes FILE with $VARS expanded from the script's environment:
 //
 //	expand payload.json payload.out
@@ -222,7 +244,7 @@ func cmdJSONHas(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // lockDBMain holds a write lock on $CX_HOME/cx.db until killed or for
-// $LOCK_FOR (default 60s): "a locked ledger" for the scripts.
+// $LOCK_FOR (default 60s) or SIGINT: "a locked ledger" for the scripts.
 func lockDBMain() int {
 	path := filepath.Join(os.Getenv("CX_HOME"), "cx.db")
 	db, err := sql.Open("sqlite", "file:"+path)
@@ -248,6 +270,11 @@ func lockDBMain() int {
 	if err != nil {
 		d = time.Minute
 	}
-	time.Sleep(d)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	select {
+	case <-time.After(d):
+	case <-sig: // `kill -INT`: a clean end the script can wait for
+	}
 	return 0
 }

@@ -259,13 +259,21 @@ func (a *app) ctlShow(ctx context.Context, args []string) int {
 		return 0
 	}
 	ss := out.Session
+	runID := ss.RunID
+	if runID == "" {
+		runID = "none (Codex ran without cx)"
+	}
 	fmt.Fprintf(a.stdout, "session %s\n  status %s (generation %d, %d committed)  end reason %q\n  run %s  sinks %v\n  rollout %s\n  cwd %s\n  turns %d in this generation, %d in all; %d interrupted, %d compactions, %d unreadable lines\n",
-		ss.ID, ss.Status, ss.Generation, ss.Commits, ss.EndReason, ss.RunID, ss.Sinks, ss.TranscriptPath, ss.Cwd, ss.Turns, ss.TotalTurns, ss.Interrupted, ss.Compactions, ss.Placeholders)
+		ss.ID, ss.Status, ss.Generation, ss.Commits, ss.EndReason, runID, ss.Sinks, ss.TranscriptPath, ss.Cwd, ss.Turns, ss.TotalTurns, ss.Interrupted, ss.Compactions, ss.Placeholders)
 	for _, g := range out.Generations {
 		fmt.Fprintf(a.stdout, "  g%d %s (%s) turns %d ended %s\n", g.Generation, g.Status, g.EndReason, g.Turns, g.EndedAt)
 	}
 	for _, j := range out.Jobs {
-		fmt.Fprintf(a.stdout, "  job #%d %s g%d → %s: %s (attempts %d) %s\n", j.ID, j.Kind, j.Generation, j.Sink, j.State, j.Attempts, j.LastError)
+		line := fmt.Sprintf("  job #%d %s g%d → %s: %s (attempts %d)", j.ID, j.Kind, j.Generation, j.Sink, j.State, j.Attempts)
+		if j.LastError != "" {
+			line += " " + j.LastError
+		}
+		fmt.Fprintln(a.stdout, line)
 	}
 	for _, ar := range out.Archives {
 		var turns []map[string]any
@@ -423,6 +431,10 @@ func (a *app) ctlRetry(ctx context.Context, args []string) int {
 	n, err := m.Retry(ctx, ids, all)
 	if err != nil {
 		a.errorf("retry: %v", err)
+		return 1
+	}
+	if len(ids) > 0 && n == 0 {
+		a.errorf("retry: none of the jobs named is parked (see `cx ctl status`)")
 		return 1
 	}
 	worked := 0

@@ -108,7 +108,9 @@ func CX(t testing.TB) string {
 			return
 		}
 		buildPath = filepath.Join(dir, "cx")
-		cmd := exec.Command("go", "build", "-o", buildPath, "./cmd/cx")
+		// -buildvcs=true: the version cx reports comes from the checkout, even
+		// where GOFLAGS turns VCS stamping off.
+		cmd := exec.Command("go", "build", "-buildvcs=true", "-o", buildPath, "./cmd/cx")
 		cmd.Dir = moduleRoot()
 		buildOut, buildErr = cmd.CombinedOutput()
 	})
