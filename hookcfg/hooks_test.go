@@ -213,3 +213,31 @@ trust_level = "trusted"
 		t.Fatalf("wrong edit:\n%s", got)
 	}
 }
+
+func TestRemoveEmptyTables(t *testing.T) {
+	cases := []struct{ name, in, want string }{
+		{"at the end", "a = 1\n\n[hooks.state]\n", "a = 1\n"},
+		{"empty with blanks", "a = 1\n\n[hooks.state]\n\n\n", "a = 1\n"},
+		{"before another table", "[hooks.state]\n\n[x]\nb = 2\n", "[x]\nb = 2\n"},
+		{"before a subtable of its own", "[hooks.state]\n[hooks.state.\"k\"]\ntrusted_hash = \"h\"\n", "[hooks.state.\"k\"]\ntrusted_hash = \"h\"\n"},
+		{"a key lives there", "[hooks.state]\nx = 1\n", "[hooks.state]\nx = 1\n"},
+		{"a comment lives there", "[hooks.state]\n# mine\n", "[hooks.state]\n# mine\n"},
+		{"both", "a = 1\n\n[hooks]\n[hooks.state]\n", "a = 1\n"},
+		{"not named", "[other]\n", "[other]\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "config.toml")
+			if err := os.WriteFile(p, []byte(c.in), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := RemoveEmptyTables(p, []string{"hooks.state", "hooks"}); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := os.ReadFile(p)
+			if string(got) != c.want {
+				t.Fatalf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}

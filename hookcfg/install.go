@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -44,6 +45,10 @@ type state struct {
 	Original     string `json:"original"`      // hooks.json before cx's first install ("" if absent)
 	HadOriginal  bool   `json:"had_original"`  // the file existed
 	InstalledSum string `json:"installed_sum"` // sha256 of the file as cx left it
+	// ConfigTables are the trust tables' headers ([hooks], [hooks.state])
+	// config.toml had before cx's first install; Codex's trust write adds
+	// the ones missing, and uninstall takes those out again when empty.
+	ConfigTables []string `json:"config_tables"`
 }
 
 func (in *Installer) statePath() string {
@@ -102,7 +107,7 @@ func (in *Installer) Install(ctx context.Context) (Result, error) {
 		return res, err
 	}
 	if changed {
-		st := state{HooksPath: in.HooksPath(), Original: string(old), HadOriginal: old != nil}
+		st := state{HooksPath: in.HooksPath(), Original: string(old), HadOriginal: old != nil, ConfigTables: in.trustTables()}
 		if prev, err := in.readState(); err == nil && prev.InstalledSum == sum(old) {
 			st = prev // a repair of cx's own install: the original stays the first one
 		}
@@ -322,6 +327,15 @@ func (in *Installer) Uninstall(ctx context.Context) (Result, error) {
 		if err := RemoveTrustEntries(in.ConfigPath(), ourKeys); err != nil {
 			res.Warnings = append(res.Warnings, err.Error())
 		}
+		var added []string
+		for _, t := range trustTables {
+			if !slices.Contains(st.ConfigTables, t) {
+				added = append(added, t)
+			}
+		}
+		if err := RemoveEmptyTables(in.ConfigPath(), added); err != nil {
+			res.Warnings = append(res.Warnings, err.Error())
+		}
 		if err := in.keepTrust(ctx, before); err != nil {
 			res.Warnings = append(res.Warnings, "re-recording the trust of shifted hooks: "+err.Error())
 		}
@@ -366,6 +380,76 @@ func (in *Installer) keepTrust(ctx context.Context, before []codexrpc.Hook) erro
 		}
 	}
 	return c.Trust(ctx, fix)
+}
+
+// trustTables are the config.toml tables that hold hook trust.
+var trustTables = []string{"hooks.state", "hooks"}
+
+// trustTables lists which of the trust tables config.toml declares now.
+func (in *Installer) trustTables() []string {
+	data, _ := os.ReadFile(in.ConfigPath())
+	out := []string{}
+	for _, l := range strings.Split(string(data), "\n") {
+		t := strings.TrimSpace(l)
+		for _, name := range trustTables {
+			if t == "["+name+"]" {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+// RemoveEmptyTables deletes the headers [name] of the given tables from
+// config.toml when nothing lives under them (no key before the next
+// header), with the blank line that set each apart — a line edit, the
+// result re-parsed.
+func RemoveEmptyTables(path string, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	isHeader := func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), "[") }
+	var out []string
+	for i := 0; i < len(lines); i++ {
+		t := strings.TrimSpace(lines[i])
+		if !slices.ContainsFunc(names, func(n string) bool { return t == "["+n+"]" }) {
+			out = append(out, lines[i])
+			continue
+		}
+		j := i + 1
+		for j < len(lines) && strings.TrimSpace(lines[j]) == "" {
+			j++
+		}
+		if j < len(lines) && !isHeader(lines[j]) {
+			out = append(out, lines[i]) // a key or a comment lives here
+			continue
+		}
+		// Drop the header and the blank lines after it; at the end of the
+		// file, the blank line before it too.
+		if j == len(lines) {
+			if n := len(out); n > 0 && strings.TrimSpace(out[n-1]) == "" {
+				out = out[:n-1]
+			}
+		}
+		i = j - 1
+	}
+	result := strings.Join(out, "")
+	if result == string(data) {
+		return nil
+	}
+	var v map[string]any
+	if _, err := toml.Decode(result, &v); err != nil {
+		return fmt.Errorf("internal error: %s would not parse after removing empty trust tables: %w", path, err)
+	}
+	return fsutil.WriteAtomic(path, []byte(result), 0o600)
 }
 
 // RemoveTrustEntries deletes the [hooks.state."<key>"] tables of the given

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"cx/internal/checkpoint"
 	"cx/internal/rollout"
@@ -126,5 +127,25 @@ func TestStoreIdentifyCaches(t *testing.T) {
 	b := s.Identify(dir)
 	if a.ProjectID != b.ProjectID || !strings.HasPrefix(b.Project, "root:") {
 		t.Fatalf("%+v vs %+v", a, b)
+	}
+}
+
+// A git that hangs is given up on (and with the race detector on, the
+// give-up path is checked for data races).
+func TestRootCommitGivesUpOnHungGit(t *testing.T) {
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte("#!/bin/sh\nexec sleep 30\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+":/usr/bin:/bin")
+	old := gitTimeout
+	gitTimeout = 200 * time.Millisecond
+	defer func() { gitTimeout = old }()
+	start := time.Now()
+	if got := rootCommit(t.TempDir()); got != "" {
+		t.Fatalf("rootCommit = %q from a hung git", got)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("a hung git held rootCommit for %v", took)
 	}
 }

@@ -7,6 +7,7 @@ package continuity
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -153,24 +154,20 @@ func originURL(common string) string {
 	return ""
 }
 
+// gitTimeout bounds a git call: a hung git (a network filesystem, a lock)
+// must not hold a hook.
+var gitTimeout = 5 * time.Second
+
 // rootCommit is the repository's first commit (the lexically smallest when
 // histories were merged), "" when there is none or git is missing.
 func rootCommit(root string) string {
-	cmd := exec.Command("git", "-C", root, "rev-list", "--max-parents=0", "HEAD")
+	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", "-C", root, "rev-list", "--max-parents=0", "HEAD")
 	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
-	done := make(chan struct{})
-	var out []byte
-	go func() {
-		out, _ = cmd.Output()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		if cmd.Process != nil {
-			_ = cmd.Process.Kill()
-		}
-		<-done
+	cmd.WaitDelay = time.Second // a child of git holding the pipe cannot hold us
+	out, err := cmd.Output()
+	if err != nil {
 		return ""
 	}
 	lines := strings.Fields(string(out))

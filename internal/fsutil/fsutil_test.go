@@ -1,0 +1,48 @@
+package fsutil
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// The new bytes are on disk before the rename, and the rename is on disk
+// before WriteAtomic returns: the file, then its directory, are synced.
+func TestWriteAtomicSyncsFileThenDirectory(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "hooks.json")
+	if err := os.WriteFile(path, []byte("old"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	var synced []string
+	orig := sync
+	sync = func(f *os.File) error {
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		kind := "file"
+		if fi.IsDir() {
+			kind = "dir:" + f.Name()
+		} else if b, _ := os.ReadFile(f.Name()); string(b) != "new" {
+			t.Errorf("file synced before its bytes were written: %q", b)
+		}
+		synced = append(synced, kind)
+		return orig(f)
+	}
+	defer func() { sync = orig }()
+	if err := WriteAtomic(path, []byte("new"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if len(synced) != 2 || synced[0] != "file" || synced[1] != "dir:"+dir {
+		t.Fatalf("synced %v, want the file then %s", synced, dir)
+	}
+	b, _ := os.ReadFile(path)
+	fi, _ := os.Stat(path)
+	if string(b) != "new" || fi.Mode().Perm() != 0o640 {
+		t.Fatalf("content %q mode %v", b, fi.Mode().Perm())
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".hooks.json.tmp-*")); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+}
