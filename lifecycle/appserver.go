@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -32,6 +33,7 @@ type AppServerTap struct {
 	pending  map[string]string // request id → method, for the requests whose results name a thread
 	unparsed atomic.Int64
 	frames   atomic.Int64
+	panics   atomic.Int64 // frames whose handling panicked (a bug; logged)
 }
 
 type tapFrame struct {
@@ -67,12 +69,21 @@ func (t *AppServerTap) FromChild(b []byte) { t.feed(1, b) }
 // Frames and Unparsed count what the tap saw.
 func (t *AppServerTap) Frames() int64   { return t.frames.Load() }
 func (t *AppServerTap) Unparsed() int64 { return t.unparsed.Load() }
+func (t *AppServerTap) Panics() int64   { return t.panics.Load() }
 
 // feed splits a chunk into complete lines (a frame may arrive in pieces)
 // and queues them; it never blocks the relay for long.
 func (t *AppServerTap) feed(dir int, b []byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	defer func() {
+		// The relay calls this: a bug here must not stop the stream (the
+		// wrapper would stop Codex). The frame in progress is lost to the tap.
+		if r := recover(); r != nil {
+			t.unparsed.Add(1)
+			t.partial[dir] = nil
+		}
+	}()
 	buf := append(t.partial[dir], b...)
 	for {
 		i := bytes.IndexByte(buf, '\n')
@@ -119,7 +130,7 @@ func (t *AppServerTap) work() {
 		closing := t.closing
 		t.mu.Unlock()
 		for _, f := range q {
-			t.frame(f)
+			t.safeFrame(f)
 		}
 		if closing && len(q) == 0 {
 			return
@@ -133,8 +144,23 @@ type rpcThread struct {
 	Cwd  string `json:"cwd"`
 }
 
+// safeFrame handles one frame; a bug in that (a panic) costs the frame,
+// never the stream or the other frames.
+func (t *AppServerTap) safeFrame(f tapFrame) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.panics.Add(1)
+			if t.run != nil {
+				t.run.m.Log.Printf("app-server tap of %s: panic: %v\n%s", t.run.info.ID, r, debug.Stack())
+			}
+		}
+	}()
+	t.frame(f)
+}
+
 func (t *AppServerTap) frame(f tapFrame) {
 	t.frames.Add(1)
+	testPanic("tap-frame")
 	if t.run == nil {
 		return // no ledger for this run: the stream is relayed, nothing recorded
 	}

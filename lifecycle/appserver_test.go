@@ -35,3 +35,18 @@ func FuzzAppServerTap(f *testing.F) {
 		}
 	})
 }
+
+// A bug in handling a frame costs that frame, never the tap or the frames
+// after it (the relay in front of it never sees the panic).
+func TestTapSurvivesPanics(t *testing.T) {
+	t.Setenv("CX_TEST_PANIC_AT", "tap-frame")
+	tap := NewAppServerTap()
+	tap.Bind(nil)
+	for i := 0; i < 3; i++ {
+		tap.FromChild([]byte(`{"method":"turn/completed","params":{"threadId":"x"}}` + "\n"))
+	}
+	tap.Close()
+	if tap.Frames() != 3 || tap.Panics() != 3 {
+		t.Fatalf("frames %d panics %d, want 3 and 3", tap.Frames(), tap.Panics())
+	}
+}

@@ -26,6 +26,8 @@ import (
 //	abort ID TEXT…        a turn interrupted before it finished
 //	nested ID             run a nested fake Codex (a child, as `codex exec` from a tool call) that starts ID
 //	garbage ID            append an unparsable line to ID's rollout
+//	archive ID            move ID's rollout to archived_sessions/, as archiving a thread does
+//	quiet on|off          run no hooks (what reaches cx comes from the rollout alone)
 //	sleep MS              wait
 //	wait                  block until stdin closes or a signal arrives
 //	exit N                exit with status N
@@ -60,6 +62,7 @@ type fake struct {
 	open     map[string]*os.File
 	rollouts map[string]string
 	turn     map[string]int
+	quiet    bool
 }
 
 func (f *fake) rollout(id string) string {
@@ -140,6 +143,16 @@ func (f *fake) step(fs []string) (int, bool) {
 		f.hook("PreCompact", id, map[string]any{"trigger": "manual", "turn_id": "c"})
 		f.write(id, rec("compacted", map[string]any{"message": "summary"}))
 		f.hook("PostCompact", id, map[string]any{"trigger": "manual", "turn_id": "c"})
+	case "archive":
+		dir := filepath.Join(f.home, "archived_sessions")
+		_ = os.MkdirAll(dir, 0o700)
+		to := filepath.Join(dir, filepath.Base(f.rollout(fs[1])))
+		if err := os.Rename(f.rollout(fs[1]), to); err != nil {
+			panic(err)
+		}
+		f.rollouts[fs[1]] = to
+	case "quiet":
+		f.quiet = fs[1] == "on"
 	case "garbage":
 		fh, _ := os.OpenFile(f.rollout(fs[1]), os.O_WRONLY|os.O_APPEND, 0o600)
 		fh.Write([]byte("{\"timestamp\": \"x\", \"type\": \"event_msg\", \"payload\": {trunc\n"))
@@ -175,6 +188,9 @@ func (f *fake) step(fs []string) (int, bool) {
 // hook runs the hooks.json commands of event with Codex's payload shape,
 // through sh -c as Codex does, and fails loudly if an answer is not JSON.
 func (f *fake) hook(event, id string, extra map[string]any) {
+	if f.quiet {
+		return
+	}
 	data, err := os.ReadFile(filepath.Join(f.home, "hooks.json"))
 	if err != nil {
 		return

@@ -768,3 +768,38 @@ func TestLogRotation(t *testing.T) {
 		t.Fatalf("new log %q", data)
 	}
 }
+
+// Codex moves an archived thread's rollout to archived_sessions/: capture
+// follows it there, the turns written after the move are committed, and
+// the session shows where its rollout is now.
+func TestArchivedRolloutIsFollowed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.run("start A; hook SessionStart A startup; turn A first; archive A; quiet on; turn A second; exit 0")
+	st := e.want("A", "committed", "exit", 1, 1)
+	if st.TotalTurns != 2 {
+		t.Fatalf("turns %d, want 2 (the one written after the move too)", st.TotalTurns)
+	}
+	if !strings.Contains(st.TranscriptPath, string(filepath.Separator)+"archived_sessions"+string(filepath.Separator)) {
+		t.Fatalf("transcript_path %q, want the archived location", st.TranscriptPath)
+	}
+	out, code := e.ctl("show", "A")
+	if code != 0 || !strings.Contains(out, "archive g1: 2 turns") || !strings.Contains(out, "checkpoint (generation 1)") {
+		t.Fatalf("show A:\n%s", out)
+	}
+}
+
+// A panic in session discovery (a bug) is logged; the run's sessions are
+// still ended and committed, and cx exits with Codex's status.
+func TestDiscoveryPanicCostsNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if code := e.run("start A; hook SessionStart A startup; turn A first; exit 4", "CX_TEST_PANIC_AT=discover"); code != 4 {
+		t.Fatalf("exit %d, want 4", code)
+	}
+	e.want("A", "committed", "exit", 1, 1)
+	log, _ := os.ReadFile(filepath.Join(e.cxHome, "logs", "cx.log"))
+	if !strings.Contains(string(log), "panic: test panic at discover") {
+		t.Fatalf("cx.log:\n%s", log)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"syscall"
@@ -115,6 +116,14 @@ func crashAt(point string) {
 	}
 }
 
+// testPanic panics at a named point when CX_TEST_PANIC_AT names it: the
+// tests of "a bug in cx's bookkeeping does not take the supervisor down".
+func testPanic(point string) {
+	if v := os.Getenv("CX_TEST_PANIC_AT"); v != "" && v == point {
+		panic("test panic at " + point)
+	}
+}
+
 // Logger appends cx's own diagnostics to CX_HOME/logs/cx.log.
 type Logger struct {
 	path string
@@ -154,6 +163,16 @@ const maxLogBytes = 8 << 20
 func RotateLog(path string) {
 	if fi, err := os.Stat(path); err == nil && fi.Size() > maxLogBytes {
 		_ = os.Rename(path, path+".1")
+	}
+}
+
+// Recover, deferred first thing in a goroutine of cx's, turns a panic there
+// into a line with its stack in cx.log: a bug in bookkeeping must not take
+// down the supervisor (and with it Codex and the user's terminal), and the
+// rollout keeps whatever the bookkeeping missed.
+func (l *Logger) Recover(what string) {
+	if r := recover(); r != nil {
+		l.Printf("%s: panic: %v\n%s", what, r, debug.Stack())
 	}
 }
 
@@ -206,16 +225,35 @@ func adopt(s *ledger.Session, run ledger.Run) {
 	}
 }
 
-// rolloutPath finds a session's rollout when no hook told its path.
-func rolloutPath(codexHome, id string) string {
-	if codexHome == "" {
+// rolloutPath finds a session's rollout: where it was recorded, else —
+// Codex moves an archived thread's rollout to archived_sessions/, same
+// name — there, else by its id under sessions/ or archived_sessions/.
+// "" when there is none (a session with no turn).
+func rolloutPath(codexHome, id, recorded string) string {
+	if recorded != "" {
+		if _, err := os.Stat(recorded); err == nil {
+			return recorded
+		}
+		if codexHome != "" {
+			moved := filepath.Join(codexHome, "archived_sessions", filepath.Base(recorded))
+			if _, err := os.Stat(moved); err == nil {
+				return moved
+			}
+		}
+	}
+	if codexHome == "" || id == "" {
 		return ""
 	}
-	matches, _ := filepath.Glob(filepath.Join(codexHome, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"))
-	if len(matches) == 0 {
-		return ""
+	for _, pattern := range []string{
+		filepath.Join(codexHome, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"),
+		filepath.Join(codexHome, "archived_sessions", "rollout-*-"+id+".jsonl"),
+		filepath.Join(codexHome, "archived_sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"),
+	} {
+		if matches, _ := filepath.Glob(pattern); len(matches) > 0 {
+			return matches[len(matches)-1]
+		}
 	}
-	return matches[len(matches)-1]
+	return ""
 }
 
 // catchUp captures the session's new turns from its rollout. New turns
@@ -226,15 +264,9 @@ func (m *Manager) catchUp(ctx context.Context, id string) (ledger.Session, error
 	if err != nil {
 		return s, err
 	}
-	path := s.TranscriptPath
-	if path == "" {
-		path = rolloutPath(s.CodexHome, s.ID)
-	}
+	path := rolloutPath(s.CodexHome, s.ID, s.TranscriptPath)
 	if path == "" {
 		return s, nil // no rollout yet: a session with no turn
-	}
-	if _, err := os.Stat(path); err != nil {
-		return s, nil
 	}
 	var meta *rollout.SessionMeta
 	if s.Meta != "" {
@@ -255,8 +287,8 @@ func (m *Manager) catchUp(ctx context.Context, id string) (ledger.Session, error
 		if s.Cursor.Seen > capt.Cursor.Seen && !capt.Rewritten {
 			return nil // another process captured further meanwhile
 		}
-		if s.TranscriptPath == "" {
-			s.TranscriptPath = path
+		if s.TranscriptPath != path {
+			s.TranscriptPath = path // first seen, or moved to archived_sessions/
 		}
 		if s.Meta == "" && capt.Meta != nil {
 			b, _ := json.Marshal(capt.Meta)

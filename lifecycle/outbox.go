@@ -58,10 +58,7 @@ type LocalSink struct{ m *Manager }
 func (l *LocalSink) Commit(ctx context.Context, req CommitRequest) error {
 	turns, _ := json.Marshal(req.Turns)
 	var cpJSON, cont string
-	path := req.Session.TranscriptPath
-	if path == "" {
-		path = rolloutPath(req.Session.CodexHome, req.Session.ID)
-	}
+	path := rolloutPath(req.Session.CodexHome, req.Session.ID, req.Session.TranscriptPath)
 	if data, err := readUpTo(path, req.Generation.EndOffset); err == nil {
 		cp := checkpoint.FromRollout(data, checkpoint.DefaultCaps)
 		cpJSON = string(cp.JSON())

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -79,7 +80,9 @@ type Run struct {
 func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
 	r := &Run{m: m, info: info, recorded: make(chan struct{}), known: map[string]bool{}, candidates: map[string]bool{}, started: time.Now()}
 	go func() {
+		defer m.Log.Recover("record run " + info.ID)
 		defer close(r.recorded)
+		r.recErr = errors.New("the run was not recorded")
 		r.recErr = m.DB.Tx(ctx, func(tx *ledger.Tx) error {
 			return tx.PutRun(ctx, ledger.Run{ID: info.ID, PID: os.Getpid(), PIDStart: proc.StartTime(os.Getpid()),
 				CodexHome: info.CodexHome, CodexVersion: info.CodexVersion, Cwd: info.Cwd, Args: redactArgs(info.Args),
@@ -114,9 +117,15 @@ func (r *Run) ChildStarted(pid int) {
 	r.stop, r.stopped = make(chan struct{}), make(chan struct{})
 	r.mu.Unlock()
 	go func() {
+		defer r.m.Log.Recover("session discovery of " + r.info.ID)
+		looping := false
+		defer func() {
+			if !looping {
+				close(r.stopped) // discoverLoop closes it otherwise
+			}
+		}()
 		<-r.recorded
 		if r.recErr != nil {
-			close(r.stopped)
 			return
 		}
 		ctx := context.Background()
@@ -131,6 +140,8 @@ func (r *Run) ChildStarted(pid int) {
 		if err != nil {
 			r.m.Log.Printf("record codex pid for %s: %v", r.info.ID, err)
 		}
+		testPanic("discover")
+		looping = true
 		r.discoverLoop(ctx, pid)
 	}()
 }

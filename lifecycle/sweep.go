@@ -110,10 +110,11 @@ func (m *Manager) Sweep(ctx context.Context) (SweepResult, error) {
 
 // hasNewBytes reports whether the session's rollout grew past its cursor.
 func hasNewBytes(s ledger.Session) bool {
-	if s.TranscriptPath == "" {
+	path := rolloutPath(s.CodexHome, s.ID, s.TranscriptPath)
+	if path == "" {
 		return false
 	}
-	fi, err := os.Stat(s.TranscriptPath)
+	fi, err := os.Stat(path)
 	return err == nil && fi.Size() > s.Cursor.Seen
 }
 

@@ -125,7 +125,7 @@ func (a *app) ctlHook(ctx context.Context, args []string) (code int) {
 		return 0
 	}
 
-	testHookPanic(a.getenv, "main")
+	testPanic(a.getenv, "hook-main")
 	done := make(chan struct{})
 	var due bool
 	var injection string
@@ -139,7 +139,7 @@ func (a *app) ctlHook(ctx context.Context, args []string) (code int) {
 				injection, due = "", false
 			}
 		}()
-		testHookPanic(a.getenv, "work")
+		testPanic(a.getenv, "hook-work")
 		budget := time.Until(deadline)
 		m, err := lifecycle.Open(wctx, cfg, lifecycle.Options{BusyTimeout: budget / 2})
 		if err != nil {
@@ -198,10 +198,10 @@ func (a *app) ctlHook(ctx context.Context, args []string) (code int) {
 	return 0
 }
 
-// testHookPanic panics at a named point when CX_TEST_HOOK_PANIC names it:
-// the test of "a bug in the handler still answers Codex".
-func testHookPanic(getenv func(string) (string, bool), point string) {
-	if v, _ := getenv("CX_TEST_HOOK_PANIC"); v == point {
+// testPanic panics at a named point when CX_TEST_PANIC_AT names it: the
+// tests of "a bug in cx still answers Codex and leaves the terminal whole".
+func testPanic(getenv func(string) (string, bool), point string) {
+	if v, _ := getenv("CX_TEST_PANIC_AT"); v == point {
 		panic("test panic at " + point)
 	}
 }

@@ -101,10 +101,10 @@ func TestHookAnswersWithinBudget(t *testing.T) {
 // still gives Codex a valid answer and exit 0, and the stack goes to cx.log.
 func TestHookPanicStillAnswers(t *testing.T) {
 	t.Parallel()
-	for _, point := range []string{"work", "main"} {
+	for _, point := range []string{"hook-work", "hook-main"} {
 		t.Run(point, func(t *testing.T) {
 			t.Parallel()
-			env, cxHome := hookEnv(t, "CX_TEST_HOOK_PANIC="+point)
+			env, cxHome := hookEnv(t, "CX_TEST_PANIC_AT="+point)
 			out, _, code := hookRun(t, env, "Stop", `{"session_id":"s-panic","hook_event_name":"Stop","cwd":"/"}`, false)
 			if code != 0 || out != "{}" {
 				t.Fatalf("answer %q exit %d", out, code)

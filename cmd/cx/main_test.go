@@ -325,7 +325,7 @@ func TestCtl(t *testing.T) {
 	if r := runCX(t, nil, "ctl", "nosuch"); r.code != 2 || !strings.Contains(r.stderr, "unknown command") {
 		t.Fatalf("unknown ctl command: %+v", r)
 	}
-	if r := runCX(t, nil, "ctl"); r.code != 2 || !strings.Contains(r.stdout, "version") {
+	if r := runCX(t, nil, "ctl"); r.code != 2 || !strings.Contains(r.stderr, "version") || r.stdout != "" { // a usage error: stderr
 		t.Fatalf("bare ctl: %+v", r)
 	}
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"cx/internal/config"
@@ -15,6 +17,7 @@ import (
 // stays that of the supervisor alone.
 type supervision struct {
 	a        *app
+	log      *lifecycle.Logger
 	ready    chan struct{}
 	m        *lifecycle.Manager
 	run      *lifecycle.Run
@@ -25,26 +28,40 @@ type supervision struct {
 }
 
 func startSupervision(ctx context.Context, a *app, cfg config.Config, info lifecycle.RunInfo, tap *lifecycle.AppServerTap) *supervision {
-	s := &supervision{a: a, ready: make(chan struct{}), started: make(chan struct{}), launched: make(chan struct{})}
+	s := &supervision{a: a, log: lifecycle.NewLogger(cfg.Home), ready: make(chan struct{}), started: make(chan struct{}), launched: make(chan struct{})}
+	// Every goroutine here recovers: a bug in cx's bookkeeping is logged
+	// (cx.log) and costs the run's records, never Codex or the terminal;
+	// the rollout keeps the session for a later sweep.
 	go func() {
+		defer s.log.Recover("open the ledger")
 		// After Codex's launch: the ledger never competes with it for the CPU.
 		<-s.launched
 		defer close(s.ready)
+		s.err = errors.New("the ledger was not opened")
+		bound := false
+		defer func() {
+			if s.m != nil && s.run == nil {
+				s.m = nil // a panic half way: nothing to finish
+			}
+			if tap != nil && !bound {
+				tap.Bind(nil) // the tap counts frames and records nothing
+			}
+		}()
+		testPanic(a.getenv, "supervise-open")
 		s.m, s.err = lifecycle.Open(ctx, cfg, lifecycle.Options{})
 		if s.err != nil {
-			if tap != nil {
-				tap.Bind(nil)
-			}
 			return
 		}
 		s.run = s.m.BeginRun(ctx, info)
 		if tap != nil {
 			tap.Bind(s.run)
+			bound = true
 		}
 	}()
 	// Earlier runs whose cx died, and commits left in the outbox: handled
 	// beside Codex, not before it.
 	go func() {
+		defer s.log.Recover("recovery at start")
 		<-s.ready
 		if s.m == nil {
 			return
@@ -66,6 +83,7 @@ func (s *supervision) Started(pid int, _ wrapper.Mode) {
 	s.pid = pid
 	close(s.launched)
 	go func() {
+		defer s.log.Recover("child started")
 		defer close(s.started)
 		<-s.ready
 		if s.run != nil {
@@ -79,6 +97,7 @@ func (s *supervision) Started(pid int, _ wrapper.Mode) {
 // thread) carry the signal as their end reason.
 func (s *supervision) Stopping(sig os.Signal) {
 	record := func() {
+		defer s.log.Recover("record the stop")
 		<-s.ready
 		if s.run != nil {
 			s.run.Stopping("signal:" + wrapper.SignalName(sig))
@@ -97,13 +116,19 @@ func (s *supervision) Stopping(sig os.Signal) {
 func (s *supervision) Exited(wrapper.Exit) {}
 
 func (s *supervision) finish(ctx context.Context, ex wrapper.Exit) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Printf("finish: panic: %v\n%s", r, debug.Stack())
+			s.a.errorf("warning: ending this run's sessions failed (see %s); a later `cx ctl sweep` finishes it", s.log.Path())
+		}
+	}()
 	if s.pid != 0 {
 		<-s.started
 	} else {
 		close(s.launched)
 	}
 	<-s.ready
-	if s.err != nil {
+	if s.err != nil || s.run == nil {
 		s.a.errorf("warning: %v: this run's sessions are not recorded (their rollouts are intact; see `cx ctl doctor`)", s.err)
 		return
 	}
@@ -116,6 +141,7 @@ func (s *supervision) finish(ctx context.Context, ex wrapper.Exit) {
 	if ex.Received != nil {
 		info.Received = wrapper.SignalName(ex.Received)
 	}
+	testPanic(s.a.getenv, "supervise-finish")
 	if err := s.run.Finish(ctx, info); err != nil {
 		s.m.Log.Printf("finish run %s: %v", s.run.ID(), err)
 		s.a.errorf("warning: ending this run's sessions: %v (a later `cx ctl sweep` finishes it)", err)
