@@ -529,3 +529,50 @@ func TestHelperThreadsAreNotSessions(t *testing.T) {
 		}
 	})
 }
+
+// Secrets a user types, a tool prints and the model says reach Codex's
+// rollout, but nothing cx stores: every file under CX_HOME (ledger, logs,
+// continuity, caches) is searched for each one after real runs.
+func TestNoSecretAtRest(t *testing.T) {
+	eachCodex(t, func(t *testing.T, in codextest.Install) {
+		h := New(t, in, Options{})
+		secrets := map[string]string{
+			"prompt":    "sk-proj-PromptSecret0123456789abcdefXYZ",
+			"tool":      "ghp_ToolOutputSecret0123456789abcdefghijklmn",
+			"assistant": "sk-ant-api03-AssistantSecret0123456789abcdef",
+			"argument":  "AKIAARGUMENTSECRET12",
+		}
+		// The prompt and a tool's output in one turn; the model's own words
+		// in another; a secret as a command-line argument of the run.
+		if _, errOut, code := h.Exec("", "exec", "use key "+secrets["prompt"]+" [[shell: echo token="+secrets["tool"]+"]]"); code != 0 {
+			t.Fatalf("exec: %s", errOut)
+		}
+		if _, errOut, code := h.Exec("", "exec", "-c", "notify=[\""+secrets["argument"]+"\"]", "[[say: the key is "+secrets["assistant"]+"]]"); code != 0 {
+			t.Fatalf("exec: %s", errOut)
+		}
+		// The secrets did reach Codex's own record (the test is not vacuous).
+		var rollouts strings.Builder
+		for _, p := range h.Rollouts() {
+			b, _ := os.ReadFile(p)
+			rollouts.Write(b)
+		}
+		for _, what := range []string{"prompt", "tool", "assistant"} {
+			if !strings.Contains(rollouts.String(), secrets[what]) {
+				t.Fatalf("the %s secret never reached the rollout", what)
+			}
+		}
+		committedOnce(t, h)
+		_ = filepath.WalkDir(h.CXHome, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return nil
+			}
+			b, _ := os.ReadFile(p)
+			for what, s := range secrets {
+				if strings.Contains(string(b), s) {
+					t.Errorf("the %s secret is stored in %s", what, p)
+				}
+			}
+			return nil
+		})
+	})
+}
