@@ -57,10 +57,11 @@ func supervisorMain() int {
 		Env:  env,
 		Mode: mode,
 		Stop: StopPolicy{
-			Keys:      []byte(os.Getenv("SUP_KEYS")),
-			Grace:     time.Duration(ms) * time.Millisecond,
-			Interval:  time.Duration(interval) * time.Millisecond,
-			KillAfter: time.Duration(killAfter) * time.Millisecond,
+			Keys:       []byte(os.Getenv("SUP_KEYS")),
+			Grace:      time.Duration(ms) * time.Millisecond,
+			Interval:   time.Duration(interval) * time.Millisecond,
+			KillAfter:  time.Duration(killAfter) * time.Millisecond,
+			CloseStdin: os.Getenv("SUP_CLOSE_STDIN") == "1",
 		},
 		Observer: &fileObserver{path: os.Getenv("SUP_RESULT")},
 	}
@@ -138,6 +139,7 @@ func (o *fileObserver) write() {
 //	raw-keys LOG    raw mode; log each input byte and stop signal (ignored) to LOG;
 //	                with CHILD_EXIT_ON_KEY=1 exit 0 at the first byte
 //	spew N          write N bytes of output and exit
+//	eof-exit        log stop signals (ignored) to stderr; at EOF on stdin print "eof" there and exit 0
 func childMain(args []string) int {
 	if len(args) == 0 {
 		return 99
@@ -155,6 +157,18 @@ func childMain(args []string) int {
 	case "hang":
 		fmt.Fprintf(out, "ready %d\n", os.Getpid())
 		time.Sleep(time.Hour)
+	case "eof-exit":
+		ch := make(chan os.Signal, 8)
+		signal.Notify(ch, StopSignals...)
+		go func() {
+			for s := range ch {
+				fmt.Fprintf(os.Stderr, "sig %s\n", SignalName(s))
+			}
+		}()
+		fmt.Fprintf(os.Stderr, "ready %d\n", os.Getpid())
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		fmt.Fprintln(os.Stderr, "eof")
+		return 0
 	case "echo-signals":
 		ch := make(chan os.Signal, 8)
 		signal.Notify(ch, StopSignals...)

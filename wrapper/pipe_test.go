@@ -222,3 +222,45 @@ func TestTappedRelayBytesExact(t *testing.T) {
 		t.Fatalf("tap saw %d in / %d out bytes, want %d each", len(tapIn), len(tapOut), len(data))
 	}
 }
+
+// With CloseStdin, a stop signal first gives a tapped child EOF on its
+// stdin (Codex's app-server then ends its threads itself) and the child's
+// clean exit is the status; without it, the signal goes first.
+func TestStopClosesStdinFirst(t *testing.T) {
+	t.Parallel()
+	for _, closeFirst := range []bool{true, false} {
+		t.Run(fmt.Sprint("closeStdin=", closeFirst), func(t *testing.T) {
+			t.Parallel()
+			r, w, err := os.Pipe() // the daemon's end stays open: no EOF of its own
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			defer w.Close()
+			dir := t.TempDir()
+			errb := newSyncBuffer()
+			env := []string{"SUP_TAP_IN=" + filepath.Join(dir, "tap-in"), "SUP_TAP_OUT=" + filepath.Join(dir, "tap-out")}
+			if closeFirst {
+				env = append(env, "SUP_CLOSE_STDIN=1")
+			}
+			p := startSupervisor(t, supOpts{mode: "pipe", child: "eof-exit", stdin: r, stdout: pipeTo(t, io.Discard),
+				stderr: pipeTo(t, errb), grace: 2 * time.Second, killAfter: time.Second, env: env})
+			errb.waitFor(t, "ready", 10*time.Second)
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+			code := p.wait(t, 15*time.Second)
+			res := p.res(t)
+			if res.Received != "TERM" {
+				t.Fatalf("received %q, want TERM", res.Received)
+			}
+			if closeFirst {
+				if code != 0 || !strings.Contains(errb.String(), "eof") || strings.Contains(errb.String(), "sig TERM") {
+					t.Fatalf("exit %d; child said %q; want EOF first and a clean exit", code, errb.String())
+				}
+				return
+			}
+			if !strings.Contains(errb.String(), "sig TERM") {
+				t.Fatalf("exit %d; child said %q; want the signal first", code, errb.String())
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ type stopStep int
 const (
 	stepNone     stopStep = iota
 	stepKeys              // polite keystrokes being written (PTY)
+	stepEOF               // the child's stdin was closed (tapped pipe mode)
 	stepSignaled          // the stop signal was sent to the child's group
 	stepKilled            // SIGKILL was sent
 )
@@ -99,6 +100,10 @@ func (st *stopper) begin() {
 		st.step = stepSignaled
 		st.signalChild(st.received)
 		st.next = time.NewTimer(p.KillAfter)
+	case p.CloseStdin && st.s.tapIn != nil:
+		st.step = stepEOF
+		st.s.tapIn.stop() // its goroutine closes the child's stdin
+		st.next = time.NewTimer(p.Grace)
 	default:
 		st.step = stepSignaled
 		st.signalChild(st.received)
@@ -110,7 +115,7 @@ func (st *stopper) begin() {
 func (st *stopper) advance() {
 	st.stopTimers()
 	switch st.step {
-	case stepKeys:
+	case stepKeys, stepEOF:
 		st.step = stepSignaled
 		st.signalChild(st.received)
 		st.next = time.NewTimer(st.s.spec.Stop.KillAfter)

@@ -56,14 +56,19 @@ var StopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, s
 // process group; KillAfter later, SIGKILL. With no Keys the signal is sent at once.
 //
 // Pipe mode: the signal goes to the child's process group at once; if the
-// child is still there Grace later, SIGKILL.
+// child is still there Grace later, SIGKILL. With CloseStdin (and a Tap, so
+// the supervisor holds the child's stdin) the child is first given EOF on
+// its stdin — a server that ends its work cleanly at EOF does so — then,
+// Grace later, the signal; KillAfter after that, SIGKILL.
 //
-// A second stop signal skips what is left of the current step.
+// A second stop signal skips what is left of the current step (PTY mode)
+// or is forwarded to the child (pipe mode).
 type StopPolicy struct {
-	Keys      []byte
-	Interval  time.Duration // default 500ms
-	Grace     time.Duration // default 5s
-	KillAfter time.Duration // default 2s
+	Keys       []byte
+	CloseStdin bool
+	Interval   time.Duration // default 500ms
+	Grace      time.Duration // default 5s
+	KillAfter  time.Duration // default 2s
 }
 
 func (p StopPolicy) withDefaults() StopPolicy {

@@ -103,6 +103,10 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 		Observer: sup,
 	}
 	if tap != nil {
+		// Codex's app-server ends every loaded thread itself, with its own
+		// SessionEnd hooks, when its stdin closes (measured: README); a stop
+		// signal asks for that first.
+		spec.Stop.CloseStdin = true
 		spec.Tap = tap // the daemon's JSON-RPC is relayed byte for byte and watched
 		if dir, ok := a.getenv("CX_TEST_TAP_LOG"); ok && dir != "" {
 			spec.Tap = teeTap(tap, dir) // tests compare both sides of the relay

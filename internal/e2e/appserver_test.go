@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -35,9 +36,15 @@ type rpcClient struct {
 
 func startAppServer(t *testing.T, h *H, env ...string) *rpcClient {
 	t.Helper()
+	return startAppServerWith(t, h, h.CX, env...)
+}
+
+// startAppServerWith runs `bin app-server`: cx, or Codex itself.
+func startAppServerWith(t *testing.T, h *H, bin string, env ...string) *rpcClient {
+	t.Helper()
 	// Codex unloads an idle thread only after thread_unload_delay_secs
 	// (about 30 minutes by default); a second here, so the test sees it.
-	cmd := exec.Command(h.CX, "app-server", "-c", "thread_unload_delay_secs=1")
+	cmd := exec.Command(bin, "app-server", "-c", "thread_unload_delay_secs=1")
 	cmd.Dir = h.Work
 	cmd.Env = append(h.Env(), env...)
 	in, _ := cmd.StdinPipe()
@@ -192,6 +199,13 @@ func TestAppServerThroughCX(t *testing.T) {
 				t.Fatal("cx app-server did not exit after SIGTERM")
 			}
 			code := c.cmd.ProcessState.ExitCode()
+			// cx asked Codex to stop the way it ends its threads (stdin
+			// closed first): Codex's own SessionEnd hook ran for each.
+			for _, id := range threads {
+				if !slices.ContainsFunc(h.HookEvents(), func(e HookEvent) bool { return e.Event == "SessionEnd" && e.SessionID == id }) {
+					t.Errorf("no SessionEnd hook from Codex for thread %s after SIGTERM to cx", id)
+				}
+			}
 			states = committedOnce(t, h)
 			for _, id := range threads {
 				if st := states[id]; st.EndReason != "signal:TERM" || st.Generation != 1 {
@@ -220,6 +234,22 @@ func TestAppServerThroughCX(t *testing.T) {
 			// A later cx app-server resumes the first thread: generation 2.
 			c2 := startAppServer(t, h)
 			initialize(c2)
+			// With cx's hooks installed and trusted in the daemon's
+			// CODEX_HOME, a new thread is given the project's context at
+			// its start, as in the TUI.
+			res = c2.call("thread/start", map[string]any{"cwd": h.Work})
+			th, _ = res["thread"].(map[string]any)
+			fresh, _ := th["id"].(string)
+			c2.turn(fresh, "a new thread of the daemon")
+			injected := false
+			for _, r := range h.Requests() {
+				if (r.Header.Get("session-id") == fresh || r.Header.Get("thread-id") == fresh) && bytes.Contains(r.Body, []byte("<cx-context")) {
+					injected = true
+				}
+			}
+			if !injected {
+				t.Errorf("the new app-server thread %s was given no <cx-context> block", fresh)
+			}
 			c2.call("thread/resume", map[string]any{"threadId": threads[0]})
 			c2.turn(threads[0], "resumed daemon turn")
 			_ = c2.cmd.Process.Signal(syscall.SIGTERM)
@@ -234,5 +264,103 @@ func TestAppServerThroughCX(t *testing.T) {
 				t.Fatalf("resumed thread: %+v", st)
 			}
 		})
+	}
+}
+
+// What makes a real app-server end its loaded threads itself, running
+// their SessionEnd hooks: measured on Codex directly (no cx), for each stop
+// request a daemon or cx can make. Logged, for the README; asserted where
+// cx relies on it (stdin EOF).
+func TestAppServerStopRequestsMeasured(t *testing.T) {
+	for _, in := range codextest.Installs(t) {
+		if codexbin.CompareVersions(in.Version, "0.169.0") < 0 {
+			continue // 0.128 has no SessionEnd hook: no stop request runs one
+		}
+		for _, how := range []string{"stdin-eof", "SIGTERM", "SIGINT"} {
+			t.Run(in.Version+"/"+how, func(t *testing.T) {
+				h := New(t, in, Options{})
+				c := startAppServerWith(t, h, h.Codex.Native)
+				initialize(c)
+				var threads []string
+				for i := 0; i < 2; i++ {
+					res := c.call("thread/start", map[string]any{"cwd": h.Work})
+					th, _ := res["thread"].(map[string]any)
+					id, _ := th["id"].(string)
+					threads = append(threads, id)
+					c.turn(id, fmt.Sprintf("turn %d", i))
+				}
+				start := time.Now()
+				switch how {
+				case "stdin-eof":
+					_ = c.in.Close()
+				case "SIGTERM":
+					_ = c.cmd.Process.Signal(syscall.SIGTERM)
+				case "SIGINT":
+					_ = c.cmd.Process.Signal(syscall.SIGINT)
+				}
+				select {
+				case <-c.exited:
+				case <-time.After(30 * time.Second):
+					t.Fatalf("%s: app-server still running after 30 s", how)
+				}
+				took := time.Since(start)
+				ended := 0
+				for _, e := range h.HookEvents() {
+					if e.Event == "SessionEnd" && slices.Contains(threads, e.SessionID) {
+						ended++
+					}
+				}
+				t.Logf("Codex %s app-server, %s: exit %d after %v; SessionEnd hooks for %d of %d loaded threads",
+					in.Version, how, c.cmd.ProcessState.ExitCode(), took.Round(time.Millisecond), ended, len(threads))
+				if how == "stdin-eof" && ended != len(threads) {
+					t.Fatalf("stdin EOF: SessionEnd for %d of %d threads", ended, len(threads))
+				}
+			})
+		}
+	}
+}
+
+// Whatever stop signal cx gets, it asks Codex's app-server to stop the way
+// Codex ends its threads (stdin closed) before any signal: on 0.169 a
+// forwarded SIGINT or SIGHUP would kill it with no SessionEnd at all.
+func TestAppServerStopBySignal(t *testing.T) {
+	for _, in := range codextest.Installs(t) {
+		if codexbin.CompareVersions(in.Version, "0.169.0") < 0 {
+			continue // 0.128 has no SessionEnd hook
+		}
+		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGHUP} {
+			t.Run(in.Version+"/"+sig.String(), func(t *testing.T) {
+				h := New(t, in, Options{})
+				c := startAppServer(t, h)
+				initialize(c)
+				var threads []string
+				for i := 0; i < 2; i++ {
+					res := c.call("thread/start", map[string]any{"cwd": h.Work})
+					th, _ := res["thread"].(map[string]any)
+					id, _ := th["id"].(string)
+					threads = append(threads, id)
+					c.turn(id, fmt.Sprintf("turn %d", i))
+				}
+				_ = c.cmd.Process.Signal(sig)
+				select {
+				case <-c.exited:
+				case <-time.After(30 * time.Second):
+					t.Fatalf("cx app-server still running 30 s after %v", sig)
+				}
+				name := map[syscall.Signal]string{syscall.SIGINT: "INT", syscall.SIGHUP: "HUP"}[sig]
+				states := committedOnce(t, h)
+				for _, id := range threads {
+					if !slices.ContainsFunc(h.HookEvents(), func(e HookEvent) bool { return e.Event == "SessionEnd" && e.SessionID == id }) {
+						t.Errorf("no SessionEnd hook from Codex for thread %s", id)
+					}
+					if st := states[id]; st.EndReason != "signal:"+name || st.Generation != 1 || st.Commits != 1 {
+						t.Errorf("thread %s: %+v, want one commit ended by signal:%s", id, st, name)
+					}
+				}
+				if code := c.cmd.ProcessState.ExitCode(); code != 0 {
+					t.Errorf("cx exit %d, want Codex's clean 0", code)
+				}
+			})
+		}
 	}
 }
