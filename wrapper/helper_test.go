@@ -1,6 +1,7 @@
 package wrapper
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -27,6 +28,9 @@ import (
 // spec from its environment (WRAPPER_TEST_ROLE=supervisor). Real processes,
 // real signals, real PTYs.
 func TestMain(m *testing.M) {
+	if os.Getenv(LeaderEnv) == "1" {
+		os.Exit(LeaderMain(os.Args[1:]))
+	}
 	switch os.Getenv("WRAPPER_TEST_ROLE") {
 	case "child":
 		os.Exit(childMain(os.Args[1:]))
@@ -67,6 +71,9 @@ func supervisorMain() int {
 	}
 	if p := os.Getenv("SUP_PATH"); p != "" {
 		spec.Path = p
+	}
+	if os.Getenv("SUP_NO_LEADER") != "1" {
+		spec.Leader = os.Args[0] // as cx runs: job control through a session leader
 	}
 	if in, out := os.Getenv("SUP_TAP_IN"), os.Getenv("SUP_TAP_OUT"); in != "" {
 		ft := &fileTap{}
@@ -139,6 +146,8 @@ func (o *fileObserver) write() {
 //	raw-keys LOG    raw mode; log each input byte and stop signal (ignored) to LOG;
 //	                with CHILD_EXIT_ON_KEY=1 exit 0 at the first byte
 //	spew N          write N bytes of output and exit
+//	tstp-self       print "ready"; on the input line "z" raise SIGTSTP on itself (as Codex does on
+//	                Ctrl+Z), print "resumed" when continued; exit 0 on the line "q"
 //	eof-exit        log stop signals (ignored) to stderr; at EOF on stdin print "eof" there and exit 0
 func childMain(args []string) int {
 	if len(args) == 0 {
@@ -157,6 +166,26 @@ func childMain(args []string) int {
 	case "hang":
 		fmt.Fprintf(out, "ready %d\n", os.Getpid())
 		time.Sleep(time.Hour)
+	case "tstp-self":
+		cont := make(chan os.Signal, 1)
+		signal.Notify(cont, syscall.SIGCONT)
+		fmt.Fprintln(out, "ready")
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			switch strings.TrimSpace(sc.Text()) {
+			case "z":
+				_ = syscall.Kill(os.Getpid(), syscall.SIGTSTP)
+				select {
+				case <-cont:
+					fmt.Fprintln(out, "resumed")
+				case <-time.After(2 * time.Second):
+					fmt.Fprintln(out, "not stopped")
+				}
+			case "q":
+				return 0
+			}
+		}
+		return 3
 	case "eof-exit":
 		ch := make(chan os.Signal, 8)
 		signal.Notify(ch, StopSignals...)

@@ -292,3 +292,50 @@ func TestPTYAllOutput(t *testing.T) {
 		return len(strings.ReplaceAll(tm.out.String(), "\r", "")) >= n
 	})
 }
+
+// Ctrl+Z inside the child: it raises SIGTSTP on itself, as Codex does. With
+// the session leader its process group is not orphaned, so it stops; the
+// supervisor gives the terminal back (cooked) and stops too, as the shell
+// expects; continuing the supervisor (fg) resumes the child in raw mode.
+// Without the leader the kernel discards the child's SIGTSTP.
+func TestPTYChildCtrlZ(t *testing.T) {
+	t.Parallel()
+	t.Run("leader", func(t *testing.T) {
+		t.Parallel()
+		tm := newTerminal(t, 24, 80)
+		before := tm.termios(t)
+		p := tm.start(t, supOpts{child: "tstp-self"})
+		child := p.childPid(t)
+		tm.out.waitFor(t, "ready", 10*time.Second)
+		eventually(t, 5*time.Second, "raw mode", func() bool { return tm.isRaw(t) })
+		fmt.Fprint(tm.master, "z\r")
+		eventually(t, 10*time.Second, "child stopped", func() bool { return procState(child) == "T" })
+		eventually(t, 10*time.Second, "supervisor stopped", func() bool { return procState(p.cmd.Process.Pid) == "T" })
+		if after := tm.termios(t); after != before {
+			t.Fatalf("terminal not restored while stopped")
+		}
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		tm.out.waitFor(t, "resumed", 10*time.Second)
+		eventually(t, 5*time.Second, "raw mode again", func() bool { return tm.isRaw(t) })
+		fmt.Fprint(tm.master, "q\r")
+		if code := p.wait(t, 10*time.Second); code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+		if after := tm.termios(t); after != before {
+			t.Fatalf("terminal not restored at exit")
+		}
+		if r := p.res(t); r.Pid != child {
+			t.Fatalf("reported pid %d, want the child's %d", r.Pid, child)
+		}
+	})
+	t.Run("no-leader", func(t *testing.T) {
+		t.Parallel()
+		tm := newTerminal(t, 24, 80)
+		p := tm.start(t, supOpts{child: "tstp-self", env: []string{"SUP_NO_LEADER=1"}})
+		tm.out.waitFor(t, "ready", 10*time.Second)
+		fmt.Fprint(tm.master, "z\r")
+		tm.out.waitFor(t, "not stopped", 10*time.Second)
+		fmt.Fprint(tm.master, "q\r")
+		p.wait(t, 10*time.Second)
+	})
+}

@@ -5,6 +5,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	cxproc "cx/internal/proc"
 )
 
 type stopStep int
@@ -25,6 +27,9 @@ type stopper struct {
 	step     stopStep
 	tick     *time.Ticker
 	next     *time.Timer
+	// ownStop: the supervisor stopped the child itself (suspend); the
+	// leader's report of that stop is not the child's own Ctrl+Z.
+	ownStop bool
 }
 
 func newStopper(s *supervisor) *stopper { return &stopper{s: s} }
@@ -32,6 +37,7 @@ func newStopper(s *supervisor) *stopper { return &stopper{s: s} }
 func (st *stopper) loop(ctx context.Context, exited <-chan struct{}) {
 	defer st.stopTimers()
 	ctxDone := ctx.Done()
+	leaderC := st.s.leaderReports
 	for {
 		var tickC, nextC <-chan time.Time
 		if st.tick != nil {
@@ -48,6 +54,14 @@ func (st *stopper) loop(ctx context.Context, exited <-chan struct{}) {
 			st.request(syscall.SIGTERM)
 		case sig := <-st.s.sigc:
 			st.handle(sig)
+		case r, ok := <-leaderC:
+			if !ok {
+				leaderC = nil
+				continue
+			}
+			if r.stopped {
+				st.childStopped()
+			}
 		case <-tickC:
 			st.writeKeys()
 		case <-nextC:
@@ -145,8 +159,11 @@ func (st *stopper) writeKeys() {
 // signalChild signals the child's whole process group (it leads one).
 func (st *stopper) signalChild(sig os.Signal) {
 	if s, ok := sig.(syscall.Signal); ok {
-		if err := syscall.Kill(-st.s.pid, s); err != nil {
-			_ = syscall.Kill(st.s.pid, s)
+		if err := syscall.Kill(-st.s.target, s); err != nil {
+			_ = syscall.Kill(st.s.target, s)
+		}
+		if sig == syscall.SIGKILL && st.s.pid != st.s.target {
+			_ = syscall.Kill(-st.s.pid, syscall.SIGKILL) // the leader too
 		}
 	}
 }
@@ -158,7 +175,26 @@ func (st *stopper) suspend() {
 	if st.s.raw != nil {
 		_ = st.s.raw.Restore()
 	}
-	_ = syscall.Kill(-st.s.pid, syscall.SIGSTOP)
+	st.ownStop = st.s.leaderReports != nil
+	_ = syscall.Kill(-st.s.target, syscall.SIGSTOP)
+	_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+}
+
+// childStopped follows the child into job control: it stopped itself
+// (Ctrl+Z in Codex raises SIGTSTP on itself), so the user's terminal is
+// restored and the supervisor stops too; the shell takes over. A report
+// that is stale (the child runs again) is ignored.
+func (st *stopper) childStopped() {
+	if st.ownStop {
+		st.ownStop = false
+		return
+	}
+	if s, err := cxproc.ReadStat(st.s.target); err != nil || s.State != 'T' {
+		return
+	}
+	if st.s.raw != nil {
+		_ = st.s.raw.Restore()
+	}
 	_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 }
 
@@ -166,12 +202,13 @@ func (st *stopper) suspend() {
 // background, as any terminal program does), restores the size, and
 // continues the child, prodding it to redraw.
 func (st *stopper) resume() {
+	st.ownStop = false // a report still queued finds the child running
 	if st.s.raw != nil {
 		_ = st.s.raw.Enter()
 	}
 	st.s.resize()
-	_ = syscall.Kill(-st.s.pid, syscall.SIGCONT)
+	_ = syscall.Kill(-st.s.target, syscall.SIGCONT)
 	if st.s.mode == ModePTY {
-		_ = syscall.Kill(-st.s.pid, syscall.SIGWINCH)
+		_ = syscall.Kill(-st.s.target, syscall.SIGWINCH)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"strings"
@@ -35,10 +36,16 @@ type supervisor struct {
 	childIn       *os.File
 	childOut      *os.File
 
-	ptmx  *os.File
-	raw   *tty.Raw
-	pid   int
-	state *os.ProcessState
+	ptmx *os.File
+	raw  *tty.Raw
+	pid  int // the process the supervisor waits for (the child, or its leader)
+	// target is the child: its process group gets the signals (the child
+	// leads it); with a leader, it is not pid.
+	target int
+	// leaderReports carries the leader's job-control reports (the child
+	// stopped itself); nil without a leader.
+	leaderReports <-chan leaderReport
+	state         *os.ProcessState
 }
 
 // guard restores the terminal before a panic in any goroutine takes the
@@ -47,6 +54,9 @@ func (s *supervisor) guard() {
 	if r := recover(); r != nil {
 		if s.raw != nil {
 			_ = s.raw.Restore()
+		}
+		if s.target > 0 {
+			_ = syscall.Kill(-s.target, syscall.SIGKILL)
 		}
 		if s.pid > 0 {
 			_ = syscall.Kill(-s.pid, syscall.SIGKILL)
@@ -65,7 +75,7 @@ func (s *supervisor) run(ctx context.Context) (ex Exit, err error) {
 		return ex, nil
 	}
 	if s.spec.Observer != nil {
-		s.spec.Observer.Started(s.pid, s.mode)
+		s.spec.Observer.Started(s.target, s.mode)
 	}
 	testPanic("started")
 
@@ -171,6 +181,7 @@ func (s *supervisor) run(ctx context.Context) (ex Exit, err error) {
 		}
 	}
 	ex = exitOf(s.state)
+	ex.Pid = s.target
 	ex.Received = stopper.received
 	if s.spec.Observer != nil {
 		s.spec.Observer.Exited(ex)
@@ -191,6 +202,7 @@ func (s *supervisor) start() error {
 			return err
 		}
 		s.pid = s.cmd.Process.Pid
+		s.target = s.pid
 		return nil
 	}
 
@@ -204,16 +216,47 @@ func (s *supervisor) start() error {
 			return err
 		}
 	}
+	var statusR, statusW *os.File
+	if s.spec.Leader != "" {
+		var err error
+		if statusR, statusW, err = os.Pipe(); err != nil {
+			if s.raw != nil {
+				_ = s.raw.Restore()
+			}
+			return err
+		}
+		child := s.cmd
+		s.cmd = exec.Command(s.spec.Leader, append([]string{child.Path}, child.Args[1:]...)...)
+		s.cmd.Env = append(append([]string(nil), child.Env...), LeaderEnv+"=1")
+		s.cmd.Dir = child.Dir
+		s.cmd.ExtraFiles = []*os.File{statusW}
+	}
 	ptmx, err := pty.StartWithAttrs(s.cmd, ws, &syscall.SysProcAttr{
 		Setsid: true, Setctty: true, Pdeathsig: s.spec.ParentDeathSignal,
 	})
+	if statusW != nil {
+		statusW.Close()
+	}
 	if err != nil {
+		if statusR != nil {
+			statusR.Close()
+		}
 		if s.raw != nil {
 			_ = s.raw.Restore()
 		}
 		return err
 	}
 	s.pid = s.cmd.Process.Pid
+	s.target = s.pid
+	if statusR != nil {
+		if err := s.awaitLeader(statusR); err != nil {
+			ptmx.Close()
+			if s.raw != nil {
+				_ = s.raw.Restore()
+			}
+			return err
+		}
+	}
 	if s.ptmx, err = tty.Pollable(ptmx); err != nil {
 		_ = s.cmd.Process.Kill()
 		_, _ = s.cmd.Process.Wait()
@@ -222,6 +265,36 @@ func (s *supervisor) start() error {
 		}
 		return err
 	}
+	return nil
+}
+
+// awaitLeader waits for the leader to report the child's pid (or why it
+// could not start it) and keeps listening for its job-control reports.
+func (s *supervisor) awaitLeader(statusR *os.File) error {
+	reports := make(chan leaderReport, 8)
+	go readLeader(statusR, reports)
+	fail := func(err error) error {
+		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
+		_, _ = s.cmd.Process.Wait()
+		return err
+	}
+	select {
+	case r, ok := <-reports:
+		switch {
+		case !ok:
+			return fail(errors.New("the session leader exited before starting the child"))
+		case r.errCode == 127:
+			_, _ = s.cmd.Process.Wait()
+			return fmt.Errorf("%s: %w", r.errMsg, fs.ErrNotExist)
+		case r.errCode != 0:
+			_, _ = s.cmd.Process.Wait()
+			return errors.New(r.errMsg)
+		}
+		s.target = r.pid
+	case <-time.After(10 * time.Second):
+		return fail(errors.New("the session leader did not start the child within 10s"))
+	}
+	s.leaderReports = reports
 	return nil
 }
 
@@ -250,6 +323,7 @@ func (s *supervisor) startTapped() error {
 	inR.Close()
 	outW.Close()
 	s.pid = s.cmd.Process.Pid
+	s.target = s.pid
 	s.childIn, s.childOut = inW, outR
 	s.tapIn = newRelay(int(s.spec.Stdin.Fd()), inW)
 	s.tapIn.tap = s.spec.Tap.FromParent

@@ -135,6 +135,14 @@ type Spec struct {
 	// child exited (grandchildren may hold the PTY open). Default 1s.
 	DrainTimeout time.Duration
 
+	// Leader, in PTY mode, is a program that runs LeaderMain when LeaderEnv=1
+	// is in its environment (the supervisor's own binary): it becomes the
+	// PTY session's leader and runs the child in a process group of its own
+	// below it, so the child's job control works (Ctrl+Z stops it and gives
+	// the user's shell back; fg resumes it). Empty: the child leads the
+	// session itself, and a SIGTSTP it raises is discarded by the kernel.
+	Leader string
+
 	// Tap, in pipe mode, puts the supervisor between the caller and the
 	// child's stdin and stdout (stderr stays direct): every byte is relayed
 	// unchanged and in order, and the tap sees a copy after it was passed on.

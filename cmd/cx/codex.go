@@ -102,6 +102,9 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 		Stop:     wrapper.StopPolicy{Keys: ctrlC, Grace: cfg.Wrapper.Grace.Duration},
 		Observer: sup,
 	}
+	if self, err := os.Executable(); err == nil {
+		spec.Leader = self // Ctrl+Z in Codex suspends it, and cx, as without cx
+	}
 	if tap != nil {
 		// Codex's app-server ends every loaded thread itself, with its own
 		// SessionEnd hooks, when its stdin closes (measured: README); a stop

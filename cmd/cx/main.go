@@ -7,6 +7,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+
+	"cx/wrapper"
 )
 
 // app is what a command needs from the process: its streams and environment.
@@ -16,6 +18,11 @@ type app struct {
 }
 
 func main() {
+	if os.Getenv(wrapper.LeaderEnv) == "1" {
+		// cx as the session leader of Codex's PTY (job control): nothing of
+		// cx's own runs here.
+		os.Exit(wrapper.LeaderMain(os.Args[1:]))
+	}
 	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.LookupEnv}
 	os.Exit(a.main(context.Background(), os.Args[1:]))
 }

@@ -576,3 +576,60 @@ func TestNoSecretAtRest(t *testing.T) {
 		})
 	})
 }
+
+// Ctrl+Z inside Codex under cx does what it does without cx: Codex stops,
+// the terminal is the shell's again (its prompt, "Stopped"), and `fg`
+// brings both back in raw mode at the terminal's size; the session goes
+// on and ends with one commit.
+func TestCtrlZSuspendsAndResumes(t *testing.T) {
+	eachCodex(t, func(t *testing.T, in codextest.Install) {
+		h := New(t, in, Options{})
+		tu := h.StartInShell()
+		tu.WaitReady()
+		tu.Prompt("before suspending", "mock reply: before suspending")
+		codex := tu.CodexPid()
+		tu.Keys("C-z")
+		tu.WaitFor(regexp.MustCompile(`(?m)Stopped.*\n(.*\n)*cx-shell\$\s*$`), 20*time.Second)
+		if st := procState(codex); st != "T" {
+			t.Fatalf("Codex is %q after Ctrl+Z, want stopped; screen:\n%s", st, tu.Screen())
+		}
+		if st := procState(tu.CXPid()); st != "T" {
+			t.Fatalf("cx is %q after Ctrl+Z, want stopped", st)
+		}
+		tu.Type("fg")
+		tu.WaitReady()
+		tu.Prompt("after resuming", "mock reply: after resuming")
+		cx := tu.CXPid()
+		tu.Slash("/exit")
+		deadline := time.Now().Add(30 * time.Second)
+		for Alive(cx) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		tu.WaitFor(ShellPrompt, 10*time.Second)
+		tu.Type("echo fg-exit=$?")
+		tu.WaitFor(regexp.MustCompile(`(?m)^fg-exit=0`), 10*time.Second)
+		st := committedOnce(t, h)
+		if len(st) != 1 {
+			t.Fatalf("sessions %v", st)
+		}
+		for _, s := range st {
+			if s.TotalTurns != 2 || s.Generation != 1 {
+				t.Fatalf("session %+v, want one generation with both turns", s)
+			}
+		}
+	})
+}
+
+// procState is the one-letter state of pid ("S", "T", …), "" if gone.
+func procState(pid int) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return ""
+	}
+	return s[i+2 : i+3]
+}

@@ -26,6 +26,40 @@ type TUI struct {
 // Ready matches the screen of an idle Codex TUI waiting for a prompt.
 var Ready = regexp.MustCompile(`(?m)^› |Ask Codex to do anything|send a message|for shortcuts`)
 
+// StartInShell runs `cx args…` from an interactive bash with job control
+// in a fresh terminal, as a user does; the shell's prompt is "cx-shell$ ".
+func (h *H) StartInShell(args ...string) *TUI {
+	h.T.Helper()
+	dir, err := os.MkdirTemp(h.Root, "t")
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	tu := &TUI{h: h, dir: dir, sock: filepath.Join(dir, "s")}
+	quoted := []string{shellQuote(h.CX)}
+	for _, a := range args {
+		quoted = append(quoted, shellQuote(a))
+	}
+	cmd := exec.Command("tmux", "-S", tu.sock, "-f", "/dev/null", "new-session", "-d", "-s", "cx", "-x", "120", "-y", "40",
+		"env PS1='cx-shell$ ' bash --norc --noprofile -i")
+	cmd.Env = h.Env()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		h.T.Fatalf("start tmux: %v\n%s", err, out)
+	}
+	h.T.Cleanup(tu.Close)
+	tu.WaitFor(ShellPrompt, 20*time.Second)
+	line := fmt.Sprintf(`cd %s && sh -c 'echo $$ > %s/cx.pid.tmp && mv %s/cx.pid.tmp %s/cx.pid && exec "$@"' sh %s; echo "cx-exit=$?"`,
+		shellQuote(h.Work), dir, dir, dir, strings.Join(quoted, " "))
+	if _, err := tu.tmux("send-keys", "-t", "cx", "-l", line); err != nil {
+		h.T.Fatal(err)
+	}
+	tu.Keys("Enter")
+	tu.waitFile("cx.pid", 20*time.Second)
+	return tu
+}
+
+// ShellPrompt matches the prompt of StartInShell's shell.
+var ShellPrompt = regexp.MustCompile(`(?m)^cx-shell\$\s*$`)
+
 // StartTUI runs `cx args…` in a fresh terminal (120×40) in the project and
 // waits until the pane's script has recorded cx's pid.
 func (h *H) StartTUI(args ...string) *TUI {
@@ -198,18 +232,24 @@ func (tu *TUI) CXPid() int {
 	return pid
 }
 
-// CodexPid is the pid of the Codex process cx started.
+// CodexPid is the pid of the Codex process cx started (below cx's session
+// leader, a copy of cx, in PTY mode).
 func (tu *TUI) CodexPid() int {
 	tu.h.T.Helper()
-	cx := tu.CXPid()
+	pid := tu.CXPid()
+	cxExe, _ := filepath.EvalSymlinks(tu.h.CX)
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		for _, c := range Children(cx) {
-			return c
+		if cs := Children(pid); len(cs) > 0 {
+			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", cs[0])); exe != cxExe {
+				return cs[0]
+			}
+			pid = cs[0] // the leader: Codex is its child
+			continue
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	tu.h.T.Fatalf("cx %d has no child", cx)
+	tu.h.T.Fatalf("cx %d has no Codex below it", tu.CXPid())
 	return 0
 }
 
