@@ -803,3 +803,62 @@ func TestDiscoveryPanicCostsNothing(t *testing.T) {
 		t.Fatalf("cx.log:\n%s", log)
 	}
 }
+
+// A run that cannot write the ledger (here: cx.db is not a database file
+// it can open) loses nothing: Codex runs, cx leaves a breadcrumb, and the
+// next sweep that can write the ledger records the session Codex wrote
+// meanwhile and commits it once; doctor says what happened.
+func TestUnrecordedRunRecovered(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if err := os.MkdirAll(e.cxHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.cxHome, "config.toml"), []byte("[lifecycle]\nactive_window = \"1s\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.run("start A; hook SessionStart A startup; turn A first; exit 0")
+	e.want("A", "committed", "exit", 1, 1)
+
+	db := filepath.Join(e.cxHome, "cx.db")
+	if err := os.Rename(db, db+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(db, 0o700); err != nil { // the ledger cannot be opened
+		t.Fatal(err)
+	}
+	if code := e.run("start B; hook SessionStart B startup; turn B second; exit 0"); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if len(lifecycle.Unrecorded(e.cxHome)) == 0 {
+		t.Fatal("no breadcrumb of the unrecorded run")
+	}
+	if err := os.Remove(db); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(db+".away", db); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := e.ctl("doctor"); !strings.Contains(out, "FAIL unrecorded runs") {
+		t.Fatalf("doctor before recovery:\n%s", out)
+	}
+	time.Sleep(1100 * time.Millisecond) // past active_window: B is not being written
+	if out, code := e.ctl("sweep"); code != 0 || !strings.Contains(out, "recorded 1 session") {
+		t.Fatalf("sweep: %d %s", code, out)
+	}
+	st := e.want("B", "committed", lifecycle.ReasonRecovered, 1, 1)
+	if st.TotalTurns != 1 {
+		t.Fatalf("B: %+v", st)
+	}
+	e.want("A", "committed", "exit", 1, 1)
+	if out, _ := e.ctl("sweep"); strings.Contains(out, "recorded") {
+		t.Fatalf("a second sweep recovered again: %s", out)
+	}
+	e.want("B", "committed", lifecycle.ReasonRecovered, 1, 1)
+	if len(lifecycle.Unrecorded(e.cxHome)) != 0 {
+		t.Fatal("the breadcrumb is still there")
+	}
+	if out, _ := e.ctl("doctor"); !strings.Contains(out, "recorded late from their rollouts") {
+		t.Fatalf("doctor after recovery:\n%s", out)
+	}
+}

@@ -14,6 +14,9 @@ type SweepResult struct {
 	Orphans int // runs found dead
 	Ended   int // generations ended
 	Jobs    int // jobs worked
+	// Recovered counts sessions recorded late from their rollouts (a run
+	// could not write the ledger).
+	Recovered int
 }
 
 // RecoverOrphans ends the live sessions of runs whose cx died (pid gone, or
@@ -69,6 +72,11 @@ func (m *Manager) Sweep(ctx context.Context) (SweepResult, error) {
 	if err != nil {
 		return res, err
 	}
+	n, err := m.RecoverUnrecorded(ctx, m.codexHome())
+	res.Recovered = n
+	if err != nil {
+		return res, err
+	}
 	sessions, err := m.DB.Sessions(ctx)
 	if err != nil {
 		return res, err
@@ -103,8 +111,7 @@ func (m *Manager) Sweep(ctx context.Context) (SweepResult, error) {
 			res.Ended++
 		}
 	}
-	n, err := m.WorkOutbox(ctx, nil)
-	res.Jobs = n
+	res.Jobs, err = m.WorkOutbox(ctx, nil)
 	return res, err
 }
 

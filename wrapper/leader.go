@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -103,6 +104,8 @@ func LeaderMain(args []string) int {
 			// No core file of the leader for the child's crash.
 			_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
 			_ = syscall.Kill(os.Getpid(), sig)
+			// Delivery is asynchronous: wait for it rather than exit first.
+			time.Sleep(2 * time.Second)
 			return 128 + int(sig) // a signal that does not kill (never expected)
 		}
 	}

@@ -339,3 +339,27 @@ func TestPTYChildCtrlZ(t *testing.T) {
 		p.wait(t, 10*time.Second)
 	})
 }
+
+// Under the session leader the child's exit status is still exactly its
+// own: an exit code, or death by a signal (128+n, and the signal).
+func TestPTYExitStatusThroughLeader(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		child string
+		code  int
+		sig   int
+	}{{"exit 0", 0, 0}, {"exit 3", 3, 0}, {"die 15", 143, 15}, {"die 9", 137, 9}, {"die 1", 129, 1}}
+	for _, c := range cases {
+		t.Run(c.child, func(t *testing.T) {
+			t.Parallel()
+			tm := newTerminal(t, 24, 80)
+			p := tm.start(t, supOpts{child: c.child})
+			if got := p.wait(t, 10*time.Second); got != c.code {
+				t.Fatalf("exit %d, want %d", got, c.code)
+			}
+			if r := p.res(t); r.Signal != c.sig {
+				t.Fatalf("signal %d, want %d", r.Signal, c.sig)
+			}
+		})
+	}
+}

@@ -144,6 +144,9 @@ func (a *app) ctlHook(ctx context.Context, args []string) (code int) {
 		m, err := lifecycle.Open(wctx, cfg, lifecycle.Options{BusyTimeout: budget / 2})
 		if err != nil {
 			logger.Printf("hook %s %s: %v", ev, p.SessionID, err)
+			// The next start or sweep that can write the ledger records
+			// this session from its rollout.
+			_ = lifecycle.MarkUnrecorded(cfg.Home, codexHomeOf(a.getenv), processStart)
 			return
 		}
 		// Not closed: closing the last connection checkpoints and removes

@@ -262,6 +262,7 @@ func (a *app) ctlDoctor(ctx context.Context, args []string) int {
 	}
 	if cfg.Home != "" {
 		add(doctorLedger(dctx, cfg))
+		add(doctorUnrecorded(cfg.Home))
 	}
 	if slices.Contains(cfg.Sinks, "openviking") {
 		add(a.doctorOpenViking(dctx, cfg))
@@ -340,6 +341,24 @@ func (a *app) doctorOpenViking(ctx context.Context, cfg config.Config) check {
 	return check{Name: "openviking", Detail: fmt.Sprintf("%s: a session route failed: %v", st.URL, err), Fix: "see the server's log"}
 }
 
+// recoveredNote is what doctorLedger learned of the last recovery.
+var recoveredNote string
+
+// doctorUnrecorded reports runs that could not write the ledger (a full
+// disk, an I/O error, a damaged or locked ledger), and what recovered them.
+func doctorUnrecorded(home string) check {
+	crumbs := lifecycle.Unrecorded(home)
+	if len(crumbs) > 0 {
+		return check{Name: "unrecorded runs", Detail: fmt.Sprintf("%d run(s) since %s could not write the ledger; their sessions are safe in Codex's rollouts",
+			len(crumbs), rfc3339(crumbs[0].Started)), Fix: "once the ledger can be written: cx ctl sweep (records and commits them; the next cx start does too)"}
+	}
+	detail := "every run was recorded"
+	if recoveredNote != "" {
+		detail += "; " + recoveredNote
+	}
+	return check{Name: "unrecorded runs", OK: true, Detail: detail}
+}
+
 func doctorLedger(ctx context.Context, cfg config.Config) check {
 	db, err := ledger.Open(ctx, filepath.Join(cfg.Home, ledger.FileName), ledger.Options{})
 	if err != nil {
@@ -352,6 +371,13 @@ func doctorLedger(ctx context.Context, cfg config.Config) check {
 	defer db.Close()
 	if err := db.Check(ctx); err != nil {
 		return check{Name: "ledger", Detail: err.Error(), Fix: "move the ledger aside"}
+	}
+	if e, err := db.LastEvent(ctx, "rollouts.recovered"); err == nil {
+		// Said once the ledger could be written again; the ledger line below
+		// stays about the ledger.
+		defer func() {
+			recoveredNote = fmt.Sprintf("last on %s: %s recorded late from their rollouts", rfc3339(e.At), e.Detail)
+		}()
 	}
 	pending, _ := db.Jobs(ctx, ledger.JobPending, ledger.JobLeased)
 	parked, _ := db.Jobs(ctx, ledger.JobParked)

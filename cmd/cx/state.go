@@ -391,10 +391,13 @@ func (a *app) ctlSweep(ctx context.Context, args []string) int {
 		return 0
 	}
 	if asJSON {
-		a.printJSON(map[string]int{"orphan_runs": res.Orphans, "generations_ended": res.Ended, "jobs_worked": res.Jobs})
+		a.printJSON(map[string]int{"orphan_runs": res.Orphans, "generations_ended": res.Ended, "jobs_worked": res.Jobs, "sessions_recovered": res.Recovered})
 		return 0
 	}
 	fmt.Fprintf(a.stdout, "orphan runs: %d, generations ended: %d, jobs worked: %d\n", res.Orphans, res.Ended, res.Jobs)
+	if res.Recovered > 0 {
+		fmt.Fprintf(a.stdout, "recorded %d session(s) a run could not record (from their rollouts)\n", res.Recovered)
+	}
 	return 0
 }
 

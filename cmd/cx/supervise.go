@@ -16,19 +16,22 @@ import (
 // ledger is opened beside Codex's launch, never before it: start overhead
 // stays that of the supervisor alone.
 type supervision struct {
-	a        *app
-	log      *lifecycle.Logger
-	ready    chan struct{}
-	m        *lifecycle.Manager
-	run      *lifecycle.Run
-	err      error
-	started  chan struct{} // ChildStarted has been handed to the run
-	launched chan struct{} // the child is running (or could not start)
-	pid      int
+	a         *app
+	log       *lifecycle.Logger
+	home      string
+	info      lifecycle.RunInfo
+	startedAt time.Time
+	ready     chan struct{}
+	m         *lifecycle.Manager
+	run       *lifecycle.Run
+	err       error
+	started   chan struct{} // ChildStarted has been handed to the run
+	launched  chan struct{} // the child is running (or could not start)
+	pid       int
 }
 
 func startSupervision(ctx context.Context, a *app, cfg config.Config, info lifecycle.RunInfo, tap *lifecycle.AppServerTap) *supervision {
-	s := &supervision{a: a, log: lifecycle.NewLogger(cfg.Home), ready: make(chan struct{}), started: make(chan struct{}), launched: make(chan struct{})}
+	s := &supervision{a: a, log: lifecycle.NewLogger(cfg.Home), home: cfg.Home, info: info, startedAt: time.Now(), ready: make(chan struct{}), started: make(chan struct{}), launched: make(chan struct{})}
 	// Every goroutine here recovers: a bug in cx's bookkeeping is logged
 	// (cx.log) and costs the run's records, never Codex or the terminal;
 	// the rollout keeps the session for a later sweep.
@@ -68,6 +71,11 @@ func startSupervision(ctx context.Context, a *app, cfg config.Config, info lifec
 		}
 		if _, err := s.m.RecoverOrphans(ctx); err != nil {
 			s.m.Log.Printf("orphan recovery at start: %v", err)
+		}
+		if n, err := s.m.RecoverUnrecorded(ctx, info.CodexHome); err != nil {
+			s.m.Log.Printf("recovering unrecorded sessions at start: %v", err)
+		} else if n > 0 {
+			s.m.Log.Printf("recorded %d session(s) an earlier run could not record", n)
 		}
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
@@ -129,6 +137,7 @@ func (s *supervision) finish(ctx context.Context, ex wrapper.Exit) {
 	}
 	<-s.ready
 	if s.err != nil || s.run == nil {
+		_ = lifecycle.MarkUnrecorded(s.home, s.info.CodexHome, s.startedAt)
 		s.a.errorf("warning: %v: this run's sessions are not recorded (their rollouts are intact; see `cx ctl doctor`)", s.err)
 		return
 	}
@@ -143,6 +152,7 @@ func (s *supervision) finish(ctx context.Context, ex wrapper.Exit) {
 	}
 	testPanic(s.a.getenv, "supervise-finish")
 	if err := s.run.Finish(ctx, info); err != nil {
+		_ = lifecycle.MarkUnrecorded(s.home, s.info.CodexHome, s.startedAt)
 		s.m.Log.Printf("finish run %s: %v", s.run.ID(), err)
 		s.a.errorf("warning: ending this run's sessions: %v (a later `cx ctl sweep` finishes it)", err)
 	}

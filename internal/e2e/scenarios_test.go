@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -632,4 +633,67 @@ func procState(pid int) string {
 		return ""
 	}
 	return s[i+2 : i+3]
+}
+
+// CX_HOME on a full disk: Codex runs through cx as if nothing were wrong
+// (exit 0, hooks answered), cx says the run is not recorded, and once
+// there is space again the next sweep records and commits the session
+// Codex wrote meanwhile — once.
+func TestDiskFullNothingLost(t *testing.T) {
+	eachCodex(t, func(t *testing.T, in codextest.Install) {
+		h := New(t, in, Options{})
+		full := filepath.Join(h.Root, "full")
+		if err := os.MkdirAll(full, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", full).CombinedOutput(); err != nil {
+			codextest.Missing(t, fmt.Sprintf("cannot mount a tmpfs for a full disk (%v: %s)", err, out))
+		}
+		t.Cleanup(func() { _ = exec.Command("umount", "-l", full).Run() })
+		h.CXHome = full
+		if err := os.WriteFile(filepath.Join(full, "config.toml"), []byte("[lifecycle]\nactive_window = \"1s\"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		filler := filepath.Join(full, "filler")
+		f, err := os.Create(filler)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunk := make([]byte, 64<<10)
+		for {
+			if _, err := f.Write(chunk); err != nil {
+				break // ENOSPC: the disk is full
+			}
+		}
+		f.Close()
+
+		out, errOut, code := h.Exec("", "exec", "a prompt while the disk is full")
+		if code != 0 || !strings.Contains(out, "mock reply: a prompt while the disk is full") {
+			t.Fatalf("exec on a full CX_HOME: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+		}
+		if !strings.Contains(errOut, "not recorded") {
+			t.Fatalf("no warning that the run is not recorded: %s", errOut)
+		}
+		if len(h.RolloutSessionIDs()) != 1 {
+			t.Fatalf("rollouts %v", h.Rollouts())
+		}
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1100 * time.Millisecond) // past active_window
+		if out := h.CXCtl("ctl", "sweep"); !strings.Contains(out, "recorded 1 session") {
+			t.Fatalf("sweep after space came back: %s", out)
+		}
+		states := committedOnce(t, h)
+		for _, st := range states {
+			if st.EndReason != "recovered" || st.TotalTurns != 1 {
+				t.Fatalf("recovered session %+v", st)
+			}
+		}
+		h.CXCtl("ctl", "sweep")
+		committedOnce(t, h)
+		if out, _, _ := h.Exec("", "ctl", "doctor"); !strings.Contains(out, "recorded late from their rollouts") {
+			t.Fatalf("doctor after recovery:\n%s", out)
+		}
+	})
 }

@@ -236,6 +236,12 @@ var migrations = []string{
 		updated_at TEXT NOT NULL,
 		PRIMARY KEY (session_id, sink, generation)
 	);`,
+	// 3: small facts of cx's own, e.g. how far a scan for rollouts the
+	// ledger missed has looked.
+	`CREATE TABLE meta (
+		key TEXT PRIMARY KEY,
+		value TEXT NOT NULL
+	);`,
 }
 
 // SchemaVersion is the schema version this build writes.

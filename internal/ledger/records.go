@@ -363,6 +363,24 @@ func (db *DB) Events(ctx context.Context, sessionID string) ([]Event, error) {
 	}, q+`ORDER BY id`, args...)
 }
 
+// LastEvent is the newest event of a kind (ErrNotFound when there is none).
+func (db *DB) LastEvent(ctx context.Context, kind string) (Event, error) {
+	evs, err := list(ctx, db.db, func(s scanner) (Event, error) {
+		var e Event
+		var at string
+		err := s.Scan(&e.ID, &at, &e.Kind, &e.SessionID, &e.RunID, &e.Detail)
+		e.At = parseTS(at)
+		return e, err
+	}, `SELECT id, at, kind, session_id, run_id, detail FROM events WHERE kind = ? ORDER BY id DESC LIMIT 1`, kind)
+	if err != nil {
+		return Event{}, err
+	}
+	if len(evs) == 0 {
+		return Event{}, ErrNotFound
+	}
+	return evs[0], nil
+}
+
 // Event is one audit-log entry.
 type Event struct {
 	ID        int64
@@ -711,4 +729,20 @@ func scanTurn(s scanner) (StoredTurn, error) {
 	var t StoredTurn
 	err := s.Scan(&t.SessionID, &t.Key, &t.Generation, &t.Offset, &t.Data)
 	return t, err
+}
+
+// Meta is the value stored under key ("" when there is none).
+func (db *DB) Meta(ctx context.Context, key string) (string, error) {
+	var v string
+	err := db.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return v, err
+}
+
+// PutMeta stores value under key.
+func (tx *Tx) PutMeta(ctx context.Context, key, value string) error {
+	_, err := tx.tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, key, value)
+	return err
 }
