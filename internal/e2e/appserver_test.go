@@ -131,6 +131,23 @@ func (c *rpcClient) turn(threadID, text string) {
 	})
 }
 
+// startThreads starts n threads with one turn each and returns their ids.
+func startThreads(c *rpcClient, h *H, n int) []string {
+	c.t.Helper()
+	var threads []string
+	for i := 0; i < n; i++ {
+		res := c.call("thread/start", map[string]any{"cwd": h.Work})
+		th, _ := res["thread"].(map[string]any)
+		id, _ := th["id"].(string)
+		if id == "" {
+			c.t.Fatalf("thread/start result %v", res)
+		}
+		threads = append(threads, id)
+		c.turn(id, fmt.Sprintf("turn %d", i))
+	}
+	return threads
+}
+
 func initialize(c *rpcClient) {
 	c.call("initialize", map[string]any{"clientInfo": map[string]any{"name": "zouk-daemon-test", "version": "1"}})
 	c.send(map[string]any{"method": "initialized"})
@@ -281,14 +298,7 @@ func TestAppServerStopRequestsMeasured(t *testing.T) {
 				h := New(t, in, Options{})
 				c := startAppServerWith(t, h, h.Codex.Native)
 				initialize(c)
-				var threads []string
-				for i := 0; i < 2; i++ {
-					res := c.call("thread/start", map[string]any{"cwd": h.Work})
-					th, _ := res["thread"].(map[string]any)
-					id, _ := th["id"].(string)
-					threads = append(threads, id)
-					c.turn(id, fmt.Sprintf("turn %d", i))
-				}
+				threads := startThreads(c, h, 2)
 				start := time.Now()
 				switch how {
 				case "stdin-eof":
@@ -333,14 +343,7 @@ func TestAppServerStopBySignal(t *testing.T) {
 				h := New(t, in, Options{})
 				c := startAppServer(t, h)
 				initialize(c)
-				var threads []string
-				for i := 0; i < 2; i++ {
-					res := c.call("thread/start", map[string]any{"cwd": h.Work})
-					th, _ := res["thread"].(map[string]any)
-					id, _ := th["id"].(string)
-					threads = append(threads, id)
-					c.turn(id, fmt.Sprintf("turn %d", i))
-				}
+				threads := startThreads(c, h, 2)
 				_ = c.cmd.Process.Signal(sig)
 				select {
 				case <-c.exited:

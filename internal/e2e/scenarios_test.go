@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"cx/internal/codextest"
+	"cx/internal/proc"
 
 	_ "modernc.org/sqlite"
 )
@@ -623,16 +624,11 @@ func TestCtrlZSuspendsAndResumes(t *testing.T) {
 
 // procState is the one-letter state of pid ("S", "T", …), "" if gone.
 func procState(pid int) string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := proc.ReadStat(pid)
 	if err != nil {
 		return ""
 	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return ""
-	}
-	return s[i+2 : i+3]
+	return string(st.State)
 }
 
 // CX_HOME on a full disk: Codex runs through cx as if nothing were wrong

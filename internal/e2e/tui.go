@@ -26,19 +26,25 @@ type TUI struct {
 // Ready matches the screen of an idle Codex TUI waiting for a prompt.
 var Ready = regexp.MustCompile(`(?m)^› |Ask Codex to do anything|send a message|for shortcuts`)
 
-// StartInShell runs `cx args…` from an interactive bash with job control
-// in a fresh terminal, as a user does; the shell's prompt is "cx-shell$ ".
-func (h *H) StartInShell(args ...string) *TUI {
+// newTUI makes a TUI's directory and quotes `cx args…` for a shell.
+func (h *H) newTUI(args []string) (*TUI, string, []string) {
 	h.T.Helper()
 	dir, err := os.MkdirTemp(h.Root, "t")
 	if err != nil {
 		h.T.Fatal(err)
 	}
-	tu := &TUI{h: h, dir: dir, sock: filepath.Join(dir, "s")}
 	quoted := []string{shellQuote(h.CX)}
 	for _, a := range args {
 		quoted = append(quoted, shellQuote(a))
 	}
+	return &TUI{h: h, dir: dir, sock: filepath.Join(dir, "s")}, dir, quoted
+}
+
+// StartInShell runs `cx args…` from an interactive bash with job control
+// in a fresh terminal, as a user does; the shell's prompt is "cx-shell$ ".
+func (h *H) StartInShell(args ...string) *TUI {
+	h.T.Helper()
+	tu, dir, quoted := h.newTUI(args)
 	cmd := exec.Command("tmux", "-S", tu.sock, "-f", "/dev/null", "new-session", "-d", "-s", "cx", "-x", "120", "-y", "40",
 		"env PS1='cx-shell$ ' bash --norc --noprofile -i")
 	cmd.Env = h.Env()
@@ -64,15 +70,7 @@ var ShellPrompt = regexp.MustCompile(`(?m)^cx-shell\$\s*$`)
 // waits until the pane's script has recorded cx's pid.
 func (h *H) StartTUI(args ...string) *TUI {
 	h.T.Helper()
-	dir, err := os.MkdirTemp(h.Root, "t")
-	if err != nil {
-		h.T.Fatal(err)
-	}
-	tu := &TUI{h: h, dir: dir, sock: filepath.Join(dir, "s")}
-	quoted := []string{shellQuote(h.CX)}
-	for _, a := range args {
-		quoted = append(quoted, shellQuote(a))
-	}
+	tu, dir, quoted := h.newTUI(args)
 	// The pane records the terminal state around cx, cx's pid (the sh that
 	// execs cx), and cx's exit status; then it stays open for inspection.
 	script := fmt.Sprintf(`cd %[1]s || exit 1
