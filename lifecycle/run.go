@@ -80,8 +80,8 @@ type Run struct {
 func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
 	r := &Run{m: m, info: info, recorded: make(chan struct{}), known: map[string]bool{}, candidates: map[string]bool{}, started: time.Now()}
 	go func() {
+		defer close(r.recorded) // after a panic is logged
 		defer m.Log.Recover("record run " + info.ID)
-		defer close(r.recorded)
 		r.recErr = errors.New("the run was not recorded")
 		r.recErr = m.DB.Tx(ctx, func(tx *ledger.Tx) error {
 			return tx.PutRun(ctx, ledger.Run{ID: info.ID, PID: os.Getpid(), PIDStart: proc.StartTime(os.Getpid()),
@@ -117,13 +117,13 @@ func (r *Run) ChildStarted(pid int) {
 	r.stop, r.stopped = make(chan struct{}), make(chan struct{})
 	r.mu.Unlock()
 	go func() {
-		defer r.m.Log.Recover("session discovery of " + r.info.ID)
 		looping := false
 		defer func() {
 			if !looping {
 				close(r.stopped) // discoverLoop closes it otherwise
 			}
 		}()
+		defer r.m.Log.Recover("session discovery of " + r.info.ID) // logged before stopped closes
 		<-r.recorded
 		if r.recErr != nil {
 			return

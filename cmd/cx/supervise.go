@@ -36,10 +36,12 @@ func startSupervision(ctx context.Context, a *app, cfg config.Config, info lifec
 	// (cx.log) and costs the run's records, never Codex or the terminal;
 	// the rollout keeps the session for a later sweep.
 	go func() {
+		// Deferred in this order: a panic is logged before ready closes (and
+		// cx, finishing, may exit).
+		defer close(s.ready)
 		defer s.log.Recover("open the ledger")
 		// After Codex's launch: the ledger never competes with it for the CPU.
 		<-s.launched
-		defer close(s.ready)
 		s.err = errors.New("the ledger was not opened")
 		bound := false
 		defer func() {
@@ -91,8 +93,8 @@ func (s *supervision) Started(pid int, _ wrapper.Mode) {
 	s.pid = pid
 	close(s.launched)
 	go func() {
-		defer s.log.Recover("child started")
 		defer close(s.started)
+		defer s.log.Recover("child started")
 		<-s.ready
 		if s.run != nil {
 			s.run.ChildStarted(pid)
