@@ -43,6 +43,9 @@ type HookPayload struct {
 	Trigger        string `json:"trigger"`
 	Reason         string `json:"reason"`
 	Model          string `json:"model"`
+	// What was said: read for its size in the hook log, never stored.
+	Prompt               string `json:"prompt"`
+	LastAssistantMessage string `json:"last_assistant_message"`
 }
 
 // HookInput is one hook invocation.
@@ -51,6 +54,24 @@ type HookInput struct {
 	Payload []byte
 	RunID   string // CX_RUN_ID of the hook's environment
 	PPID    int    // the hook process's parent
+
+	parsed *parsedHook // Parse's result: a payload (up to 16 MiB) is decoded once
+}
+
+type parsedHook struct {
+	event   string
+	payload HookPayload
+	err     error
+}
+
+// Parse validates the input and settles its event name (ParseHook), once:
+// later calls, and HandleHook given this input, reuse the result.
+func (in *HookInput) Parse() (string, HookPayload, error) {
+	if in.parsed == nil {
+		ev, p, err := ParseHook(*in)
+		in.parsed = &parsedHook{ev, p, err}
+	}
+	return in.parsed.event, in.parsed.payload, in.parsed.err
 }
 
 // ParseHook validates a hook's input and settles its event name.
@@ -92,7 +113,7 @@ type HookResult struct {
 // HandleHook acts on one hook event. It never blocks for long: slow work
 // (commits) is left in the outbox.
 func (m *Manager) HandleHook(ctx context.Context, in HookInput) (HookResult, error) {
-	ev, p, err := ParseHook(in)
+	ev, p, err := in.Parse()
 	res := HookResult{Event: ev, Payload: p}
 	if err != nil {
 		return res, err

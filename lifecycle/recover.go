@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,8 +66,6 @@ func Unrecorded(home string) []Breadcrumb {
 	return out
 }
 
-var rolloutNameRE = regexp.MustCompile(`^rollout-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-(.+)\.jsonl$`)
-
 // RecoverUnrecorded records and commits, once each, the sessions Codex
 // wrote in codexHome while the ledger could not be written: rollouts
 // touched since the last such scan (or since the earliest breadcrumb of an
@@ -107,8 +104,14 @@ func (m *Manager) RecoverUnrecorded(ctx context.Context, codexHome string) (int,
 	since = since.Add(-time.Minute) // clock granularity, a write in flight at the last scan
 	recovered := 0
 	hold := time.Time{}
-	for _, path := range rolloutsSince(codexHome, since) {
-		id := rolloutNameRE.FindStringSubmatch(filepath.Base(path))[1]
+	rollouts := rolloutsSince(codexHome, since)
+	ids := make([]string, 0, len(rollouts))
+	for id := range rollouts {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		path := rollouts[id]
 		if _, err := m.DB.Session(ctx, id); err == nil {
 			continue
 		} else if !errors.Is(err, ledger.ErrNotFound) {
@@ -158,29 +161,6 @@ func (m *Manager) RecoverUnrecorded(ctx context.Context, codexHome string) (int,
 		}
 	}
 	return recovered, nil
-}
-
-// rolloutsSince lists the rollouts in codexHome's day folders from since
-// on, and in archived_sessions/, touched at or after since.
-func rolloutsSince(codexHome string, since time.Time) []string {
-	var dirs []string
-	for day := since.Local().AddDate(0, 0, -1); !day.After(time.Now().AddDate(0, 0, 1)); day = day.AddDate(0, 0, 1) {
-		dirs = append(dirs, filepath.Join(codexHome, "sessions", day.Format("2006"), day.Format("01"), day.Format("02")))
-	}
-	dirs = append(dirs, filepath.Join(codexHome, "archived_sessions"))
-	var out []string
-	for _, d := range dirs {
-		entries, _ := os.ReadDir(d)
-		for _, e := range entries {
-			if !rolloutNameRE.MatchString(e.Name()) {
-				continue
-			}
-			if fi, err := e.Info(); err == nil && !fi.ModTime().Before(since) {
-				out = append(out, filepath.Join(d, e.Name()))
-			}
-		}
-	}
-	return out
 }
 
 // threadLocked reports whether a process holds a lock on the thread's

@@ -82,7 +82,7 @@ func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
 	go func() {
 		defer close(r.recorded) // after a panic is logged
 		defer m.Log.Recover("record run " + info.ID)
-		r.recErr = errors.New("the run was not recorded")
+		r.recErr = errors.New("the run was not recorded") // stays, if recording panics
 		r.recErr = m.DB.Tx(ctx, func(tx *ledger.Tx) error {
 			return tx.PutRun(ctx, ledger.Run{ID: info.ID, PID: os.Getpid(), PIDStart: proc.StartTime(os.Getpid()),
 				CodexHome: info.CodexHome, CodexVersion: info.CodexVersion, Cwd: info.Cwd, Args: redactArgs(info.Args),
@@ -117,12 +117,7 @@ func (r *Run) ChildStarted(pid int) {
 	r.stop, r.stopped = make(chan struct{}), make(chan struct{})
 	r.mu.Unlock()
 	go func() {
-		looping := false
-		defer func() {
-			if !looping {
-				close(r.stopped) // discoverLoop closes it otherwise
-			}
-		}()
+		defer close(r.stopped)
 		defer r.m.Log.Recover("session discovery of " + r.info.ID) // logged before stopped closes
 		<-r.recorded
 		if r.recErr != nil {
@@ -141,7 +136,6 @@ func (r *Run) ChildStarted(pid int) {
 			r.m.Log.Printf("record codex pid for %s: %v", r.info.ID, err)
 		}
 		testPanic("discover")
-		looping = true
 		r.discoverLoop(ctx, pid)
 	}()
 }
@@ -151,7 +145,6 @@ func (r *Run) ChildStarted(pid int) {
 // (0.169) and rollout files among its open files, and its rows in Codex's log
 // database (0.128).
 func (r *Run) discoverLoop(ctx context.Context, pid int) {
-	defer close(r.stopped)
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -164,26 +157,19 @@ func (r *Run) discoverLoop(ctx context.Context, pid int) {
 	}
 }
 
-var fileREs = sync.OnceValue(func() [2]*regexp.Regexp {
-	return [2]*regexp.Regexp{
-		regexp.MustCompile(`/thread-writer-locks/([^/]+)\.lock$`),
-		regexp.MustCompile(`/rollout-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-([^/]+)\.jsonl$`),
-	}
-})
+var lockFileRE = regexp.MustCompile(`/thread-writer-locks/([^/]+)\.lock$`)
 
 func (r *Run) discover(ctx context.Context, pid int, withFDs bool) {
 	found := map[string]string{} // id → rollout path (may be "")
-	res := fileREs()
-	lockRE, rolloutRE := res[0], res[1]
 	if withFDs {
 		for _, f := range proc.OpenFiles(pid) {
-			if m := lockRE.FindStringSubmatch(f); m != nil {
+			if m := lockFileRE.FindStringSubmatch(f); m != nil {
 				if _, ok := found[m[1]]; !ok {
 					found[m[1]] = ""
 				}
 			}
-			if m := rolloutRE.FindStringSubmatch(f); m != nil {
-				found[m[1]] = f
+			if id := rolloutID(f); id != "" {
+				found[id] = f
 			}
 		}
 	}
@@ -192,13 +178,22 @@ func (r *Run) discover(ctx context.Context, pid int, withFDs bool) {
 			r.candidates[id] = true
 		}
 	}
-	for id := range r.candidates {
-		if _, ok := found[id]; ok || r.known[id] {
-			delete(r.candidates, id)
-			continue
-		}
-		if path, ok := threadOnDisk(r.info.CodexHome, id, r.started); ok {
-			found[id] = path
+	if len(r.candidates) > 0 {
+		// A candidate is a session once Codex keeps something of it on disk:
+		// one listing of the day folders and the locks for all of them.
+		rollouts, locks := rolloutsSince(r.info.CodexHome, r.started), threadLocks(r.info.CodexHome)
+		for id := range r.candidates {
+			_, seen := found[id]
+			path, hasRollout := rollouts[id]
+			switch {
+			case seen || r.known[id]:
+			case hasRollout:
+				found[id] = path
+			case locks[id]:
+				found[id] = ""
+			default:
+				continue // a helper thread of Codex's, or not on disk yet
+			}
 			delete(r.candidates, id)
 		}
 	}
@@ -231,28 +226,6 @@ func (r *Run) discover(ctx context.Context, pid int, withFDs bool) {
 			r.m.Log.Printf("discover session %s: %v", id, err)
 		}
 	}
-}
-
-// threadOnDisk reports whether Codex keeps a thread of the user's on disk —
-// its writer lock, or a rollout (in the day folders since the run began, or
-// archived) — and returns the rollout's path when there is one.
-func threadOnDisk(codexHome, id string, since time.Time) (string, bool) {
-	if codexHome == "" || strings.ContainsAny(id, "/*?[\\") {
-		return "", false
-	}
-	name := "rollout-*-" + id + ".jsonl"
-	for day := since.Local().Truncate(24 * time.Hour).Add(-24 * time.Hour); !day.After(time.Now().Add(24 * time.Hour)); day = day.Add(24 * time.Hour) {
-		if m, _ := filepath.Glob(filepath.Join(codexHome, "sessions", day.Format("2006"), day.Format("01"), day.Format("02"), name)); len(m) > 0 {
-			return m[0], true
-		}
-	}
-	if m, _ := filepath.Glob(filepath.Join(codexHome, "archived_sessions", name)); len(m) > 0 {
-		return m[0], true
-	}
-	if _, err := os.Stat(filepath.Join(codexHome, "thread-writer-locks", id+".lock")); err == nil {
-		return "", true
-	}
-	return "", false
 }
 
 // logThreads reads the thread ids Codex logged for this process in

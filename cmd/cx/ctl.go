@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -131,9 +130,7 @@ func (a *app) ctlVersion(ctx context.Context, args []string) int {
 		out.Codex, out.CodexVersion = bin.Path, caps.Version
 	}
 	if asJSON {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(out)
+		a.printJSON(out)
 		return 0
 	}
 	fmt.Fprintf(a.stdout, "cx %s\n", out.Version)

@@ -15,6 +15,9 @@ type ctlArgs struct {
 	synopsis string // positional arguments, e.g. "<session>"
 	min, max int    // positional count; max < 0: any number
 	define   func(fs *flag.FlagSet)
+	// check, when set, validates the parsed flags and positionals; its
+	// error is a usage error like the parser's own.
+	check func(pos []string) error
 }
 
 // errHelp is returned for -h/--help: usage printed on stdout, exit 0.
@@ -75,15 +78,17 @@ func (c ctlArgs) parse(args []string) (*flag.FlagSet, []string, error) {
 	case c.max >= 0 && len(pos) > c.max:
 		return fs, nil, fmt.Errorf("unexpected argument %q", pos[c.max])
 	}
+	if c.check != nil {
+		if err := c.check(pos); err != nil {
+			return fs, nil, err
+		}
+	}
 	return fs, pos, nil
 }
 
-// usage is the command's usage: its synopsis line and its flags.
-func (c ctlArgs) usage() string {
-	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-	if c.define != nil {
-		c.define(fs)
-	}
+// usage is the command's usage — its synopsis line and its flags — from
+// the flag set parse defined (defining them again would reset the values).
+func (c ctlArgs) usage(fs *flag.FlagSet) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "usage: cx ctl %s", c.name)
 	if c.synopsis != "" {
@@ -121,14 +126,14 @@ func orDefault(s, d string) string {
 // --help it prints the usage on stdout and returns ok=false with exit 0.
 // A command that refuses its arguments has done nothing yet.
 func (a *app) args(c ctlArgs, args []string) (pos []string, code int, ok bool) {
-	_, pos, err := c.parse(args)
+	fs, pos, err := c.parse(args)
 	if errors.Is(err, errHelp) {
-		fmt.Fprint(a.stdout, c.usage())
+		fmt.Fprint(a.stdout, c.usage(fs))
 		return nil, 0, false
 	}
 	if err != nil {
 		a.errorf("ctl %s: %v", c.name, err)
-		fmt.Fprint(a.stderr, c.usage())
+		fmt.Fprint(a.stderr, c.usage(fs))
 		return nil, usageExit, false
 	}
 	return pos, 0, true

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -96,7 +97,7 @@ func (a *app) ctlHook(ctx context.Context, args []string) (code int) {
 	logger = lifecycle.NewLogger(cfg.Home)
 	in := lifecycle.HookInput{Event: event, Payload: payload, PPID: os.Getppid()}
 	in.RunID, _ = a.getenv("CX_RUN_ID")
-	ev, p, perr := lifecycle.ParseHook(in)
+	ev, p, perr := in.Parse()
 	if ev != event {
 		deadline = processStart.Add(min(hookBudget(ev), hookBudget(event)))
 	}
@@ -301,11 +302,6 @@ func (a *app) recordHookEvent(cfg config.Config, au hookAudit) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return
 	}
-	var sizes struct {
-		Prompt    *string `json:"prompt"`
-		Assistant *string `json:"last_assistant_message"`
-	}
-	_ = json.Unmarshal(au.Payload, &sizes)
 	rec := map[string]any{
 		"time":          time.Now().UTC().Format(time.RFC3339Nano),
 		"event":         au.Event,
@@ -321,11 +317,11 @@ func (a *app) recordHookEvent(cfg config.Config, au hookAudit) {
 			rec[k] = v
 		}
 	}
-	if sizes.Prompt != nil {
-		rec["prompt_chars"] = len([]rune(*sizes.Prompt))
-	}
-	if sizes.Assistant != nil {
-		rec["assistant_chars"] = len([]rune(*sizes.Assistant))
+	switch au.Event {
+	case lifecycle.EvUserPromptSubmit:
+		rec["prompt_chars"] = utf8.RuneCountInString(au.Parsed.Prompt)
+	case lifecycle.EvStop:
+		rec["assistant_chars"] = utf8.RuneCountInString(au.Parsed.LastAssistantMessage)
 	}
 	if au.Answered > 0 {
 		rec["context_chars"] = au.Answered

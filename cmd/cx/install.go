@@ -261,8 +261,9 @@ func (a *app) ctlDoctor(ctx context.Context, args []string) int {
 		}
 	}
 	if cfg.Home != "" {
-		add(doctorLedger(dctx, cfg))
-		add(doctorUnrecorded(cfg.Home))
+		ledgerCheck, recovered := doctorLedger(dctx, cfg)
+		add(ledgerCheck)
+		add(doctorUnrecorded(cfg.Home, recovered))
 	}
 	if slices.Contains(cfg.Sinks, "openviking") {
 		add(a.doctorOpenViking(dctx, cfg))
@@ -341,12 +342,9 @@ func (a *app) doctorOpenViking(ctx context.Context, cfg config.Config) check {
 	return check{Name: "openviking", Detail: fmt.Sprintf("%s: a session route failed: %v", st.URL, err), Fix: "see the server's log"}
 }
 
-// recoveredNote is what doctorLedger learned of the last recovery.
-var recoveredNote string
-
 // doctorUnrecorded reports runs that could not write the ledger (a full
 // disk, an I/O error, a damaged or locked ledger), and what recovered them.
-func doctorUnrecorded(home string) check {
+func doctorUnrecorded(home, recoveredNote string) check {
 	crumbs := lifecycle.Unrecorded(home)
 	if len(crumbs) > 0 {
 		return check{Name: "unrecorded runs", Detail: fmt.Sprintf("%d run(s) since %s could not write the ledger; their sessions are safe in Codex's rollouts",
@@ -359,31 +357,29 @@ func doctorUnrecorded(home string) check {
 	return check{Name: "unrecorded runs", OK: true, Detail: detail}
 }
 
-func doctorLedger(ctx context.Context, cfg config.Config) check {
+// doctorLedger checks the ledger; it also says when sessions were last
+// recorded late from their rollouts ("" if never).
+func doctorLedger(ctx context.Context, cfg config.Config) (c check, recovered string) {
 	db, err := ledger.Open(ctx, filepath.Join(cfg.Home, ledger.FileName), ledger.Options{})
 	if err != nil {
 		fix := "see " + filepath.Join(cfg.Home, "logs", "cx.log")
 		if errors.Is(err, ledger.ErrDamaged) {
 			fix = "move " + filepath.Join(cfg.Home, ledger.FileName) + " aside; cx starts a new ledger (rollouts keep every session)"
 		}
-		return check{Name: "ledger", Detail: err.Error(), Fix: fix}
+		return check{Name: "ledger", Detail: err.Error(), Fix: fix}, ""
 	}
 	defer db.Close()
 	if err := db.Check(ctx); err != nil {
-		return check{Name: "ledger", Detail: err.Error(), Fix: "move the ledger aside"}
+		return check{Name: "ledger", Detail: err.Error(), Fix: "move the ledger aside"}, ""
 	}
 	if e, err := db.LastEvent(ctx, "rollouts.recovered"); err == nil {
-		// Said once the ledger could be written again; the ledger line below
-		// stays about the ledger.
-		defer func() {
-			recoveredNote = fmt.Sprintf("last on %s: %s recorded late from their rollouts", rfc3339(e.At), e.Detail)
-		}()
+		recovered = fmt.Sprintf("last on %s: %s recorded late from their rollouts", rfc3339(e.At), e.Detail)
 	}
 	pending, _ := db.Jobs(ctx, ledger.JobPending, ledger.JobLeased)
 	parked, _ := db.Jobs(ctx, ledger.JobParked)
-	c := check{Name: "ledger", OK: len(parked) == 0, Detail: fmt.Sprintf("%s: %d pending, %d parked job(s)", db.Path, len(pending), len(parked))}
+	c = check{Name: "ledger", OK: len(parked) == 0, Detail: fmt.Sprintf("%s: %d pending, %d parked job(s)", db.Path, len(pending), len(parked))}
 	if len(parked) > 0 {
 		c.Fix = "see `cx ctl status`, then `cx ctl retry --all`"
 	}
-	return c
+	return c, recovered
 }

@@ -39,6 +39,7 @@ var rfc3339, rfc3339Ptr = lifecycle.RFC3339, lifecycle.RFC3339Ptr
 func (a *app) printJSON(v any) {
 	enc := json.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // a <cx-context> block reads as it is
 	_ = enc.Encode(v)
 }
 
@@ -403,28 +404,25 @@ func (a *app) ctlSweep(ctx context.Context, args []string) int {
 
 func (a *app) ctlRetry(ctx context.Context, args []string) int {
 	var all, asJSON bool
+	var ids []int64
 	spec := ctlArgs{name: "retry", synopsis: "<job id>…", min: 0, max: -1, define: func(fs *flag.FlagSet) {
 		fs.BoolVar(&all, "all", false, "every parked job")
 		jsonFlag(&asJSON)(fs)
-	}}
-	pos, code, ok := a.args(spec, args)
-	if !ok {
-		return code
-	}
-	if all == (len(pos) > 0) {
-		a.errorf("ctl retry: name job ids or --all (one of the two)")
-		fmt.Fprint(a.stderr, spec.usage())
-		return usageExit
-	}
-	var ids []int64
-	for _, s := range pos {
-		id, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || id <= 0 {
-			a.errorf("ctl retry: %q is not a job id", s)
-			fmt.Fprint(a.stderr, spec.usage())
-			return usageExit
+	}, check: func(pos []string) error {
+		if all == (len(pos) > 0) {
+			return errors.New("name job ids or --all (one of the two)")
 		}
-		ids = append(ids, id)
+		for _, s := range pos {
+			id, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || id <= 0 {
+				return fmt.Errorf("%q is not a job id", s)
+			}
+			ids = append(ids, id)
+		}
+		return nil
+	}}
+	if _, code, ok := a.args(spec, args); !ok {
+		return code
 	}
 	m, code := a.openManager(ctx)
 	if m == nil {
