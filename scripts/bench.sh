@@ -2,9 +2,21 @@
 # cx's performance figures, each next to a baseline measured in the
 # same run: PTY output throughput through cx vs script(1) vs a direct PTY (and
 # cx's peak RSS while relaying), and start overhead over running the child directly.
+#
+# BASE=<git revision> also builds cx at that revision and runs the hook
+# history benchmark through both, alternating (the "before" of a change).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-go test -run '^$' -bench 'PTYThroughput|StartOverhead' -benchtime 1x -count "${COUNT:-3}" ./cmd/cx
+if [ -n "${BASE:-}" ]; then
+  tmp=$(mktemp -d)
+  trap 'git worktree remove --force "$tmp/src" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+  git worktree add -q "$tmp/src" "$BASE"
+  (cd "$tmp/src" && go build -o "$tmp/cx-base" ./cmd/cx)
+  export CX_BENCH_BASELINE_CX="$tmp/cx-base"
+fi
+go test -run '^$' -bench 'PTYThroughput|StartOverhead|PTYStartOverhead' -benchtime 1x -count "${COUNT:-3}" ./cmd/cx
 go test -run '^$' -bench 'HookLatency' -benchtime 1x -count "${COUNT:-3}" ./lifecycle
+CX_BENCH_ROUNDS="${ROUNDS:-5}" go test -run '^$' -bench 'HookHistory' -benchtime 1x -timeout 60m -v ./lifecycle
 go test -run '^$' -bench 'ReadReduce|StopCapture' -benchtime 1x -cpu 1 -count "${COUNT:-3}" ./internal/checkpoint
 go test -run '^$' -bench 'TapRelayLatency' -benchtime 1x -count "${COUNT:-3}" ./wrapper
+bash scripts/bench-terminal.sh

@@ -59,6 +59,11 @@ func fakeCodexEnv(t testing.TB) []string {
 // bytes read, the time to the end of output, and the peak RSS of the process
 // (sampled), in bytes.
 func runOnPTY(cmd *exec.Cmd) (n int64, d time.Duration, rss int64, err error) {
+	return runOnPTYTo(cmd, io.Discard)
+}
+
+// runOnPTYTo is runOnPTY keeping what the command printed in out.
+func runOnPTYTo(cmd *exec.Cmd, out io.Writer) (n int64, d time.Duration, rss int64, err error) {
 	master, slave, err := pty.Open()
 	if err != nil {
 		return 0, 0, 0, err
@@ -91,7 +96,7 @@ func runOnPTY(cmd *exec.Cmd) (n int64, d time.Duration, rss int64, err error) {
 			}
 		}
 	}()
-	n, _ = io.Copy(io.Discard, master) // ends with EIO when every holder of the slave is gone
+	n, _ = io.Copy(out, master) // ends with EIO when every holder of the slave is gone
 	d = time.Since(start)
 	close(stop)
 	err = cmd.Wait()
@@ -216,4 +221,57 @@ func BenchmarkStartOverhead(b *testing.B) {
 	b.ReportMetric(med(dTotal), "direct-total-ms")
 	b.ReportMetric(med(cTotal), "cx-total-ms")
 	b.ReportMetric(med(cTotal)-med(dTotal), "total-overhead-ms")
+}
+
+// BenchmarkPTYStartOverhead is the start of an interactive run, the way a
+// user meets it — cx on a terminal (PTY mode: raw mode, a new PTY, Codex
+// below cx's session leader) — against the same child started on the
+// terminal directly and through cx without the leader, interleaved. The
+// child prints the instant it runs: "launch" is the time to that instant,
+// "total" to the end of its output (cx restored the terminal and exited).
+func BenchmarkPTYStartOverhead(b *testing.B) {
+	cx := codextest.CX(b)
+	env := fakeCodexEnv(b)
+	if out, err := exec.Command(cx, "ctl", "version").CombinedOutput(); err != nil {
+		b.Fatalf("%v %s", err, out)
+	}
+	variants := []struct {
+		name string
+		cmd  func() *exec.Cmd
+	}{
+		{"direct", func() *exec.Cmd { c := exec.Command(os.Args[0], "trivial"); c.Env = env; return c }},
+		{"cx", func() *exec.Cmd { c := exec.Command(cx, "trivial"); c.Env = env; return c }},
+		{"cx-no-leader", func() *exec.Cmd {
+			c := exec.Command(cx, "trivial")
+			c.Env = append(env[:len(env):len(env)], "CX_TEST_NO_LEADER=1")
+			return c
+		}},
+	}
+	launch, total := map[string][]time.Duration{}, map[string][]time.Duration{}
+	for i := 0; i < max(b.N, 50); i++ {
+		for _, v := range variants {
+			var out bytes.Buffer
+			cmd := v.cmd()
+			start := time.Now()
+			_, d, _, err := runOnPTYTo(cmd, &out)
+			if err != nil && !errors.Is(err, syscall.EIO) {
+				b.Fatalf("%s: %v", v.name, err)
+			}
+			ns, perr := strconv.ParseInt(strings.TrimSpace(out.String()), 10, 64)
+			if perr != nil {
+				b.Fatalf("%s printed %q", v.name, out.String())
+			}
+			launch[v.name] = append(launch[v.name], time.Unix(0, ns).Sub(start))
+			total[v.name] = append(total[v.name], d)
+		}
+	}
+	med := func(ds []time.Duration) float64 {
+		slices.Sort(ds)
+		return float64(ds[len(ds)/2].Microseconds()) / 1000
+	}
+	for _, v := range variants {
+		b.ReportMetric(med(launch[v.name]), v.name+"-launch-ms")
+		b.ReportMetric(med(total[v.name]), v.name+"-total-ms")
+	}
+	b.ReportMetric(med(launch["cx"])-med(launch["cx-no-leader"]), "leader-launch-ms")
 }

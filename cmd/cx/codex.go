@@ -105,6 +105,9 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 	if self, err := os.Executable(); err == nil {
 		spec.Leader = self // Ctrl+Z in Codex suspends it, and cx, as without cx
 	}
+	if v, _ := a.getenv("CX_TEST_NO_LEADER"); v == "1" {
+		spec.Leader = "" // the benchmark's "before": what the leader costs at start
+	}
 	if tap != nil {
 		// Codex's app-server ends every loaded thread itself, with its own
 		// SessionEnd hooks, when its stdin closes (measured: README); a stop
