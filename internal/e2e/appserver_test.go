@@ -290,15 +290,18 @@ func TestAppServerThroughCX(t *testing.T) {
 // cx relies on it (stdin EOF).
 func TestAppServerStopRequestsMeasured(t *testing.T) {
 	for _, in := range codextest.Installs(t) {
-		if codexbin.CompareVersions(in.Version, "0.169.0") < 0 {
-			continue // 0.128 has no SessionEnd hook: no stop request runs one
-		}
+		// 0.128 has no SessionEnd hook (no stop request runs one) and its
+		// thread protocol differs: there, only how the process ends.
+		withThreads := codexbin.CompareVersions(in.Version, "0.169.0") >= 0
 		for _, how := range []string{"stdin-eof", "SIGTERM", "SIGINT"} {
 			t.Run(in.Version+"/"+how, func(t *testing.T) {
 				h := New(t, in, Options{})
 				c := startAppServerWith(t, h, h.Codex.Native)
 				initialize(c)
-				threads := startThreads(c, h, 2)
+				var threads []string
+				if withThreads {
+					threads = startThreads(c, h, 2)
+				}
 				start := time.Now()
 				switch how {
 				case "stdin-eof":
@@ -322,8 +325,8 @@ func TestAppServerStopRequestsMeasured(t *testing.T) {
 				}
 				t.Logf("Codex %s app-server, %s: exit %d after %v; SessionEnd hooks for %d of %d loaded threads",
 					in.Version, how, c.cmd.ProcessState.ExitCode(), took.Round(time.Millisecond), ended, len(threads))
-				if how == "stdin-eof" && ended != len(threads) {
-					t.Fatalf("stdin EOF: SessionEnd for %d of %d threads", ended, len(threads))
+				if how == "stdin-eof" && (ended != len(threads) || c.cmd.ProcessState.ExitCode() != 0) {
+					t.Fatalf("stdin EOF: exit %d, SessionEnd for %d of %d threads", c.cmd.ProcessState.ExitCode(), ended, len(threads))
 				}
 			})
 		}
