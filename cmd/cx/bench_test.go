@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -274,4 +276,54 @@ func BenchmarkPTYStartOverhead(b *testing.B) {
 		b.ReportMetric(med(total[v.name]), v.name+"-total-ms")
 	}
 	b.ReportMetric(med(launch["cx"])-med(launch["cx-no-leader"]), "leader-launch-ms")
+}
+
+// BenchmarkHookStdinOpen times SessionEnd and Interrupt — the hooks Codex
+// kills at 3 s — from process start to answer when Codex never closes the
+// hook's stdin, and with stdin closed; with CX_BENCH_BASELINE_CX=<another
+// cx binary> the same through it, interleaved (scripts/bench.sh BASE=<rev>).
+func BenchmarkHookStdinOpen(b *testing.B) {
+	bins := map[string]string{"cx": codextest.CX(b)}
+	if base := os.Getenv("CX_BENCH_BASELINE_CX"); base != "" {
+		bins["base"] = base
+	}
+	times := map[string][]time.Duration{}
+	for i := 0; i < max(b.N, 3); i++ {
+		for _, ev := range []string{"SessionEnd", "Interrupt"} {
+			for _, keepOpen := range []bool{true, false} {
+				for name, bin := range bins {
+					home := b.TempDir()
+					cmd := exec.Command(bin, "ctl", "hook", ev)
+					cmd.Env = []string{"HOME=" + home, "CX_HOME=" + home + "/.cx", "PATH=/usr/bin:/bin"}
+					stdin, _ := cmd.StdinPipe()
+					stdout, _ := cmd.StdoutPipe()
+					start := time.Now()
+					if err := cmd.Start(); err != nil {
+						b.Fatal(err)
+					}
+					io.WriteString(stdin, `{"session_id":"s1","hook_event_name":"`+ev+`","cwd":"/","transcript_path":""}`)
+					if !keepOpen {
+						stdin.Close()
+					}
+					line, err := bufio.NewReader(stdout).ReadString('\n')
+					d := time.Since(start)
+					stdin.Close()
+					_ = cmd.Wait()
+					if err != nil || !json.Valid([]byte(line)) {
+						b.Fatalf("%s %s: %v %q", name, ev, err, line)
+					}
+					state := "closed"
+					if keepOpen {
+						state = "open"
+					}
+					key := name + "-" + ev + "-stdin-" + state + "-ms"
+					times[key] = append(times[key], d)
+				}
+			}
+		}
+	}
+	for key, ds := range times {
+		slices.Sort(ds)
+		b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, key)
+	}
 }
