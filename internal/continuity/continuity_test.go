@@ -149,3 +149,18 @@ func TestRootCommitGivesUpOnHungGit(t *testing.T) {
 		t.Fatalf("a hung git held rootCommit for %v", took)
 	}
 }
+
+// An origin URL with credentials in it names the project, but the token
+// is never written to the continuity files.
+func TestProjectHeaderHasNoCredentials(t *testing.T) {
+	s := Store{Home: t.TempDir()}
+	id := Identity{Project: "origin:https://bob:ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/x/y.git", ProjectID: "p1", Worktree: "/w", WorktreeID: "w1", Name: "w"}
+	if _, _, err := s.Update(id, Evidence{SessionID: "s1", EndReason: "exit", Turns: []rollout.Turn{turn("do it", cmd("make", 0))}}); err != nil {
+		t.Fatal(err)
+	}
+	pp, _ := s.Paths(id)
+	b, _ := os.ReadFile(pp)
+	if strings.Contains(string(b), "ghp_abcdef") || !strings.Contains(string(b), "github.com/x/y.git") {
+		t.Fatalf("project file:\n%s", b)
+	}
+}

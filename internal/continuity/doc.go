@@ -12,6 +12,7 @@ import (
 
 	"cx/internal/checkpoint"
 	"cx/internal/fsutil"
+	"cx/internal/redact"
 	"cx/internal/rollout"
 )
 
@@ -308,7 +309,7 @@ func (s Store) Update(id Identity, ev Evidence) (string, string, error) {
 	}
 	defer unix.Flock(int(lock.Fd()), unix.LOCK_UN)
 
-	pd, err := readDoc(p, fmt.Sprintf("Continuity — project %s", id.Name), "Shared by every worktree of "+id.Project+". Edit freely; cx merges each session's evidence in.")
+	pd, err := readDoc(p, fmt.Sprintf("Continuity — project %s", id.Name), "Shared by every worktree of "+redact.String(id.Project)+". Edit freely; cx merges each session's evidence in.")
 	if err != nil {
 		return "", "", err
 	}
