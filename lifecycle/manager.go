@@ -124,6 +124,19 @@ func testPanic(point string) {
 	}
 }
 
+// toolChars bounds each captured tool input and output: [capture]
+// max_tool_chars, or [openviking] max_tool_chars when the session goes to
+// OpenViking and that is larger (the server takes tool output whole).
+func (m *Manager) toolChars(sinks []string) int {
+	n := m.Cfg.Capture.MaxToolChars
+	for _, s := range sinks {
+		if s == ovSink {
+			n = max(n, m.Cfg.OpenViking.MaxToolChars)
+		}
+	}
+	return n
+}
+
 // Logger appends cx's own diagnostics to CX_HOME/logs/cx.log.
 type Logger struct {
 	path string
@@ -274,7 +287,7 @@ func (m *Manager) catchUp(ctx context.Context, id string) (ledger.Session, error
 		_ = json.Unmarshal([]byte(s.Meta), meta)
 	}
 	cur := rollout.Cursor{Offset: s.Cursor.Offset, Seen: s.Cursor.Seen, Inode: s.Cursor.Inode, Size: s.Cursor.Size, Head: s.Cursor.Head}
-	capt, err := rollout.CaptureFile(path, cur, meta, rollout.Options{MaxLineBytes: m.Cfg.Capture.MaxLineBytes, MaxToolChars: m.Cfg.Capture.MaxToolChars})
+	capt, err := rollout.CaptureFile(path, cur, meta, rollout.Options{MaxLineBytes: m.Cfg.Capture.MaxLineBytes, MaxToolChars: m.toolChars(s.Sinks)})
 	if err != nil {
 		return s, fmt.Errorf("capture %s: %w", id, err)
 	}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -27,13 +29,19 @@ type Appender interface {
 }
 
 // OpenVikingSink sends each turn to the OpenViking session "cx-<id>" once,
-// and commits each generation once. Before every request it records
-// "sending"; after a crash it asks the server (message and commit counts)
-// whether that request arrived before sending again.
+// and commits each generation once, in order. The server has no
+// idempotency, so before every request cx records what the server's
+// counters should read before it (its total_message_count, or on a legacy
+// server its live message_count, which every commit resets; its
+// commit_count); when an answer is lost — an error after the work, a
+// timeout, a crash — cx waits until the server can no longer be acting on
+// the request (its session lock) and then reads the counters to learn
+// what arrived, sending only the rest.
 type OpenVikingSink struct {
 	m      *Manager
 	once   sync.Once
 	client *openviking.Client
+	source openviking.Source
 }
 
 const ovSink = "openviking"
@@ -51,9 +59,9 @@ func (o *OpenVikingSink) Client() *openviking.Client {
 		if h, ok := o.m.Getenv("HOME"); ok && h != "" {
 			home = h
 		}
-		s := openviking.Resolve(openviking.Settings{URL: cfg.URL, Account: cfg.Account, User: cfg.User, Peer: cfg.Peer, Timeout: cfg.Timeout.Duration},
+		s, src := openviking.Resolve(openviking.Settings{URL: cfg.URL, Account: cfg.Account, User: cfg.User, Peer: cfg.Peer, Timeout: cfg.Timeout.Duration},
 			cfg.APIKeyEnv, o.m.Getenv, home)
-		o.client = openviking.New(s)
+		o.client, o.source = openviking.New(s), src
 	})
 	return o.client
 }
@@ -65,6 +73,31 @@ func classify(err error) error {
 	return &PermanentError{err}
 }
 
+// hold is how long after sending cx waits before it asks the server
+// whether an unanswered request arrived.
+func (o *OpenVikingSink) hold() time.Duration {
+	if d := o.m.Cfg.OpenViking.ServerHold.Duration; d > 0 {
+		return d
+	}
+	return openviking.ServerHold
+}
+
+// refuseWithPlugin parks the sink's jobs while the OpenViking Codex plugin
+// captures the same sessions, until the user chooses.
+func (o *OpenVikingSink) refuseWithPlugin(s ledger.Session) error {
+	if o.m.Cfg.OpenViking.AllowWithPlugin {
+		return nil
+	}
+	p := openviking.DetectPlugin(s.CodexHome, o.m.Getenv)
+	if !p.Capturing() {
+		return nil
+	}
+	return &PermanentError{fmt.Errorf("the OpenViking Codex plugin is active (%s) and writes the same session %s: "+
+		"turn off its capture (OPENVIKING_AUTO_CAPTURE=false, or remove its hooks), or drop openviking from cx's sinks, "+
+		"or set [openviking] allow_with_plugin = true to let both write; then `cx ctl retry --all`",
+		strings.Join(p.Where, "; "), openviking.SessionID(s.ID))}
+}
+
 // Append sends the turns of generations up to upTo not yet sent.
 func (o *OpenVikingSink) Append(ctx context.Context, s ledger.Session, upTo int) error {
 	unlock, err := o.m.lockRemote(ctx, s.ID, ovSink)
@@ -72,11 +105,125 @@ func (o *OpenVikingSink) Append(ctx context.Context, s ledger.Session, upTo int)
 		return err
 	}
 	defer unlock()
+	if err := o.refuseWithPlugin(s); err != nil {
+		return err
+	}
 	return o.append(ctx, s, upTo)
+}
+
+// remote returns what cx expects the server's counters for the session to
+// be, establishing them on first contact: the session is created (or
+// patched) with the server's auto-commit off, so every commit is cx's.
+func (o *OpenVikingSink) remote(ctx context.Context, sessionID, sid string) (ledger.SinkSession, error) {
+	rs, ok, err := o.m.DB.SinkSession(ctx, sessionID, ovSink)
+	if err != nil || ok {
+		return rs, err
+	}
+	c := o.Client()
+	info, err := c.Session(ctx, sid)
+	exists := err == nil
+	if err != nil && !errors.Is(err, openviking.ErrNotFound) {
+		return rs, classify(err)
+	}
+	ac, err := c.Prepare(ctx, sid, exists)
+	if err != nil {
+		return rs, classify(err)
+	}
+	if !exists {
+		if info, err = c.Session(ctx, sid); err != nil {
+			return rs, classify(err)
+		}
+	}
+	rs = ledger.SinkSession{Counter: ledger.CounterLive, Expected: info.MessageCount, Commits: info.CommitCount, AutoCommit: string(ac)}
+	if info.TotalMessageCount != nil {
+		rs.Counter, rs.Expected = ledger.CounterTotal, *info.TotalMessageCount
+	}
+	if ac == openviking.AutoCommitUnsupported {
+		o.m.Log.Printf("openviking %s: the server has no per-session auto-commit setting (an older server: it does not auto-commit)", sid)
+	}
+	return rs, o.m.DB.Tx(ctx, func(tx *ledger.Tx) error { return tx.PutSinkSession(ctx, sessionID, ovSink, rs) })
+}
+
+// counter reads the counter rs tracks from the server's info.
+func counter(rs ledger.SinkSession, info openviking.Info) int {
+	if rs.Counter == ledger.CounterTotal && info.TotalMessageCount != nil {
+		return *info.TotalMessageCount
+	}
+	return info.MessageCount
+}
+
+// settled returns an error while the server may still be acting on a
+// request cx sent at sentAt and got no answer to.
+func (o *OpenVikingSink) settled(sentAt time.Time, what string) error {
+	if sentAt.IsZero() {
+		return nil
+	}
+	if wait := sentAt.Add(o.hold()).Sub(o.m.Now()); wait > 0 {
+		return fmt.Errorf("openviking: %s got no answer; asking the server what arrived once it can no longer be acting on it (in %v)", what, wait.Round(time.Second))
+	}
+	return nil
+}
+
+// arrived returns how many of a turn's n messages, sent before without an
+// answer, the server stored.
+func (o *OpenVikingSink) arrived(ctx context.Context, sid string, rs ledger.SinkSession, p ledger.SinkTurn, n int) (int, error) {
+	if p.RemoteBefore < 0 {
+		o.m.Log.Printf("openviking %s: a turn sent by an older cx without counters is sent again", sid)
+		return 0, nil
+	}
+	if err := o.settled(p.SentAt, "a turn sent to "+sid); err != nil {
+		return 0, err
+	}
+	info, err := o.Client().Session(ctx, sid)
+	if errors.Is(err, openviking.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, classify(err)
+	}
+	k := counter(rs, info) - p.RemoteBefore
+	switch {
+	case k < 0:
+		o.m.Log.Printf("openviking %s: the server's %s message count (%d) is below what cx counted before sending (%d): sending the turn again",
+			sid, rs.Counter, counter(rs, info), p.RemoteBefore)
+		return 0, nil
+	case k > n:
+		o.m.Log.Printf("openviking %s: %d messages arrived where cx sent %d: another writer adds to this session (the OpenViking Codex plugin?)", sid, k, n)
+		return n, nil
+	}
+	return k, nil
+}
+
+// commitBarrier is the first generation before upTo whose OpenViking
+// commit is not settled: turns after it wait, so each commit archives its
+// own generation (0: none).
+func (o *OpenVikingSink) commitBarrier(ctx context.Context, sessionID string, upTo int) (int, error) {
+	gens, err := o.m.DB.Generations(ctx, sessionID)
+	if err != nil {
+		return 0, err
+	}
+	for _, g := range gens {
+		if g.Generation >= upTo || !slices.Contains(g.Sinks, ovSink) || g.Status == ledger.Live {
+			continue
+		}
+		c, err := o.m.DB.SinkCommit(ctx, sessionID, ovSink, g.Generation)
+		if err != nil {
+			return 0, err
+		}
+		if c.State != ledger.SinkAccepted && c.State != ledger.SinkSkipped {
+			return g.Generation, nil
+		}
+	}
+	return 0, nil
 }
 
 func (o *OpenVikingSink) append(ctx context.Context, s ledger.Session, upTo int) error {
 	sid := openviking.SessionID(s.ID)
+	if b, err := o.commitBarrier(ctx, s.ID, upTo); err != nil {
+		return err
+	} else if b > 0 {
+		upTo = b
+	}
 	stored, err := o.m.DB.TurnsUpTo(ctx, s.ID, upTo)
 	if err != nil {
 		return err
@@ -85,12 +232,7 @@ func (o *OpenVikingSink) append(ctx context.Context, s ledger.Session, upTo int)
 	if err != nil {
 		return err
 	}
-	sent := 0
-	for _, p := range progress {
-		if p.State == ledger.SinkSent {
-			sent += p.Messages
-		}
-	}
+	var rs *ledger.SinkSession
 	for _, st := range stored {
 		p := progress[st.Key]
 		if p.State == ledger.SinkSent {
@@ -103,51 +245,77 @@ func (o *OpenVikingSink) append(ctx context.Context, s ledger.Session, upTo int)
 		if !t.Complete && len(t.Assistant) == 0 && st.Generation == s.Generation && s.Status == ledger.Live {
 			break // the turn is still running: it is sent once it has its answer
 		}
-		msgs := Messages(t)
-		if p.State == ledger.SinkSending {
-			// A request for this turn was in flight when cx stopped: did it arrive?
-			info, err := o.Client().Session(ctx, sid)
-			if err != nil && !errors.Is(err, openviking.ErrNotFound) {
+		msgs := o.messages(t)
+		if rs == nil {
+			r, err := o.remote(ctx, s.ID, sid)
+			if err != nil {
+				return err
+			}
+			rs = &r
+		}
+		from := 0
+		if p.State == ledger.SinkSending && len(msgs) > 0 {
+			// A request for this turn got no answer: what did the server store?
+			k, err := o.arrived(ctx, sid, *rs, p, len(msgs))
+			if err != nil {
+				return err
+			}
+			if p.RemoteBefore >= 0 {
+				rs.Expected = p.RemoteBefore + k
+			}
+			from = k
+		}
+		before := rs.Expected - from
+		if from < len(msgs) {
+			if err := o.putTurn(ctx, s.ID, st.Key, ledger.SinkTurn{State: ledger.SinkSending, Messages: len(msgs), RemoteBefore: before, SentAt: o.m.Now()}, nil); err != nil {
+				return err
+			}
+			crashAt("sending")
+			done, err := o.Client().AddMessages(ctx, sid, msgs[from:])
+			if err != nil {
+				rec := ledger.SinkTurn{State: ledger.SinkSending, Messages: len(msgs), RemoteBefore: before}
+				if openviking.Unanswered(err) {
+					rec.SentAt = o.m.Now() // the server may still be acting on it
+				} else {
+					// Answered: the server is done with it, whatever it did
+					// (an error may follow the work); the next attempt asks.
+					o.m.Log.Printf("openviking %s: turn %s: %d of %d messages answered before: %v", sid, st.Key, from+done, len(msgs), err)
+				}
+				if perr := o.putTurn(ctx, s.ID, st.Key, rec, nil); perr != nil {
+					return perr
+				}
 				return classify(err)
 			}
-			if info.MessageCount >= sent+len(msgs) {
-				if err := o.mark(ctx, s.ID, st.Key, ledger.SinkSent, len(msgs)); err != nil {
-					return err
-				}
-				sent += len(msgs)
-				continue
-			}
+			crashAt("sent")
 		}
-		if err := o.mark(ctx, s.ID, st.Key, ledger.SinkSending, len(msgs)); err != nil {
+		rs.Expected = before + len(msgs)
+		if err := o.putTurn(ctx, s.ID, st.Key, ledger.SinkTurn{State: ledger.SinkSent, Messages: len(msgs), RemoteBefore: before}, rs); err != nil {
 			return err
 		}
-		crashAt("sending")
-		if err := o.Client().AddMessages(ctx, sid, msgs); err != nil {
-			return classify(err)
-		}
-		if err := o.mark(ctx, s.ID, st.Key, ledger.SinkSent, len(msgs)); err != nil {
-			return err
-		}
-		sent += len(msgs)
 	}
 	return nil
 }
 
-func (o *OpenVikingSink) mark(ctx context.Context, sessionID, key, state string, n int) error {
-	return o.m.DB.Tx(ctx, func(tx *ledger.Tx) error { return tx.PutSinkTurn(ctx, sessionID, ovSink, key, state, n) })
+func (o *OpenVikingSink) putTurn(ctx context.Context, sessionID, key string, st ledger.SinkTurn, rs *ledger.SinkSession) error {
+	return o.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		if err := tx.PutSinkTurn(ctx, sessionID, ovSink, key, st); err != nil {
+			return err
+		}
+		if rs != nil {
+			return tx.PutSinkSession(ctx, sessionID, ovSink, *rs)
+		}
+		return nil
+	})
 }
 
-// Commit sends what is left of the generation's turns, then commits it once.
+// Commit sends what is left of the generation's turns, then commits it
+// once, after every earlier generation's commit.
 func (o *OpenVikingSink) Commit(ctx context.Context, req CommitRequest) error {
 	unlock, err := o.m.lockRemote(ctx, req.Session.ID, ovSink)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if err := o.append(ctx, req.Session, req.Generation.Generation); err != nil {
-		return err
-	}
-	sid := openviking.SessionID(req.Session.ID)
 	g := req.Generation.Generation
 	prev, err := o.m.DB.SinkCommit(ctx, req.Session.ID, ovSink, g)
 	if err != nil {
@@ -156,65 +324,182 @@ func (o *OpenVikingSink) Commit(ctx context.Context, req CommitRequest) error {
 	if prev.State == ledger.SinkAccepted || prev.State == ledger.SinkSkipped {
 		return nil
 	}
-	info, err := o.Client().Session(ctx, sid)
+	if err := o.refuseWithPlugin(req.Session); err != nil {
+		return err
+	}
+	if b, err := o.commitBarrier(ctx, req.Session.ID, g); err != nil {
+		return err
+	} else if b > 0 {
+		return fmt.Errorf("openviking: generation %d commits after generation %d's commit settles", g, b)
+	}
+	if err := o.append(ctx, req.Session, g); err != nil {
+		return err
+	}
+	sid := openviking.SessionID(req.Session.ID)
+	c := o.Client()
+	info, err := c.Session(ctx, sid)
 	if errors.Is(err, openviking.ErrNotFound) {
 		// Nothing was ever appended: nothing to archive.
-		return o.putCommit(ctx, req.Session.ID, g, ledger.SinkCommit{State: ledger.SinkSkipped, Detail: "no session on the server"})
+		return o.putCommit(ctx, req.Session.ID, g, ledger.SinkCommit{State: ledger.SinkSkipped, RemoteBefore: -1, LiveBefore: -1, TotalBefore: -1,
+			Detail: "no session on the server"}, nil)
 	}
 	if err != nil {
 		return classify(err)
 	}
-	if prev.State == ledger.SinkSending && info.CommitCount > prev.RemoteBefore {
-		// The commit sent before a crash (or a lost answer) was accepted.
-		return o.putCommit(ctx, req.Session.ID, g, ledger.SinkCommit{State: ledger.SinkAccepted, RemoteBefore: prev.RemoteBefore, Detail: "recovered"})
+	rs, err := o.remote(ctx, req.Session.ID, sid)
+	if err != nil {
+		return err
 	}
-	if err := o.putCommit(ctx, req.Session.ID, g, ledger.SinkCommit{State: ledger.SinkSending, RemoteBefore: info.CommitCount}); err != nil {
+	if prev.State == ledger.SinkSending {
+		if err := o.settled(prev.SentAt, "the commit of "+sid); err != nil {
+			return err
+		}
+		if info, err = c.Session(ctx, sid); err != nil {
+			return classify(err)
+		}
+		if o.commitArrived(rs, prev, info) {
+			rs.Commits = max(rs.Commits, prev.RemoteBefore+1)
+			if rs.Counter == ledger.CounterLive {
+				rs.Expected = info.MessageCount
+			}
+			prev.State, prev.SentAt, prev.Detail = ledger.SinkAccepted, time.Time{}, "the commit sent before reached the server"
+			return o.putCommit(ctx, req.Session.ID, g, prev, &rs)
+		}
+	}
+	if info.CommitCount > rs.Commits {
+		// commit_count rises when a commit's background phase ends; beyond
+		// cx's own commits it is the server committing by itself.
+		o.m.Log.Printf("openviking %s: the server committed the session by itself (commit_count %d, cx made %d); its auto-commit is %q",
+			sid, info.CommitCount, rs.Commits, rs.AutoCommit)
+		_ = o.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+			return tx.AddEvent(ctx, "openviking.server_commit", req.Session.ID, "", fmt.Sprintf("commit_count %d > %d", info.CommitCount, rs.Commits))
+		})
+		rs.Commits = info.CommitCount
+	}
+	rec := ledger.SinkCommit{State: ledger.SinkSending, RemoteBefore: rs.Commits, LiveBefore: info.MessageCount, TotalBefore: -1, SentAt: o.m.Now()}
+	if info.TotalMessageCount != nil {
+		rec.TotalBefore = *info.TotalMessageCount
+	}
+	if err := o.putCommit(ctx, req.Session.ID, g, rec, &rs); err != nil {
 		return err
 	}
 	crashAt("committing")
-	res, err := o.Client().Commit(ctx, sid)
+	res, err := c.Commit(ctx, sid)
 	if err != nil {
+		if !openviking.Unanswered(err) {
+			rec.SentAt = time.Time{} // answered: ask the server at once next time
+			if perr := o.putCommit(ctx, req.Session.ID, g, rec, nil); perr != nil {
+				return perr
+			}
+		}
 		return classify(err)
 	}
-	state := ledger.SinkAccepted
-	if res.Status == "skipped" {
-		state = ledger.SinkSkipped
+	crashAt("committed")
+	rec.SentAt = time.Time{}
+	if res.Empty() {
+		rec.State, rec.Detail = ledger.SinkSkipped, "nothing to archive"
+	} else {
+		rec.State, rec.ArchiveURI, rec.Detail = ledger.SinkAccepted, res.ArchiveURI, "task "+res.TaskID
+		rs.Commits++
+		if rs.Counter == ledger.CounterLive {
+			rs.Expected = 0
+		}
 	}
-	return o.putCommit(ctx, req.Session.ID, g, ledger.SinkCommit{State: state, RemoteBefore: info.CommitCount, Detail: res.ArchiveURI + res.Reason})
+	return o.putCommit(ctx, req.Session.ID, g, rec, &rs)
 }
 
-func (o *OpenVikingSink) putCommit(ctx context.Context, sessionID string, gen int, c ledger.SinkCommit) error {
-	return o.m.DB.Tx(ctx, func(tx *ledger.Tx) error { return tx.PutSinkCommit(ctx, sessionID, ovSink, gen, c) })
+// commitArrived decides whether a commit sent without an answer was
+// accepted: commit_count rose past what it was before (the background
+// phase ended), or the live messages cx had sent are no longer live (the
+// archive phase, done before the answer, took them).
+func (o *OpenVikingSink) commitArrived(rs ledger.SinkSession, prev ledger.SinkCommit, info openviking.Info) bool {
+	if prev.RemoteBefore >= 0 && info.CommitCount > prev.RemoteBefore {
+		return true
+	}
+	if prev.LiveBefore <= 0 {
+		return false // nothing was live: the commit had nothing to archive either way
+	}
+	liveIfNot := prev.LiveBefore // what would be live had the commit not arrived
+	if prev.TotalBefore >= 0 && info.TotalMessageCount != nil {
+		liveIfNot += *info.TotalMessageCount - prev.TotalBefore
+	} else if rs.Counter == ledger.CounterLive {
+		liveIfNot = max(liveIfNot, rs.Expected)
+	}
+	return info.MessageCount < liveIfNot
 }
 
-// Messages turns a captured turn into OpenViking messages: the user's text,
-// then the assistant's text with its tool calls as tool parts.
-func Messages(t rollout.Turn) []openviking.Message {
+func (o *OpenVikingSink) putCommit(ctx context.Context, sessionID string, gen int, c ledger.SinkCommit, rs *ledger.SinkSession) error {
+	return o.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		if err := tx.PutSinkCommit(ctx, sessionID, ovSink, gen, c); err != nil {
+			return err
+		}
+		if rs != nil {
+			return tx.PutSinkSession(ctx, sessionID, ovSink, *rs)
+		}
+		return nil
+	})
+}
+
+// ResumeOverview is the context a resumed session gets from OpenViking:
+// the latest finished archive's overview, asked with a budget large enough
+// that the server's raw messages do not crowd it out, cut to maxChars, with
+// a pointer to the archive. "" when the server has none yet.
+func (o *OpenVikingSink) ResumeOverview(ctx context.Context, codexID string, maxChars int) string {
+	sid := openviking.SessionID(codexID)
+	text, err := o.Client().Overview(ctx, sid, openviking.OverviewBudget)
+	text = strings.TrimSpace(text)
+	if err != nil || text == "" {
+		return "" // not committed yet, or still being summarised by the server
+	}
+	where := "OpenViking session " + sid
+	if uri, _ := o.m.DB.LatestArchiveURI(ctx, codexID, ovSink); uri != "" {
+		where += "; latest archive " + uri
+	}
+	head := fmt.Sprintf("OpenViking archive of this session (%s):\n", where)
+	return head + rollout.Bound(text, max(200, maxChars-len(head)))
+}
+
+// messages turns a captured turn into OpenViking messages as the OpenViking
+// Codex plugin sends them, in the order they happened: the user's text;
+// then the assistant's texts and its tool calls, each call an assistant
+// message with a running tool part, each result a user message with the
+// completed (or error) tool part; every message with the peer.
+func (o *OpenVikingSink) messages(t rollout.Turn) []openviking.Message {
+	return Messages(t, o.Client().Settings().Peer, o.m.Cfg.OpenViking.MaxToolChars)
+}
+
+// Messages is the mapping of one turn (see OpenVikingSink.messages).
+func Messages(t rollout.Turn, peer string, maxToolChars int) []openviking.Message {
 	var out []openviking.Message
+	msg := func(role string, parts ...openviking.Part) {
+		out = append(out, openviking.Message{Role: role, TurnID: t.Key, CreatedAt: t.Time, PeerID: peer, Parts: parts})
+	}
 	if strings.TrimSpace(t.User) != "" {
-		out = append(out, openviking.Message{Role: "user", TurnID: t.Key, CreatedAt: t.Time,
-			Parts: []openviking.Part{{Type: "text", Text: t.User}}})
+		msg("user", openviking.Part{Type: "text", Text: t.User})
 	}
-	var parts []openviking.Part
-	for _, tc := range t.Tools {
-		input := map[string]any{}
-		if json.Unmarshal([]byte(tc.Input), &input) != nil || len(input) == 0 {
-			input = map[string]any{"input": tc.Input}
+	tools := append([]rollout.ToolCall(nil), t.Tools...)
+	sort.SliceStable(tools, func(i, j int) bool { return tools[i].After < tools[j].After })
+	next := 0
+	for i := 0; i <= len(t.Assistant); i++ {
+		for ; next < len(tools) && tools[next].After <= i; next++ {
+			tc := tools[next]
+			input := map[string]any{}
+			if json.Unmarshal([]byte(tc.Input), &input) != nil || len(input) == 0 {
+				input = map[string]any{"input": tc.Input}
+			}
+			msg("assistant", openviking.Part{Type: "tool", ToolID: tc.CallID, ToolName: tc.Name, ToolInput: input, ToolStatus: openviking.ToolRunning})
+			status, output := openviking.ToolCompleted, tc.Output
+			switch {
+			case !tc.Done:
+				status, output = openviking.ToolError, "[no output: the turn ended before the tool returned]"
+			case tc.ExitCode != nil && *tc.ExitCode != 0:
+				status = openviking.ToolError
+			}
+			msg("user", openviking.Part{Type: "tool", ToolID: tc.CallID, ToolName: tc.Name, ToolOutput: rollout.Bound(output, maxToolChars), ToolStatus: status})
 		}
-		status := "completed"
-		switch {
-		case tc.ExitCode != nil && *tc.ExitCode != 0:
-			status = "error"
-		case !tc.Done:
-			status = "incomplete"
+		if i < len(t.Assistant) && strings.TrimSpace(t.Assistant[i]) != "" {
+			msg("assistant", openviking.Part{Type: "text", Text: t.Assistant[i]})
 		}
-		parts = append(parts, openviking.Part{Type: "tool", ToolID: tc.CallID, ToolName: tc.Name, ToolInput: input, ToolOutput: tc.Output, ToolStatus: status})
-	}
-	for _, a := range t.Assistant {
-		parts = append(parts, openviking.Part{Type: "text", Text: a})
-	}
-	if len(parts) > 0 {
-		out = append(out, openviking.Message{Role: "assistant", TurnID: t.Key, CreatedAt: t.Time, Parts: parts})
 	}
 	return out
 }

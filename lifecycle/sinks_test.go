@@ -2,6 +2,8 @@ package lifecycle_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,49 +14,150 @@ import (
 	"cx/internal/openviking/ovfake"
 )
 
-func ovEnv(t *testing.T, extra ...string) (*env, *ovfake.Server) {
+// ovEnv is a cx environment whose sessions go to a fake OpenViking server
+// in api_key mode (client timeout 500 ms; the server may act on a request
+// up to 1.5 s after cx stopped waiting for it).
+func ovEnv(t *testing.T, opts ovfake.Options, extra ...string) (*env, *ovfake.Server) {
 	t.Helper()
-	ov, err := ovfake.Start()
+	opts.APIKey = "k-123"
+	ov, err := ovfake.StartWith(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(ov.Close)
 	cfg := filepath.Join(t.TempDir(), "config.toml")
-	os.WriteFile(cfg, []byte("sinks = [\"local\", \"openviking\"]\n[openviking]\nurl = \""+ov.URL+"\"\ntimeout = \"500ms\"\napi_key_env = \"CX_TEST_OV_KEY\"\n[lifecycle]\nmax_attempts = 3\n"), 0o600)
-	ov.APIKey = "k-123"
+	os.WriteFile(cfg, []byte("sinks = [\"local\", \"openviking\"]\n[openviking]\nurl = \""+ov.URL+"\"\ntimeout = \"500ms\"\nserver_hold = \"1500ms\"\n"+
+		"api_key_env = \"CX_TEST_OV_KEY\"\npeer = \"dev-box\"\n[lifecycle]\nmax_attempts = 8\n"), 0o600)
 	e := newEnv(t, append([]string{"CX_CONFIG=" + cfg, "CX_TEST_OV_KEY=k-123", "CX_TEST_BACKOFF=10ms", "HOME=" + t.TempDir()}, extra...)...)
 	return e, ov
 }
 
-// messagesOf returns the user texts the fake received for a session, in order.
+type ovMessage struct {
+	Role   string `json:"role"`
+	PeerID string `json:"peer_id"`
+	TurnID string `json:"turn_id"`
+	Parts  []struct {
+		Type       string `json:"type"`
+		Text       string `json:"text"`
+		ToolStatus string `json:"tool_status"`
+	} `json:"parts"`
+}
+
+func decode(raw []json.RawMessage) []ovMessage {
+	out := make([]ovMessage, len(raw))
+	for i, m := range raw {
+		json.Unmarshal(m, &out[i])
+	}
+	return out
+}
+
+// userTexts returns the user texts a server stored for a session, in order.
 func userTexts(ov *ovfake.Server, id string) []string {
 	s, _ := ov.Session("cx-" + id)
+	return texts(decode(s.Messages))
+}
+
+func texts(ms []ovMessage) []string {
 	var out []string
-	for _, m := range s.Messages {
-		var msg struct {
-			Role  string                  `json:"role"`
-			Parts []struct{ Text string } `json:"parts"`
-		}
-		json.Unmarshal(m, &msg)
-		if msg.Role == "user" {
-			out = append(out, msg.Parts[0].Text)
+	for _, m := range ms {
+		if m.Role == "user" && len(m.Parts) > 0 && m.Parts[0].Type == "text" {
+			out = append(out, m.Parts[0].Text)
 		}
 	}
 	return out
 }
 
+// storedOnce checks the server stored each of the session's turns once, in
+// order, each archive holding its own generation's turns, every message
+// with the peer, nothing outside the server's contract, and no commit of
+// the server's own.
+func storedOnce(t *testing.T, ov *ovfake.Server, id string, perArchive ...string) {
+	t.Helper()
+	s, ok := ov.Session("cx-" + id)
+	if !ok {
+		t.Fatalf("no session cx-%s on the server", id)
+	}
+	msgs := decode(s.Messages)
+	if got, want := strings.Join(texts(msgs), ","), strings.Join(perArchive, ","); got != want {
+		t.Fatalf("server stored user turns %q, want %q (each once)", got, want)
+	}
+	if turns := len(strings.Split(strings.Join(perArchive, ","), ",")); len(msgs) != 2*turns {
+		t.Fatalf("server stored %d messages, want %d (a user and an assistant message per turn)", len(msgs), 2*turns)
+	}
+	if s.Commits != len(perArchive) || len(s.Archives) != len(perArchive) {
+		t.Fatalf("server made %d archives (%d with messages), want %d", len(s.Archives), s.Commits, len(perArchive))
+	}
+	for i, a := range s.Archives {
+		raw := make([]json.RawMessage, len(a.Messages))
+		for j, m := range a.Messages {
+			raw[j] = m.Raw
+		}
+		if got := strings.Join(texts(decode(raw)), ","); got != perArchive[i] {
+			t.Fatalf("archive %d holds %q, want %q", a.Index, got, perArchive[i])
+		}
+	}
+	for _, m := range msgs {
+		if m.PeerID != "dev-box" || m.TurnID == "" {
+			t.Fatalf("message without the peer or turn id: %+v", m)
+		}
+	}
+	if v := ov.Violations(); len(v) > 0 {
+		t.Fatalf("outside the server's contract: %v", v)
+	}
+	if s.ServerCommits != 0 || s.AutoCommit != 0 {
+		t.Fatalf("the server committed by itself (%d) or kept its auto-commit (%d)", s.ServerCommits, s.AutoCommit)
+	}
+}
+
+// acceptedEach checks cx recorded each generation's OpenViking commit as
+// accepted by the server — not skipped by a second commit that found
+// nothing left after a first whose answer was lost.
+func acceptedEach(t *testing.T, e *env, id string, gens int) {
+	t.Helper()
+	db := e.db()
+	for g := 1; g <= gens; g++ {
+		c, err := db.SinkCommit(t.Context(), id, "openviking", g)
+		if err != nil || c.State != "accepted" {
+			t.Fatalf("generation %d's OpenViking commit recorded as %+v (%v), want accepted", g, c, err)
+		}
+	}
+}
+
+// settle sweeps until the session is committed again (a fault's retries,
+// the server's hold after an unanswered request, backoffs).
+func settle(t *testing.T, e *env, id string, gen int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, ok := e.sessions()[id]
+		if ok && st.Status == "committed" && st.Generation == gen && st.Commits == gen {
+			return
+		}
+		if time.Now().After(deadline) {
+			out, _ := e.ctl("status")
+			t.Fatalf("session %s not committed at generation %d: %+v\n%s", id, gen, st, out)
+		}
+		e.ctl("retry", "--all") // a fault that parked a job in a quick loop of retries
+		e.ctl("sweep")
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func TestOpenVikingHappyPath(t *testing.T) {
 	t.Parallel()
-	e, ov := ovEnv(t)
+	e, ov := ovEnv(t, ovfake.Options{})
 	e.run("start A; hook SessionStart A startup; turn A one; turn A two; exit 0")
 	e.want("A", "committed", "exit", 1, 1)
-	s, _ := ov.Session("cx-A")
-	if got := strings.Join(userTexts(ov, "A"), ","); got != "one,two" || s.Commits != 1 || len(s.Messages) != 4 {
-		t.Fatalf("server has users %q, %d messages, %d commits", got, len(s.Messages), s.Commits)
-	}
+	storedOnce(t, ov, "A", "one,two")
 	for _, r := range ov.Requests() {
+		if r.Path == "/health" {
+			continue
+		}
 		if r.Header.Get("Authorization") != "Bearer k-123" || r.Header.Get("X-API-Key") != "k-123" {
 			t.Fatalf("request without the API key: %s %s", r.Method, r.Path)
+		}
+		if r.Header.Get("X-OpenViking-Actor-Peer") != "" {
+			t.Fatalf("the peer header, which session routes ignore: %s %s", r.Method, r.Path)
 		}
 		if strings.Contains(string(r.Body), "k-123") {
 			t.Fatal("the API key leaked into a body")
@@ -65,7 +168,7 @@ func TestOpenVikingHappyPath(t *testing.T) {
 // Stop appends the new turns while the session is live; the end commits.
 func TestOpenVikingAppendsOnStop(t *testing.T) {
 	t.Parallel()
-	e, ov := ovEnv(t)
+	e, ov := ovEnv(t, ovfake.Options{})
 	cmd := e.cxCmd("start A; hook SessionStart A startup; turn A one; turn A two; wait")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -77,112 +180,164 @@ func TestOpenVikingAppendsOnStop(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGTERM)
 	runWait(cmd, 30*time.Second)
 	e.want("A", "committed", "signal:TERM", 1, 1)
-	s, _ := ov.Session("cx-A")
-	if got := strings.Join(userTexts(ov, "A"), ","); got != "one,two" || s.Commits != 1 {
-		t.Fatalf("after end: users %q commits %d", got, s.Commits)
-	}
+	storedOnce(t, ov, "A", "one,two")
 }
 
-// Every fault of the contract: nothing lost, nothing sent twice, the job's
-// state visible meanwhile.
-func TestOpenVikingFaults(t *testing.T) {
+// Exactly once against the server's own contract: generation 1 committed
+// and generation 2 resumed, with every fault on appends and on commits, in
+// the first and in the later generation. The server resets its live count
+// at each commit and has no idempotency, so a lost answer is resolved from
+// its total and commit counters.
+func TestOpenVikingExactlyOnceFaults(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		name   string
-		fault  ovfake.Fault
-		down   bool
-		parked bool // not retryable: parked until `cx ctl retry`
+	faults := []struct {
+		name  string
+		fault ovfake.Fault
 	}{
-		{name: "refused", down: true},
-		{name: "slow past timeout", fault: ovfake.Fault{Route: "/commit", Delay: 1500 * time.Millisecond}},
-		{name: "lost answer", fault: ovfake.Fault{Route: "/commit", Status: 500, AfterOK: true}},
-		{name: "429", fault: ovfake.Fault{Route: "/messages", Status: 429}},
-		{name: "500", fault: ovfake.Fault{Route: "/commit", Status: 500}},
-		{name: "503", fault: ovfake.Fault{Route: "/messages", Status: 503, Count: 2}},
-		{name: "409 retryable", fault: ovfake.Fault{Route: "/commit", Status: 409, Retryable: true}},
-		{name: "404 on commit", fault: ovfake.Fault{Route: "/commit", Status: 404}, parked: true},
-		{name: "412", fault: ovfake.Fault{Route: "/commit", Status: 412}, parked: true},
-		{name: "401", fault: ovfake.Fault{Route: "/messages", Status: 401}, parked: true},
+		{"lost answer", ovfake.Fault{Status: 500, AfterWork: true}},
+		{"dropped connection after the work", ovfake.Fault{Drop: true}},
+		{"timeout after the work", ovfake.Fault{Delay: 900 * time.Millisecond}},
+		{"session lock held past the timeout", ovfake.Fault{Stall: 900 * time.Millisecond}},
+		{"409 retryable", ovfake.Fault{Status: 409, Retryable: true}},
+		{"503", ovfake.Fault{Status: 503, Count: 2}},
+		{"500 before the work", ovfake.Fault{Status: 500}},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
+	for _, f := range faults {
+		for _, route := range []string{"/messages", "/commit"} {
+			for _, gen := range []int{1, 2} {
+				t.Run(fmt.Sprintf("%s on %s in generation %d", f.name, route, gen), func(t *testing.T) {
+					t.Parallel()
+					e, ov := ovEnv(t, ovfake.Options{})
+					fault := f.fault
+					fault.Route = route
+					if gen == 1 {
+						ov.Inject(fault)
+					}
+					e.run("start A; hook SessionStart A startup; turn A one; exit 0")
+					settle(t, e, "A", 1)
+					if gen == 2 {
+						ov.Inject(fault)
+					}
+					e.run("start A; hook SessionStart A resume; turn A two; exit 0")
+					settle(t, e, "A", 2)
+					storedOnce(t, ov, "A", "one", "two")
+					acceptedEach(t, e, "A", 2)
+					if n := ov.Unused(); n != 0 {
+						t.Fatalf("%d fault(s) never applied", n)
+					}
+				})
+			}
+		}
+	}
+}
+
+// A crash at each step of sending — before a request, after its answer
+// before cx recorded it — on appends and commits, in the first and the
+// later generation: the sweep finishes with each turn and each commit
+// stored once.
+func TestOpenVikingCrashAtEachStep(t *testing.T) {
+	t.Parallel()
+	for _, point := range []string{"sending", "sent", "committing", "committed"} {
+		for _, gen := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%s in generation %d", point, gen), func(t *testing.T) {
+				t.Parallel()
+				e, ov := ovEnv(t, ovfake.Options{}, "CX_TEST_LEASE=1s")
+				crash := func(g int) []string {
+					if g == gen {
+						return []string{"CX_TEST_CRASH_AT=" + point}
+					}
+					return nil
+				}
+				e.run("start A; hook SessionStart A startup; turn A one; exit 0", crash(1)...)
+				settle(t, e, "A", 1)
+				e.run("start A; hook SessionStart A resume; turn A two; exit 0", crash(2)...)
+				settle(t, e, "A", 2)
+				storedOnce(t, ov, "A", "one", "two")
+				acceptedEach(t, e, "A", 2)
+			})
+		}
+	}
+}
+
+// A legacy server (no total_message_count, no batch route, no per-session
+// auto-commit): the live count, reset by each commit, is still read right.
+func TestOpenVikingLegacyServer(t *testing.T) {
+	t.Parallel()
+	for _, route := range []string{"/messages", "/commit"} {
+		t.Run("lost answer on "+route, func(t *testing.T) {
 			t.Parallel()
-			e, ov := ovEnv(t)
-			if c.down {
-				ov.Down()
-			} else {
-				ov.Inject(c.fault)
-			}
-			e.run("start A; hook SessionStart A startup; turn A one; turn A two; exit 0")
-			// The job's state is visible meanwhile (a background sweeper may
-			// still hold it for a moment).
-			var out string
-			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-				out, _ = e.ctl("status", "--json")
-				var st struct {
-					Pending []struct {
-						State     string `json:"state"`
-						LastError string `json:"last_error"`
-					} `json:"pending_jobs"`
-					Parked []struct {
-						LastError string `json:"last_error"`
-					} `json:"parked_jobs"`
-				}
-				json.Unmarshal([]byte(out), &st)
-				if c.parked && len(st.Parked) > 0 && st.Parked[0].LastError != "" {
-					break
-				}
-				if !c.parked && (e.sessions()["A"].Status == "committed" || (len(st.Pending) > 0 && st.Pending[0].State == "pending" && st.Pending[0].LastError != "")) {
-					break
-				}
-				if time.Now().Add(50 * time.Millisecond).After(deadline) {
-					t.Fatalf("the job's state is not visible:\n%s", out)
-				}
-			}
-			if c.down {
-				if err := ov.Up(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			time.Sleep(1600 * time.Millisecond) // a slow answer finishes; backoffs pass
-			if c.parked {
-				e.ctl("retry", "--all")
-			}
-			for i := 0; i < 5 && e.sessions()["A"].Status != "committed"; i++ {
-				e.ctl("sweep")
-				time.Sleep(100 * time.Millisecond)
-			}
-			e.want("A", "committed", "exit", 1, 1)
-			s, _ := ov.Session("cx-A")
-			if got := strings.Join(userTexts(ov, "A"), ","); got != "one,two" || s.Commits != 1 {
-				t.Fatalf("server: users %q (each turn once?), %d commits (want 1)", got, s.Commits)
-			}
+			e, ov := ovEnv(t, ovfake.Options{Legacy: true})
+			e.run("start A; hook SessionStart A startup; turn A one; exit 0")
+			settle(t, e, "A", 1)
+			ov.Inject(ovfake.Fault{Route: route, Status: 500, AfterWork: true})
+			e.run("start A; hook SessionStart A resume; turn A two; exit 0")
+			settle(t, e, "A", 2)
+			storedOnce(t, ov, "A", "one", "two")
 		})
 	}
 }
 
-// A crash at each step of sending: the sweep finishes with each turn and
-// the commit sent once.
-func TestOpenVikingCrashWhileSending(t *testing.T) {
+// A server whose sessions auto-commit by default: cx turns it off for its
+// session before the first message, so every archive is one of cx's.
+func TestOpenVikingAutoCommitTurnedOff(t *testing.T) {
 	t.Parallel()
-	for _, point := range []string{"sending", "committing"} {
-		t.Run(point, func(t *testing.T) {
-			t.Parallel()
-			e, ov := ovEnv(t, "CX_TEST_LEASE=1s")
-			e.run("start A; hook SessionStart A startup; turn A one; exit 0", "CX_SINKS=local")
-			e.want("A", "committed", "exit", 1, 1)
-			// The same session resumed in a run with OpenViking, ended by a
-			// commit that crashes mid-send.
-			e.run("start A; hook SessionStart A resume; turn A two; exit 0", "CX_TEST_CRASH_AT="+point)
-			time.Sleep(1100 * time.Millisecond)
-			e.ctl("sweep")
-			e.ctl("sweep")
-			s, _ := ov.Session("cx-A")
-			if got := strings.Join(userTexts(ov, "A"), ","); got != "one,two" || s.Commits != 1 {
-				t.Fatalf("after a crash at %s: users %q, %d commits", point, got, s.Commits)
-			}
-		})
+	e, ov := ovEnv(t, ovfake.Options{AutoCommitAfter: 1})
+	e.run("start A; hook SessionStart A startup; turn A one; exit 0")
+	settle(t, e, "A", 1)
+	e.run("start A; hook SessionStart A resume; turn A two; exit 0")
+	settle(t, e, "A", 2)
+	storedOnce(t, ov, "A", "one", "two")
+}
+
+// A session the server auto-commits (an admin turned it on after cx's
+// first contact): the server's commit is reported, not taken for cx's.
+func TestOpenVikingServerCommitReported(t *testing.T) {
+	t.Parallel()
+	e, ov := ovEnv(t, ovfake.Options{})
+	e.run("start A; hook SessionStart A startup; turn A one; exit 0")
+	settle(t, e, "A", 1)
+	ov.SetAutoCommit("cx-A", 2)
+	e.run("start A; hook SessionStart A resume; turn A two; exit 0")
+	settle(t, e, "A", 2)
+	time.Sleep(200 * time.Millisecond) // the server's background phase
+	e.run("start A; hook SessionStart A resume; turn A three; exit 0")
+	settle(t, e, "A", 3)
+	if got := strings.Join(userTexts(ov, "A"), ","); got != "one,two,three" {
+		t.Fatalf("server stored %q", got)
 	}
+	out, _ := e.ctl("show", "A")
+	log, _ := os.ReadFile(filepath.Join(e.cxHome, "logs", "cx.log"))
+	if !strings.Contains(string(log), "the server committed the session by itself") {
+		t.Fatalf("the server's own commit is not reported:\n%s\n%s", out, log)
+	}
+}
+
+// With the OpenViking Codex plugin capturing the same sessions, the sink
+// is refused (parked, with the choice in its error) until the user chooses.
+func TestOpenVikingRefusedWithPlugin(t *testing.T) {
+	t.Parallel()
+	e, ov := ovEnv(t, ovfake.Options{})
+	hooks, _ := os.ReadFile(filepath.Join(e.codexHome, "hooks.json"))
+	var hf map[string]map[string][]any
+	json.Unmarshal(hooks, &hf)
+	hf["hooks"]["Stop"] = append(hf["hooks"]["Stop"], map[string]any{"hooks": []any{map[string]any{"type": "command",
+		"command": "cat >/dev/null; echo '{}' # node /opt/openviking/examples/codex-memory-plugin/scripts/auto-capture.mjs", "timeout": 45}}})
+	data, _ := json.Marshal(hf)
+	os.WriteFile(filepath.Join(e.codexHome, "hooks.json"), data, 0o600)
+	e.run("start A; hook SessionStart A startup; turn A one; exit 0")
+	waitFor(t, "the parked job", func() bool {
+		out, _ := e.ctl("status")
+		return strings.Contains(out, "parked jobs: ") && strings.Contains(out, "OpenViking Codex plugin is active")
+	})
+	if len(userTexts(ov, "A")) != 0 {
+		t.Fatal("the sink wrote while the plugin captures the same session")
+	}
+	// The user's choice: the plugin's capture off in the environment cx
+	// (and so Codex and the plugin) runs with.
+	e.extra = append(e.extra, "OPENVIKING_AUTO_CAPTURE=false")
+	e.ctl("retry", "--all")
+	settle(t, e, "A", 1)
+	storedOnce(t, ov, "A", "one")
 }
 
 // The exec sink: the session-end JSON, field by field.
@@ -230,12 +385,26 @@ func TestExecSink(t *testing.T) {
 	}
 }
 
-// A resume after a commit is given the server's archive overview.
+// A resume after a commit is given the server's archive overview — a
+// real-sized one (~1,000 words) that a 2,000-token budget would drop once
+// the session holds live messages — cut to cx's budget, pointing at the
+// archive the commit made.
 func TestOpenVikingOverviewOnResume(t *testing.T) {
 	t.Parallel()
-	e, ov := ovEnv(t)
+	e, ov := ovEnv(t, ovfake.Options{})
 	e.run("start A; hook SessionStart A startup; turn A design the cache; exit 0")
 	e.want("A", "committed", "exit", 1, 1)
+	// Live messages on the server (another client's) spend the budget first.
+	body := `{"role":"user","content":"` + strings.Repeat("long question ", 600) + `"}`
+	req, _ := http.NewRequest("POST", ov.URL+"/api/v1/sessions/cx-A/messages", strings.NewReader(body))
+	req.Header.Set("X-API-Key", "k-123")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("add a live message: %v %v", resp, err)
+	}
+	waitFor(t, "the overview", func() bool {
+		s, _ := ov.Session("cx-A")
+		return len(s.Archives) == 1 && s.Archives[0].Done && s.Live == 1
+	})
 	rollouts, _ := filepath.Glob(filepath.Join(e.codexHome, "sessions", "*", "*", "*", "rollout-*-A.jsonl"))
 	out, _ := e.hook("SessionStart", map[string]any{"session_id": "A", "hook_event_name": "SessionStart", "source": "resume", "cwd": e.w, "transcript_path": rollouts[0]})
 	var ans struct {
@@ -244,10 +413,18 @@ func TestOpenVikingOverviewOnResume(t *testing.T) {
 		} `json:"hookSpecificOutput"`
 	}
 	json.Unmarshal([]byte(out), &ans)
-	if !strings.Contains(ans.Out.Context, "Archive overview: 1 archives") || !strings.Contains(ans.Out.Context, "viking://session/cx-A/history") {
-		t.Fatalf("resume context lacks the OpenViking overview:\n%s", out)
+	s, _ := ov.Session("cx-A")
+	if !strings.Contains(ans.Out.Context, "**Overview**: archive_001") || !strings.Contains(ans.Out.Context, s.Archives[0].URI) {
+		t.Fatalf("resume context lacks the OpenViking overview or its archive %s:\n%s", s.Archives[0].URI, out)
 	}
-	if len(ov.Requests()) == 0 {
-		t.Fatal("no request")
+	if len(ans.Out.Context) > 6000+200 {
+		t.Fatalf("the injection is %d chars, over [inject] max_chars", len(ans.Out.Context))
+	}
+	var asked bool
+	for _, r := range ov.Requests() {
+		asked = asked || strings.Contains(r.Path, "/context?token_budget=32000")
+	}
+	if !asked {
+		t.Fatal("the overview was not asked with the large budget")
 	}
 }

@@ -20,7 +20,6 @@ import (
 
 	"cx/inject"
 	"cx/internal/config"
-	"cx/internal/openviking"
 	"cx/internal/redact"
 	"cx/lifecycle"
 )
@@ -164,12 +163,7 @@ func (a *app) ctlHook(ctx context.Context, args []string) (code int) {
 				req.RemoteOverview = func(ctx context.Context, id string) string {
 					octx, cancel := context.WithTimeout(ctx, 2*time.Second)
 					defer cancel()
-					sid := openviking.SessionID(id)
-					text, err := ov.Client().Overview(octx, sid, 2000)
-					if err != nil || strings.TrimSpace(text) == "" {
-						return "" // not committed yet, or still being summarised by the server
-					}
-					return fmt.Sprintf("OpenViking archive of this session (%s; history under viking://session/%s/history):\n%s", sid, sid, text)
+					return ov.ResumeOverview(octx, id, cfg.Inject.MaxChars/2)
 				}
 			}
 			switch {

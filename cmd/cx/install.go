@@ -131,6 +131,16 @@ func (a *app) ctlInstall(ctx context.Context, args []string) int {
 		out.Warnings = append(out.Warnings, w)
 		a.errorf("warning: %s", w)
 	}
+	if cfg, err := config.Load(a.getenv); err == nil {
+		if c, found := doctorPlugin(cfg, filepath.Dir(in.HooksPath()), a.getenv); found {
+			w := c.Detail
+			if c.Fix != "" {
+				w += "; " + c.Fix
+			}
+			out.Warnings = append(out.Warnings, w)
+			a.errorf("note: %s", w)
+		}
+	}
 	ictx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	res, err := in.Install(ictx)
@@ -268,6 +278,11 @@ func (a *app) ctlDoctor(ctx context.Context, args []string) int {
 	if slices.Contains(cfg.Sinks, "openviking") {
 		add(a.doctorOpenViking(dctx, cfg))
 	}
+	if in != nil {
+		if c, found := doctorPlugin(cfg, filepath.Dir(in.HooksPath()), a.getenv); found {
+			add(c)
+		}
+	}
 	ok := true
 	for _, c := range checks {
 		ok = ok && c.OK
@@ -317,29 +332,73 @@ func (a *app) doctorFire(ctx context.Context, in *hookcfg.Installer) check {
 }
 
 // doctorOpenViking checks the OpenViking server the sink talks to: that it
-// answers, and that it takes cx's key on a session route.
+// answers, and that a session route takes cx's key and identity; it says
+// where each setting came from.
 func (a *app) doctorOpenViking(ctx context.Context, cfg config.Config) check {
 	home, _ := a.getenv("HOME")
 	o := cfg.OpenViking
-	st := openviking.Resolve(openviking.Settings{URL: o.URL, Account: o.Account, User: o.User, Peer: o.Peer, Timeout: o.Timeout.Duration},
+	st, src := openviking.Resolve(openviking.Settings{URL: o.URL, Account: o.Account, User: o.User, Peer: o.Peer, Timeout: o.Timeout.Duration},
 		o.APIKeyEnv, a.getenv, home)
 	c := openviking.New(st)
 	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := c.Health(hctx); err != nil {
-		return check{Name: "openviking", Detail: fmt.Sprintf("%s does not answer: %v", st.URL, err),
+	h, err := c.Health(hctx)
+	if err != nil {
+		return check{Name: "openviking", Detail: fmt.Sprintf("%s (url from %s) does not answer: %v", st.URL, src["url"], err),
 			Fix: "start the OpenViking server (or set [openviking] url); commits wait in the outbox meanwhile"}
 	}
-	_, err := c.Session(hctx, lifecycle.DoctorPrefix+"probe")
+	server := fmt.Sprintf("%s healthy (server %s, auth %s)", st.URL, orUnknown(h.Version), orUnknown(h.AuthMode))
+	settings := []string{"url from " + src["url"]}
+	if st.APIKey != "" {
+		settings = append(settings, "key from "+src["api_key"])
+	}
+	if st.Peer != "" {
+		settings = append(settings, fmt.Sprintf("peer_id %q from %s", st.Peer, src["peer"]))
+	}
+	_, err = c.Session(hctx, lifecycle.DoctorPrefix+"probe")
 	var oe *openviking.Error
 	switch {
 	case err == nil, errors.Is(err, openviking.ErrNotFound):
-		return check{Name: "openviking", OK: true, Detail: fmt.Sprintf("%s healthy, key accepted", st.URL)}
-	case errors.As(err, &oe) && (oe.Status == 401 || oe.Status == 403):
-		return check{Name: "openviking", Detail: fmt.Sprintf("%s refused the key: %v", st.URL, err),
+		return check{Name: "openviking", OK: true, Detail: fmt.Sprintf("%s; a session route takes cx's identity; %s", server, strings.Join(settings, ", "))}
+	case errors.As(err, &oe) && oe.Status == 403:
+		return check{Name: "openviking", Detail: fmt.Sprintf("%s, but a session route refused the key: %v", server, err),
+			Fix: "a ROOT key cannot write user sessions: use a user key (then `cx ctl retry --all`)"}
+	case errors.As(err, &oe) && oe.Status == 401:
+		return check{Name: "openviking", Detail: fmt.Sprintf("%s, but it refused the key (%s): %v", server, strings.Join(settings, ", "), err),
 			Fix: fmt.Sprintf("set $%s (or api_key in ~/.openviking/ovcli.conf) to a key the server accepts, then `cx ctl retry --all`", o.APIKeyEnv)}
+	case errors.As(err, &oe) && oe.Status == 400:
+		return check{Name: "openviking", Detail: fmt.Sprintf("%s, but a session route refused cx's request: %v", server, err),
+			Fix: "a trusted-mode server needs [openviking] account and user (or OPENVIKING_ACCOUNT / OPENVIKING_USER)"}
 	}
-	return check{Name: "openviking", Detail: fmt.Sprintf("%s: a session route failed: %v", st.URL, err), Fix: "see the server's log"}
+	return check{Name: "openviking", Detail: fmt.Sprintf("%s: a session route failed: %v", server, err), Fix: "see the server's log"}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// doctorPlugin reports the OpenViking Codex plugin, which writes the same
+// "cx-<id>" sessions as cx's openviking sink.
+func doctorPlugin(cfg config.Config, codexHome string, getenv func(string) (string, bool)) (check, bool) {
+	p := openviking.DetectPlugin(codexHome, getenv)
+	if !p.Active() {
+		return check{}, false
+	}
+	sinkOn := slices.Contains(cfg.Sinks, "openviking")
+	where := strings.Join(p.Where, "; ")
+	switch {
+	case !sinkOn:
+		return check{Name: "openviking plugin", OK: true, Detail: "the OpenViking Codex plugin is active (" + where + "); cx's openviking sink is off, so each turn reaches OpenViking once, through the plugin"}, true
+	case p.CaptureOff:
+		return check{Name: "openviking plugin", OK: true, Detail: "the OpenViking Codex plugin is installed (" + where + ") with OPENVIKING_AUTO_CAPTURE off: only cx writes the sessions"}, true
+	case cfg.OpenViking.AllowWithPlugin:
+		return check{Name: "openviking plugin", OK: true, Detail: "the OpenViking Codex plugin is active (" + where + ") and [openviking] allow_with_plugin is set: both write the same cx-<id> session, each turn twice"}, true
+	}
+	return check{Name: "openviking plugin", Detail: "the OpenViking Codex plugin is active (" + where + ") and writes the same cx-<id> sessions as cx's openviking sink; the sink is refused until you choose",
+		Fix: "turn the plugin's capture off (OPENVIKING_AUTO_CAPTURE=false or remove its hooks), or drop openviking from cx's sinks, or set [openviking] allow_with_plugin = true; then `cx ctl retry --all`"}, true
 }
 
 // doctorUnrecorded reports runs that could not write the ledger (a full

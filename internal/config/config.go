@@ -74,6 +74,16 @@ type Config struct {
 		User      string   `toml:"user"`
 		Peer      string   `toml:"peer"`
 		Timeout   Duration `toml:"timeout"`
+		// ServerHold is how long the server may still act on a request cx
+		// stopped waiting for (its session lock: 30 s); cx decides whether
+		// such a request arrived only after it has passed.
+		ServerHold Duration `toml:"server_hold"`
+		// MaxToolChars bounds each tool output sent (the server stores
+		// larger parts separately).
+		MaxToolChars int `toml:"max_tool_chars"`
+		// AllowWithPlugin lets the sink run while the OpenViking Codex
+		// plugin also captures the same sessions (each turn then twice).
+		AllowWithPlugin bool `toml:"allow_with_plugin"`
 	} `toml:"openviking"`
 
 	Exec struct {
@@ -114,7 +124,9 @@ func Default() Config {
 	c.Inject.Enabled = true
 	c.Inject.MaxChars = 6000
 	c.OpenViking.APIKeyEnv = "OPENVIKING_API_KEY"
-	c.OpenViking.Timeout = Duration{10 * time.Second}
+	c.OpenViking.Timeout = Duration{35 * time.Second}
+	c.OpenViking.ServerHold = Duration{30 * time.Second}
+	c.OpenViking.MaxToolChars = 20000
 	c.Exec.Timeout = Duration{30 * time.Second}
 	return c
 }
@@ -222,8 +234,8 @@ func (c *Config) validate() error {
 			return fmt.Errorf("config %s: unknown sink %q (known: %s)", c.Path, s, strings.Join(KnownSinks, ", "))
 		}
 	}
-	if c.Capture.MaxToolChars <= 0 || c.Capture.MaxLineBytes <= 0 || c.Lifecycle.MaxAttempts <= 0 || c.Inject.MaxChars <= 0 {
-		return fmt.Errorf("config %s: capture.max_tool_chars, capture.max_line_bytes, lifecycle.max_attempts and inject.max_chars must be positive", c.Path)
+	if c.Capture.MaxToolChars <= 0 || c.Capture.MaxLineBytes <= 0 || c.Lifecycle.MaxAttempts <= 0 || c.Inject.MaxChars <= 0 || c.OpenViking.MaxToolChars <= 0 {
+		return fmt.Errorf("config %s: capture.max_tool_chars, capture.max_line_bytes, lifecycle.max_attempts, inject.max_chars and openviking.max_tool_chars must be positive", c.Path)
 	}
 	return nil
 }

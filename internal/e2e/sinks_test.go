@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,14 +19,15 @@ import (
 func TestOpenVikingSinkRealCodex(t *testing.T) {
 	eachCodex(t, func(t *testing.T, in codextest.Install) {
 		h := New(t, in, Options{})
-		ov, err := ovfake.Start()
+		ov, err := ovfake.StartWith(ovfake.Options{APIKey: "mock"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer ov.Close()
 		cfg := filepath.Join(h.CXHome, "config.toml")
 		os.MkdirAll(h.CXHome, 0o700)
-		os.WriteFile(cfg, []byte("sinks = [\"local\", \"openviking\"]\n[openviking]\nurl = \""+ov.URL+"\"\ntimeout = \"2s\"\n"), 0o600)
+		os.WriteFile(cfg, []byte("sinks = [\"local\", \"openviking\"]\n[openviking]\nurl = \""+ov.URL+"\"\ntimeout = \"2s\"\npeer = \"e2e-peer\"\n"+
+			"api_key_env = \"CX_TEST_MOCK_KEY\"\n"), 0o600) // the harness's environment carries the key as CX_TEST_MOCK_KEY
 
 		tu := h.StartTUI()
 		tu.WaitReady()
@@ -54,29 +56,48 @@ func TestOpenVikingSinkRealCodex(t *testing.T) {
 		}
 		committedOnce(t, h)
 		s, ok := ov.Session("cx-" + id)
-		if !ok || s.Commits != 1 {
+		if !ok || s.Commits != 1 || len(s.Archives) != 1 || s.ServerCommits != 0 {
 			t.Fatalf("server: %+v", s)
 		}
-		var users []string
+		if v := ov.Violations(); len(v) > 0 {
+			t.Fatalf("outside the server's contract: %v", v)
+		}
+		// In the order it happened, as the OpenViking Codex plugin sends it:
+		// the user's text, the call (assistant, running, its input), the
+		// result (user, completed, its output), the assistant's text.
+		var got []string
 		for _, m := range s.Messages {
 			var msg struct {
-				Role  string `json:"role"`
-				Parts []struct {
-					Type     string `json:"type"`
-					Text     string `json:"text"`
-					ToolName string `json:"tool_name"`
+				Role   string `json:"role"`
+				PeerID string `json:"peer_id"`
+				Parts  []struct {
+					Type       string         `json:"type"`
+					Text       string         `json:"text"`
+					ToolName   string         `json:"tool_name"`
+					ToolInput  map[string]any `json:"tool_input"`
+					ToolOutput string         `json:"tool_output"`
+					ToolStatus string         `json:"tool_status"`
 				} `json:"parts"`
 			}
 			json.Unmarshal(m, &msg)
-			if msg.Role == "user" {
-				users = append(users, msg.Parts[0].Text)
+			if msg.PeerID != "e2e-peer" || len(msg.Parts) != 1 {
+				t.Fatalf("message without the peer or with %d parts: %s", len(msg.Parts), m)
+			}
+			p := msg.Parts[0]
+			switch p.Type {
+			case "text":
+				got = append(got, msg.Role+":"+p.Text)
+			case "tool":
+				in, _ := json.Marshal(p.ToolInput)
+				got = append(got, fmt.Sprintf("%s:tool %s %s in=%v out=%v", msg.Role, p.ToolName, p.ToolStatus,
+					strings.Contains(string(in), "echo viking"), strings.Contains(p.ToolOutput, "viking")))
 			}
 		}
-		if strings.Join(users, "|") != "first turn for viking|second turn [[shell: echo viking]]" {
-			t.Fatalf("turns on the server: %q", users)
-		}
-		if !strings.Contains(string(s.Messages[len(s.Messages)-1]), `"tool_name":"exec_command"`) {
-			t.Fatalf("the tool call is not a tool part: %s", s.Messages[len(s.Messages)-1])
+		want := []string{"user:first turn for viking", "assistant:mock reply: first turn for viking",
+			"user:second turn [[shell: echo viking]]", "assistant:tool exec_command running in=true out=false",
+			"user:tool exec_command completed in=false out=true", "assistant:mock: done (1 steps)"}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("messages on the server:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	})
 }

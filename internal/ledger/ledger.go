@@ -242,6 +242,25 @@ var migrations = []string{
 		key TEXT PRIMARY KEY,
 		value TEXT NOT NULL
 	);`,
+	// 4: a remote sink's own counters, so "did my request arrive?" is
+	// answered from the server's counters against what cx expected before
+	// it sent (a commit resets OpenViking's live message count).
+	`CREATE TABLE sink_sessions (
+		session_id TEXT NOT NULL,
+		sink TEXT NOT NULL,
+		counter TEXT NOT NULL,
+		expected INTEGER NOT NULL,
+		commits INTEGER NOT NULL,
+		auto_commit TEXT NOT NULL DEFAULT '',
+		updated_at TEXT NOT NULL,
+		PRIMARY KEY (session_id, sink)
+	);
+	ALTER TABLE sink_turns ADD COLUMN remote_before INTEGER NOT NULL DEFAULT -1;
+	ALTER TABLE sink_turns ADD COLUMN sent_at TEXT NOT NULL DEFAULT '';
+	ALTER TABLE sink_commits ADD COLUMN live_before INTEGER NOT NULL DEFAULT -1;
+	ALTER TABLE sink_commits ADD COLUMN total_before INTEGER NOT NULL DEFAULT -1;
+	ALTER TABLE sink_commits ADD COLUMN sent_at TEXT NOT NULL DEFAULT '';
+	ALTER TABLE sink_commits ADD COLUMN archive_uri TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this build writes.

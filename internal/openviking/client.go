@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -27,50 +28,85 @@ type Settings struct {
 	APIKey  string
 	Account string
 	User    string
-	Peer    string
+	Peer    string // goes into each message's peer_id (session routes ignore the peer header)
 	Timeout time.Duration
 }
 
-// Resolve fills settings the user left empty from what they already have
-// for OpenViking: ~/.openviking/ovcli.conf, then OPENVIKING_URL /
-// OPENVIKING_BASE_URL, then the default http://127.0.0.1:1933. The API key
-// comes from the environment variable keyEnv, else ovcli.conf.
-func Resolve(s Settings, keyEnv string, getenv func(string) (string, bool), home string) Settings {
-	var conf struct {
-		URL     string `json:"url"`
-		APIKey  string `json:"api_key"`
-		Account string `json:"account"`
-		User    string `json:"user"`
-		Peer    string `json:"actor_peer_id"`
-	}
-	if data, err := os.ReadFile(filepath.Join(home, ".openviking", "ovcli.conf")); err == nil {
-		_ = json.Unmarshal(data, &conf)
-	}
+// Source says where each resolved setting came from ("" when unset), for
+// doctor.
+type Source map[string]string
+
+// DefaultURL is the server's default address.
+const DefaultURL = "http://127.0.0.1:1933"
+
+// Resolve fills the settings cx's own config left empty the way the
+// OpenViking tools read theirs: the environment (OPENVIKING_URL,
+// OPENVIKING_BASE_URL, the key variable keyEnv then OPENVIKING_API_KEY and
+// OPENVIKING_BEARER_TOKEN, OPENVIKING_ACCOUNT, OPENVIKING_USER,
+// OPENVIKING_PEER_ID) over ovcli.conf (OPENVIKING_CLI_CONFIG_FILE, else
+// ~/.openviking/ovcli.conf: url, api_key, account|account_id,
+// user|user_id, peer_id|actor_peer_id), then the default URL. cx's
+// [openviking] keys win over both.
+func Resolve(s Settings, keyEnv string, getenv func(string) (string, bool), home string) (Settings, Source) {
 	env := func(k string) string {
 		if k == "" {
 			return ""
 		}
 		v, _ := getenv(k)
-		return v
+		return strings.TrimSpace(v)
 	}
-	first := func(vs ...string) string {
-		for _, v := range vs {
-			if v != "" {
-				return v
+	confPath := env("OPENVIKING_CLI_CONFIG_FILE")
+	if confPath == "" {
+		confPath = filepath.Join(home, ".openviking", "ovcli.conf")
+	} else if rest, ok := strings.CutPrefix(confPath, "~/"); ok {
+		confPath = filepath.Join(home, rest)
+	}
+	conf := map[string]any{}
+	if data, err := os.ReadFile(confPath); err == nil {
+		_ = json.Unmarshal(data, &conf)
+	}
+	cf := func(k string) string {
+		v, _ := conf[k].(string)
+		return strings.TrimSpace(v)
+	}
+	src := Source{}
+	type cand struct{ v, from string }
+	pick := func(field string, cs ...cand) string {
+		for _, c := range cs {
+			if c.v != "" {
+				src[field] = c.from
+				return c.v
 			}
 		}
 		return ""
 	}
-	s.URL = first(s.URL, conf.URL, env("OPENVIKING_URL"), env("OPENVIKING_BASE_URL"), "http://127.0.0.1:1933")
-	s.APIKey = first(s.APIKey, env(keyEnv), conf.APIKey)
-	s.Account = first(s.Account, conf.Account)
-	s.User = first(s.User, conf.User)
-	s.Peer = first(s.Peer, conf.Peer)
+	const cx = "cx config [openviking]"
+	confName := "ovcli.conf (" + confPath + ")"
+	s.URL = pick("url", cand{s.URL, cx}, cand{env("OPENVIKING_URL"), "$OPENVIKING_URL"}, cand{env("OPENVIKING_BASE_URL"), "$OPENVIKING_BASE_URL"},
+		cand{cf("url"), confName}, cand{DefaultURL, "default"})
+	s.URL = strings.TrimRight(s.URL, "/")
+	s.APIKey = pick("api_key", cand{env(keyEnv), "$" + keyEnv}, cand{env("OPENVIKING_API_KEY"), "$OPENVIKING_API_KEY"},
+		cand{env("OPENVIKING_BEARER_TOKEN"), "$OPENVIKING_BEARER_TOKEN"}, cand{cf("api_key"), confName})
+	s.Account = pick("account", cand{s.Account, cx}, cand{env("OPENVIKING_ACCOUNT"), "$OPENVIKING_ACCOUNT"},
+		cand{cf("account"), confName}, cand{cf("account_id"), confName})
+	s.User = pick("user", cand{s.User, cx}, cand{env("OPENVIKING_USER"), "$OPENVIKING_USER"},
+		cand{cf("user"), confName}, cand{cf("user_id"), confName})
+	s.Peer = pick("peer", cand{s.Peer, cx}, cand{env("OPENVIKING_PEER_ID"), "$OPENVIKING_PEER_ID"},
+		cand{cf("peer_id"), confName}, cand{cf("actor_peer_id"), confName})
 	if s.Timeout <= 0 {
-		s.Timeout = 10 * time.Second
+		s.Timeout = DefaultTimeout
 	}
-	return s
+	return s, src
 }
+
+// DefaultTimeout outlasts the server's 30 s session lock, so an answer that
+// is coming is not given up on.
+const DefaultTimeout = 35 * time.Second
+
+// ServerHold is how long the server may still act on a request after the
+// client stopped waiting: a request queued behind a session's lock (up to
+// 30 s) is done when the lock frees.
+const ServerHold = 30 * time.Second
 
 // Client talks to one server.
 type Client struct {
@@ -83,12 +119,18 @@ func New(s Settings) *Client {
 	return &Client{s: s, http: &http.Client{Timeout: s.Timeout}}
 }
 
+// Settings are the client's resolved settings.
+func (c *Client) Settings() Settings { return c.s }
+
 // Error is a failed call.
 type Error struct {
 	Status    int // 0: no answer (connection error, timeout)
 	Code      string
 	Message   string
 	Retryable bool
+	// Unanswered: the request may have reached the server (a timeout, a
+	// connection dropped after sending) — whether it did is unknown.
+	Unanswered bool
 }
 
 func (e *Error) Error() string {
@@ -98,12 +140,14 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("openviking: HTTP %d %s: %s", e.Status, e.Code, e.Message)
 }
 
-// ErrNotFound is an unknown session.
+// ErrNotFound is an unknown session (code NOT_FOUND, whatever the HTTP
+// status: get_session answers it with HTTP 200).
 var ErrNotFound = errors.New("openviking: not found")
 
 var unsafeID = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 
-// SessionID is OpenViking's id for a Codex session: "cx-<id>", sanitised.
+// SessionID is OpenViking's id for a Codex session: "cx-<id>", sanitised
+// (the OpenViking Codex plugin's convention).
 func SessionID(codexID string) string { return "cx-" + unsafeID.ReplaceAllString(codexID, "_") }
 
 // Part is one message part.
@@ -117,6 +161,13 @@ type Part struct {
 	ToolStatus string         `json:"tool_status,omitempty"`
 }
 
+// Tool statuses the server documents.
+const (
+	ToolRunning   = "running"
+	ToolCompleted = "completed"
+	ToolError     = "error"
+)
+
 // Message is one session message.
 type Message struct {
 	Role      string `json:"role"`
@@ -124,6 +175,16 @@ type Message struct {
 	CreatedAt string `json:"created_at,omitempty"`
 	TurnID    string `json:"turn_id,omitempty"`
 	PeerID    string `json:"peer_id,omitempty"`
+}
+
+type envelope struct {
+	Status string          `json:"status"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    string          `json:"code"`
+		Message string          `json:"message"`
+		Details json.RawMessage `json:"details"`
+	} `json:"error"`
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body any, out any) error {
@@ -135,12 +196,13 @@ func (c *Client) do(ctx context.Context, method, path string, body any, out any)
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.s.URL, "/")+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, c.s.URL+path, rd)
 	if err != nil {
 		return &Error{Message: err.Error()}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if c.s.APIKey != "" {
+		// Both: servers read X-API-Key first, older ones only the bearer.
 		req.Header.Set("Authorization", "Bearer "+c.s.APIKey)
 		req.Header.Set("X-API-Key", c.s.APIKey)
 	}
@@ -150,24 +212,18 @@ func (c *Client) do(ctx context.Context, method, path string, body any, out any)
 	if c.s.User != "" {
 		req.Header.Set("X-OpenViking-User", c.s.User)
 	}
-	if c.s.Peer != "" {
-		req.Header.Set("X-OpenViking-Actor-Peer", c.s.Peer)
-	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return &Error{Message: err.Error(), Retryable: true} // connection error or timeout
+		// A refused connection never reached the server; anything else
+		// (a timeout, a reset after sending) may have.
+		return &Error{Message: err.Error(), Retryable: true, Unanswered: !refused(err)}
 	}
 	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	var env struct {
-		Status string          `json:"status"`
-		Result json.RawMessage `json:"result"`
-		Error  *struct {
-			Code    string          `json:"code"`
-			Message string          `json:"message"`
-			Details json.RawMessage `json:"details"`
-		} `json:"error"`
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return &Error{Status: resp.StatusCode, Message: "reading the answer: " + err.Error(), Retryable: true, Unanswered: true}
 	}
+	var env envelope
 	_ = json.Unmarshal(data, &env)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 || env.Status == "error" {
 		e := &Error{Status: resp.StatusCode, Message: strings.TrimSpace(string(data))}
@@ -176,24 +232,29 @@ func (c *Client) do(ctx context.Context, method, path string, body any, out any)
 			var d struct {
 				Retryable bool `json:"retryable"`
 			}
-			_ = json.Unmarshal(env.Error.Details, &d)
+			_ = json.Unmarshal(env.Error.Details, &d) // details may be null
 			e.Retryable = resp.StatusCode == 409 && d.Retryable
 		}
 		switch {
 		case resp.StatusCode == 408, resp.StatusCode == 429, resp.StatusCode >= 500:
 			e.Retryable = true
 		}
-		if resp.StatusCode == 404 {
+		if e.Code == "NOT_FOUND" || (resp.StatusCode == 404 && e.Code == "") {
 			return fmt.Errorf("%w: %v", ErrNotFound, e)
 		}
 		return e
 	}
-	if out != nil && len(env.Result) > 0 {
+	if out != nil && len(env.Result) > 0 && string(env.Result) != "null" {
 		if err := json.Unmarshal(env.Result, out); err != nil {
 			return &Error{Status: resp.StatusCode, Message: "bad result: " + err.Error()}
 		}
 	}
 	return nil
+}
+
+func refused(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // Retryable reports whether a failure may succeed later.
@@ -205,44 +266,77 @@ func Retryable(err error) bool {
 	return !errors.Is(err, ErrNotFound)
 }
 
-// AddMessages appends messages (batch route; on 404/405 from an older
-// server, one at a time).
-func (c *Client) AddMessages(ctx context.Context, sid string, msgs []Message) error {
-	if len(msgs) == 0 {
-		return nil
-	}
-	err := c.do(ctx, http.MethodPost, "/api/v1/sessions/"+url.PathEscape(sid)+"/messages/batch", map[string]any{"messages": msgs}, nil)
+// Unanswered reports whether a failed request may still have reached the
+// server (its effect is unknown until the server is asked).
+func Unanswered(err error) bool {
 	var e *Error
-	if err == nil || !(errors.Is(err, ErrNotFound) || (errors.As(err, &e) && e.Status == 405)) {
-		return err
-	}
-	for _, m := range msgs {
-		if err := c.do(ctx, http.MethodPost, "/api/v1/sessions/"+url.PathEscape(sid)+"/messages", m, nil); err != nil {
-			return err
+	return errors.As(err, &e) && e.Unanswered
+}
+
+// routeMissing: an older server without the route (405, or a 404 — on
+// routes where the session is known to exist or is auto-created, NOT_FOUND
+// can only mean the route).
+func routeMissing(err error) bool {
+	var e *Error
+	return errors.Is(err, ErrNotFound) || errors.As(err, &e) && e.Status == 405
+}
+
+func sessionPath(sid string) string { return "/api/v1/sessions/" + url.PathEscape(sid) }
+
+// AddMessages appends messages with the batch route (≤ 100 per request);
+// an older server without it gets them one at a time. It returns how many
+// were answered as added (a failure part-way through leaves the rest).
+func (c *Client) AddMessages(ctx context.Context, sid string, msgs []Message) (int, error) {
+	done := 0
+	for done < len(msgs) {
+		chunk := msgs[done:min(len(msgs), done+100)]
+		err := c.do(ctx, http.MethodPost, sessionPath(sid)+"/messages/batch", map[string]any{"messages": chunk}, nil)
+		if err == nil {
+			done += len(chunk)
+			continue
+		}
+		if !routeMissing(err) {
+			return done, err
+		}
+		for _, m := range msgs[done:] {
+			if err := c.do(ctx, http.MethodPost, sessionPath(sid)+"/messages", m, nil); err != nil {
+				return done, err
+			}
+			done++
 		}
 	}
-	return nil
+	return done, nil
 }
 
 // CommitResult is the server's answer to a commit.
 type CommitResult struct {
-	Status     string `json:"status"` // accepted | skipped
+	Status     string `json:"status"` // accepted (skipped on older servers)
 	TaskID     string `json:"task_id"`
 	ArchiveURI string `json:"archive_uri"`
 	Reason     string `json:"reason"`
-	Archived   bool   `json:"archived"`
+	Archived   *bool  `json:"archived"`
 }
 
-// Commit archives the session's pending messages.
+// Empty reports a commit that archived nothing (no live messages).
+func (r CommitResult) Empty() bool {
+	return r.Status == "skipped" || (r.Archived != nil && !*r.Archived)
+}
+
+// Commit archives the session's live messages (keep_recent_count 0).
 func (c *Client) Commit(ctx context.Context, sid string) (CommitResult, error) {
 	var r CommitResult
-	err := c.do(ctx, http.MethodPost, "/api/v1/sessions/"+url.PathEscape(sid)+"/commit", map[string]any{}, &r)
+	err := c.do(ctx, http.MethodPost, sessionPath(sid)+"/commit", map[string]any{"keep_recent_count": 0}, &r)
 	return r, err
 }
 
 // Info is a session's counters.
 type Info struct {
-	MessageCount  int `json:"message_count"`
+	// MessageCount is the live, unarchived messages: a commit resets it.
+	MessageCount int `json:"message_count"`
+	// TotalMessageCount counts every message ever added; nil on legacy
+	// sessions.
+	TotalMessageCount *int `json:"total_message_count"`
+	// CommitCount rises when a commit's background phase ends.
 	CommitCount   int `json:"commit_count"`
 	PendingTokens int `json:"pending_tokens"`
 }
@@ -250,37 +344,82 @@ type Info struct {
 // Session returns a session's info; ErrNotFound when unknown.
 func (c *Client) Session(ctx context.Context, sid string) (Info, error) {
 	var i Info
-	err := c.do(ctx, http.MethodGet, "/api/v1/sessions/"+url.PathEscape(sid)+"?auto_create=false", nil, &i)
+	err := c.do(ctx, http.MethodGet, sessionPath(sid)+"?auto_create=false", nil, &i)
 	return i, err
 }
 
-// Overview is the latest archive overview ("" while the server is still
-// summarising).
+// AutoCommit is what cx could do about a session's server-side auto-commit.
+type AutoCommit string
+
+const (
+	AutoCommitOff         AutoCommit = "off"         // created or patched with auto_commit_policy null
+	AutoCommitUnsupported AutoCommit = "unsupported" // an older server: it has no auto-commit
+)
+
+// Prepare makes sure the session exists with the server's auto-commit
+// turned off, so every commit of it is cx's: a new session is created with
+// auto_commit_policy null, an existing one is patched.
+func (c *Client) Prepare(ctx context.Context, sid string, exists bool) (AutoCommit, error) {
+	if !exists {
+		err := c.do(ctx, http.MethodPost, "/api/v1/sessions", map[string]any{"session_id": sid, "auto_commit_policy": nil}, nil)
+		var e *Error
+		switch {
+		case err == nil:
+			// An older server ignores the policy: patch to learn which.
+		case errors.As(err, &e) && e.Status == 409:
+			// Created meanwhile (by a batch that reached the server).
+		default:
+			return "", err
+		}
+	}
+	err := c.do(ctx, http.MethodPatch, sessionPath(sid)+"/config", map[string]any{"auto_commit_policy": nil}, nil)
+	switch {
+	case err == nil:
+		return AutoCommitOff, nil
+	case routeMissing(err):
+		return AutoCommitUnsupported, nil
+	}
+	return "", err
+}
+
+// OverviewBudget is the token budget cx asks the context route with: the
+// server spends it on raw messages first and includes the overview (~1,000
+// words) only if it still fits, so a small budget drops it. The OpenViking
+// Codex plugin asks the same and cuts on its side.
+const OverviewBudget = 32000
+
+// Overview is the latest finished archive's overview ("" while the server
+// is still summarising, or when it did not fit the budget).
 func (c *Client) Overview(ctx context.Context, sid string, tokenBudget int) (string, error) {
 	var r struct {
 		Overview string `json:"latest_archive_overview"`
 	}
-	err := c.do(ctx, http.MethodGet, fmt.Sprintf("/api/v1/sessions/%s/context?token_budget=%d", url.PathEscape(sid), tokenBudget), nil, &r)
+	err := c.do(ctx, http.MethodGet, fmt.Sprintf("%s/context?token_budget=%d", sessionPath(sid), tokenBudget), nil, &r)
 	return r.Overview, err
 }
 
+// HealthInfo is /health's answer.
+type HealthInfo struct {
+	Healthy  bool   `json:"healthy"`
+	Version  string `json:"version"`
+	AuthMode string `json:"auth_mode"`
+}
+
 // Health checks the server (not enveloped, no auth needed).
-func (c *Client) Health(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(c.s.URL, "/")+"/health", nil)
+func (c *Client) Health(ctx context.Context) (HealthInfo, error) {
+	var h HealthInfo
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.s.URL+"/health", nil)
 	if err != nil {
-		return err
+		return h, err
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return &Error{Message: err.Error(), Retryable: true}
+		return h, &Error{Message: err.Error(), Retryable: true}
 	}
 	defer resp.Body.Close()
-	var h struct {
-		Healthy bool `json:"healthy"`
-	}
 	_ = json.NewDecoder(resp.Body).Decode(&h)
 	if resp.StatusCode != 200 || !h.Healthy {
-		return &Error{Status: resp.StatusCode, Message: "unhealthy", Retryable: true}
+		return h, &Error{Status: resp.StatusCode, Message: "unhealthy", Retryable: true}
 	}
-	return nil
+	return h, nil
 }

@@ -268,3 +268,23 @@ func FuzzEnvelope(f *testing.F) {
 		}
 	})
 }
+
+// A tool call remembers how many assistant texts came before it, so the
+// turn can be replayed in the order it happened.
+func TestToolCallAfter(t *testing.T) {
+	data := meta + line("event_msg", `{"type":"task_started","turn_id":"t1"}`) +
+		line("event_msg", `{"type":"user_message","message":"go"}`) +
+		line("response_item", `{"type":"function_call","call_id":"c0","name":"shell","arguments":"{}"}`) +
+		line("response_item", `{"type":"message","role":"assistant","content":[{"type":"output_text","text":"looking"}]}`) +
+		line("response_item", `{"type":"function_call","call_id":"c1","name":"shell","arguments":"{}"}`) +
+		line("response_item", `{"type":"function_call_output","call_id":"c1","output":"x"}`) +
+		line("response_item", `{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}`) +
+		line("event_msg", `{"type":"task_complete","turn_id":"t1"}`)
+	c := Assemble([]byte(data), Options{})
+	if len(c.Turns) != 1 || len(c.Turns[0].Tools) != 2 {
+		t.Fatalf("turns: %+v", c.Turns)
+	}
+	if a, b := c.Turns[0].Tools[0].After, c.Turns[0].Tools[1].After; a != 0 || b != 1 {
+		t.Fatalf("after: %d, %d; want 0, 1", a, b)
+	}
+}

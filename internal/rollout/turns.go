@@ -48,6 +48,9 @@ type ToolCall struct {
 	Output   string `json:"output,omitempty"`
 	ExitCode *int   `json:"exit_code,omitempty"`
 	Done     bool   `json:"done,omitempty"` // its output was seen
+	// After is how many of the turn's assistant messages came before the
+	// call: with it, messages and calls replay in the order they happened.
+	After int `json:"after,omitempty"`
 }
 
 // FileEdit is a file written by a patch.
@@ -521,6 +524,7 @@ func (a *assembler) item(r Record) {
 			a.plan(tc.Input)
 		}
 		tc.Input = Bound(tc.Input, a.opts.MaxToolChars)
+		tc.After = len(a.cur.Assistant)
 		a.cur.Tools = append(a.cur.Tools, tc)
 		a.calls[tc.CallID] = len(a.cur.Tools) - 1
 	case "function_call_output", "custom_tool_call_output":

@@ -1,8 +1,17 @@
-// Package ovfake is a fake OpenViking server that follows the session API
-// contract (shared/openviking-api.md): envelopes, error codes, auto-created
-// sessions on /messages, 404 for unknown sessions on /commit and /context,
-// accepted/skipped commits. It records every request and injects faults on
-// demand: refused connections, slow answers, and error statuses.
+// Package ovfake is a fake OpenViking server built from the server's own
+// source (volcengine/OpenViking, the snapshot shared/openviking-api.md
+// "Verified against the server's source" was read from), not from what cx
+// expects. Each rule names the server file it follows. Where the server is
+// lenient but cx must not rely on it (a tool status outside the documented
+// set), the fake stores the message as the server would and records a
+// contract violation the tests assert on.
+//
+// Faults apply to any route — appends, batches, commits, reads — and to
+// the n-th matching request, so every step can be hit on a session's first
+// and later generations: an error status, a lost answer (the work done,
+// then an error or a dropped connection), an answer after the client's
+// timeout with the work done, and a session lock held past the client's
+// timeout (the work done after the client gave up).
 package ovfake
 
 import (
@@ -11,10 +20,48 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 )
+
+// Options shape the server.
+type Options struct {
+	// APIKey puts the server in api_key mode with this user key; "" is dev
+	// mode (no auth). openviking/server/auth/plugins/api_key.py.
+	APIKey string
+	// RootKey is a ROOT key: accepted, but 403 on session routes
+	// (openviking/server/auth.py: root cannot act as a user).
+	RootKey string
+	// Trusted is trusted mode: X-OpenViking-Account and X-OpenViking-User
+	// are required (400 without). openviking/server/auth/plugins/trusted.py.
+	Trusted bool
+	// User is the user a key maps to (archive URIs name it); "default".
+	User string
+	// Legacy is an older server: no batch route, no config route, no
+	// total_message_count (SessionMeta.total_message_count is None for
+	// sessions without .meta.json, openviking/session/session.py load()).
+	Legacy bool
+	// AutoCommitAfter > 0 gives new sessions a server auto-commit policy:
+	// the server commits by itself once this many live messages are held
+	// (memory.session_auto_commit.default_enabled; off by default).
+	AutoCommitAfter int
+	// Summarize is how long phase 2 of a commit (the background archive
+	// summary) takes: until it ends the archive has no .done, its overview is
+	// not served and commit_count has not risen
+	// (session.py _run_memory_extraction, _merge_and_save_commit_meta).
+	// 0 means 50 ms; negative means it never finishes.
+	Summarize time.Duration
+	// LockWait is how long a request waits for a session lock another
+	// request holds before it is answered 409 CONFLICT retryable (the
+	// server's PathLock; 30 s). 0 means 30 s.
+	LockWait time.Duration
+	// OverviewWords is the size of a generated overview (~1,000 words on a
+	// real server). 0 means 1,000.
+	OverviewWords int
+}
 
 // Request is one recorded request.
 type Request struct {
@@ -23,40 +70,101 @@ type Request struct {
 	Body         []byte
 }
 
-// Fault is injected into the next Count requests whose path contains Route.
+// Fault is applied to matching requests: those whose path contains Route
+// (and whose method is Method, when set), after Skip of them passed.
 type Fault struct {
 	Route     string
-	Status    int           // answer with this status (error envelope)
-	Retryable bool          // with 409: details.retryable
-	Delay     time.Duration // answer late (past the client's timeout)
-	AfterOK   bool          // do the work, then answer Status (a lost answer)
-	Count     int
+	Method    string
+	Skip      int
+	Count     int           // how many matching requests (default 1)
+	Status    int           // answer this status (error envelope), without the work unless AfterWork
+	Retryable bool          // details.retryable (with 409)
+	AfterWork bool          // do the work, then answer Status: a lost answer
+	Drop      bool          // do the work, then close the connection unanswered
+	Delay     time.Duration // do the work, then answer this late (past the client's timeout)
+	Stall     time.Duration // hold the session's lock this long before the work (the work is done after the client gave up)
 }
 
-// Session is what the fake holds for one session.
+// Message is one stored message as the server keeps it.
+type Message struct {
+	Raw    json.RawMessage
+	Role   string
+	PeerID string
+	TurnID string
+}
+
+// Archive is one accepted commit's archive.
+type Archive struct {
+	Index    int
+	URI      string
+	Messages []Message
+	Done     bool // phase 2 finished: .done written, overview served
+	Overview string
+}
+
+// Session is a copy of what the server holds for one session.
 type Session struct {
+	// Messages is every message the session ever stored, archived or live,
+	// in order (what "stored once" is checked against).
 	Messages []json.RawMessage
-	Commits  int
-	Pending  int // messages since the last commit
+	Live     int
+	// Total is total_message_count (nil on a legacy server).
+	Total *int
+	// CommitCount is the session's commit_count (rises when phase 2 ends).
+	CommitCount int
+	// Commits is the number of accepted commits that archived something.
+	Commits    int
+	Archives   []Archive
+	AutoCommit int // the session's auto-commit threshold (0: off)
+	// ServerCommits counts commits the server made by itself (auto-commit).
+	ServerCommits int
+}
+
+type session struct {
+	id            string
+	live          []Message
+	all           []Message
+	total         *int
+	commitCount   int
+	archives      []*Archive
+	autoCommit    int
+	serverCommits int
+	lock          chan struct{}
 }
 
 // Server is a running fake.
 type Server struct {
-	URL    string
-	APIKey string // when set, requests must carry it
-	addr   string
+	URL  string
+	addr string
+	opts Options
 
-	mu       sync.Mutex
-	ln       net.Listener
-	srv      *http.Server
-	requests []Request
-	faults   []*Fault
-	sessions map[string]*Session
+	mu         sync.Mutex
+	ln         net.Listener
+	srv        *http.Server
+	requests   []Request
+	faults     []*Fault
+	sessions   map[string]*session
+	violations []string
 }
 
-// Start runs the fake on a random loopback port.
-func Start() (*Server, error) {
-	s := &Server{sessions: map[string]*Session{}}
+// Start runs a dev-mode fake (no auth) on a random loopback port.
+func Start() (*Server, error) { return StartWith(Options{}) }
+
+// StartWith runs the fake with options.
+func StartWith(o Options) (*Server, error) {
+	if o.User == "" {
+		o.User = "default"
+	}
+	if o.Summarize == 0 {
+		o.Summarize = 50 * time.Millisecond
+	}
+	if o.LockWait == 0 {
+		o.LockWait = 30 * time.Second
+	}
+	if o.OverviewWords == 0 {
+		o.OverviewWords = 1000
+	}
+	s := &Server{opts: o, sessions: map[string]*session{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -108,11 +216,30 @@ func (s *Server) Inject(f Fault) {
 	s.faults = append(s.faults, &f)
 }
 
+// Unused counts fault applications still queued.
+func (s *Server) Unused() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, f := range s.faults {
+		n += f.Count
+	}
+	return n
+}
+
 // Requests returns what the fake received.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.requests...)
+}
+
+// Violations lists what clients sent that the server's contract does not
+// document (stored anyway, as the server would).
+func (s *Server) Violations() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.violations...)
 }
 
 // Session returns a copy of a session's state.
@@ -123,28 +250,69 @@ func (s *Server) Session(id string) (Session, bool) {
 	if !ok {
 		return Session{}, false
 	}
-	return Session{Messages: append([]json.RawMessage(nil), ss.Messages...), Commits: ss.Commits, Pending: ss.Pending}, true
+	out := Session{Live: len(ss.live), CommitCount: ss.commitCount, AutoCommit: ss.autoCommit, ServerCommits: ss.serverCommits}
+	for _, m := range ss.all {
+		out.Messages = append(out.Messages, m.Raw)
+	}
+	if ss.total != nil {
+		t := *ss.total
+		out.Total = &t
+	}
+	for _, a := range ss.archives {
+		out.Archives = append(out.Archives, *a)
+		if len(a.Messages) > 0 {
+			out.Commits++
+		}
+	}
+	return out, true
 }
+
+// SetAutoCommit sets a session's auto-commit threshold as a server admin
+// would (0: off), creating the session if needed.
+func (s *Server) SetAutoCommit(id string, after int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.session(id, true).autoCommit = after
+}
+
+// --- envelope and errors: openviking/server/models.py Response/ErrorInfo,
+// openviking/server/error_mapping.py (code → HTTP status).
 
 func ok(w http.ResponseWriter, result any) {
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"status": "ok", "result": result, "time": 0.001})
+	_ = json.NewEncoder(w).Encode(map[string]any{"status": "ok", "result": result, "error": nil, "time": 0.001, "telemetry": nil})
 }
 
-var codes = map[int]string{400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-	409: "CONFLICT", 410: "SESSION_EXPIRED", 412: "FAILED_PRECONDITION", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL",
-	503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+var statusOf = map[string]int{"INVALID_ARGUMENT": 400, "UNAUTHENTICATED": 401, "PERMISSION_DENIED": 403, "NOT_FOUND": 404,
+	"ALREADY_EXISTS": 409, "CONFLICT": 409, "ABORTED": 409, "SESSION_EXPIRED": 410, "FAILED_PRECONDITION": 412,
+	"RESOURCE_EXHAUSTED": 429, "INTERNAL": 500, "UNKNOWN": 500, "UNAVAILABLE": 503, "DEADLINE_EXCEEDED": 504}
 
-func fail(w http.ResponseWriter, status int, msg string, retryable bool) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	details := map[string]any{}
-	if retryable {
-		details["retryable"] = true
+var codeOf = map[int]string{400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+	405: "UNKNOWN", 409: "CONFLICT", 410: "SESSION_EXPIRED", 412: "FAILED_PRECONDITION", 429: "RESOURCE_EXHAUSTED",
+	500: "INTERNAL", 502: "UNAVAILABLE", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+
+// fail answers an OpenVikingError: result null, details null unless given.
+func fail(w http.ResponseWriter, httpStatus int, code, msg string, details map[string]any) {
+	if code == "" {
+		code = codeOf[httpStatus]
 	}
+	var d any
+	if details != nil {
+		d = details
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(httpStatus)
 	_ = json.NewEncoder(w).Encode(map[string]any{"status": "error", "result": nil,
-		"error": map[string]any{"code": codes[status], "message": msg, "details": details}})
+		"error": map[string]any{"code": code, "message": msg, "details": d}})
 }
+
+// invalid is FastAPI's 422 as the server maps it: 400 INVALID_ARGUMENT with
+// details.validation_errors (openviking/server/app.py exception handler).
+func invalid(w http.ResponseWriter, msg string) {
+	fail(w, 400, "INVALID_ARGUMENT", msg, map[string]any{"validation_errors": []any{map[string]any{"msg": msg}}})
+}
+
+// --- the request path
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
@@ -152,7 +320,11 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.RequestURI(), Header: r.Header.Clone(), Body: body})
 	var fault *Fault
 	for _, f := range s.faults {
-		if f.Count > 0 && strings.Contains(r.URL.Path, f.Route) {
+		if f.Count > 0 && strings.Contains(r.URL.Path, f.Route) && (f.Method == "" || f.Method == r.Method) {
+			if f.Skip > 0 {
+				f.Skip--
+				continue
+			}
 			f.Count--
 			fault = f
 			break
@@ -160,117 +332,487 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	if r.URL.Path == "/health" {
+		// Not enveloped and never behind auth (openviking/server/routers/system.py).
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"status": "ok", "healthy": true, "version": "fake", "auth_mode": "api_key"})
+		_ = json.NewEncoder(w).Encode(map[string]any{"status": "ok", "healthy": true, "version": "ovfake", "auth_mode": s.authMode()})
 		return
+	}
+	if fault != nil && fault.Status != 0 && !fault.AfterWork {
+		details := map[string]any(nil)
+		if fault.Retryable {
+			details = map[string]any{"retryable": true}
+		}
+		fail(w, fault.Status, "", fmt.Sprintf("injected %d", fault.Status), details)
+		return
+	}
+	if !s.auth(w, r) {
+		return
+	}
+	out := &recorder{ResponseWriter: w}
+	if fault != nil && (fault.AfterWork || fault.Drop) {
+		out.swallow = true
+	}
+	var stall time.Duration
+	if fault != nil {
+		stall = fault.Stall
+	}
+	s.route(out, r, body, stall)
+	switch {
+	case fault == nil:
+	case fault.Drop:
+		if hj, ok := w.(http.Hijacker); ok {
+			if c, _, err := hj.Hijack(); err == nil {
+				_ = c.Close()
+			}
+		}
+	case fault.AfterWork:
+		fail(w, fault.Status, "", "injected after the work was done", nil)
 	}
 	if fault != nil && fault.Delay > 0 {
 		time.Sleep(fault.Delay)
 	}
-	if fault != nil && fault.Status != 0 && !fault.AfterOK {
-		fail(w, fault.Status, fmt.Sprintf("injected %d", fault.Status), fault.Retryable)
-		return
-	}
-	if s.APIKey != "" && r.Header.Get("X-API-Key") != s.APIKey && r.Header.Get("Authorization") != "Bearer "+s.APIKey {
-		fail(w, 401, "missing or wrong API key", false)
-		return
-	}
-	rec := &recorder{ResponseWriter: w}
-	if fault != nil && fault.AfterOK {
-		rec.swallow = true
-	}
-	s.route(rec, r, body)
-	if fault != nil && fault.AfterOK {
-		fail(w, fault.Status, "injected after the work was done", fault.Retryable)
-	}
+	out.flush()
 }
 
-// recorder lets a fault drop the real answer after the work is done.
+func (s *Server) authMode() string {
+	switch {
+	case s.opts.Trusted:
+		return "trusted"
+	case s.opts.APIKey != "" || s.opts.RootKey != "":
+		return "api_key"
+	}
+	return "dev"
+}
+
+// auth follows openviking/server/auth.py: X-API-Key wins over
+// Authorization: Bearer when both are sent; a ROOT key may not act on
+// session routes; trusted mode needs the account and user headers.
+func (s *Server) auth(w http.ResponseWriter, r *http.Request) bool {
+	if s.opts.Trusted {
+		if r.Header.Get("X-OpenViking-Account") == "" || r.Header.Get("X-OpenViking-User") == "" {
+			fail(w, 400, "INVALID_ARGUMENT", "trusted mode requires X-OpenViking-Account and X-OpenViking-User", nil)
+			return false
+		}
+		return true
+	}
+	if s.opts.APIKey == "" && s.opts.RootKey == "" {
+		return true
+	}
+	key := r.Header.Get("X-API-Key")
+	if key == "" {
+		key, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	}
+	switch {
+	case key == "":
+		fail(w, 401, "UNAUTHENTICATED", "missing API key", nil)
+		return false
+	case key == s.opts.RootKey:
+		fail(w, 403, "PERMISSION_DENIED", "ROOT keys cannot act on user sessions", nil)
+		return false
+	case key != s.opts.APIKey:
+		fail(w, 401, "UNAUTHENTICATED", "invalid API key", nil)
+		return false
+	}
+	return true
+}
+
+// recorder holds the answer until the fault says what to do with it.
 type recorder struct {
 	http.ResponseWriter
 	swallow bool
+	code    int
+	buf     []byte
 }
 
-func (r *recorder) Write(b []byte) (int, error) {
+func (r *recorder) Write(b []byte) (int, error) { r.buf = append(r.buf, b...); return len(b), nil }
+func (r *recorder) WriteHeader(code int)        { r.code = code }
+func (r *recorder) flush() {
 	if r.swallow {
-		return len(b), nil
-	}
-	return r.ResponseWriter.Write(b)
-}
-
-func (r *recorder) WriteHeader(code int) {
-	if !r.swallow {
-		r.ResponseWriter.WriteHeader(code)
-	}
-}
-
-func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte) {
-	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-	if len(parts) < 4 || parts[0] != "api" || parts[1] != "v1" || parts[2] != "sessions" {
-		fail(w, 404, "no route "+r.URL.Path, false)
 		return
 	}
-	id := parts[3]
+	if r.code != 0 {
+		r.ResponseWriter.WriteHeader(r.code)
+	}
+	_, _ = r.ResponseWriter.Write(r.buf)
+}
+
+// session returns a session (nil when unknown and !create). Caller holds mu.
+func (s *Server) session(id string, create bool) *session {
+	ss := s.sessions[id]
+	if ss == nil && create {
+		ss = &session{id: id, lock: make(chan struct{}, 1), autoCommit: s.opts.AutoCommitAfter}
+		if !s.opts.Legacy {
+			ss.total = new(int)
+		}
+		s.sessions[id] = ss
+	}
+	return ss
+}
+
+// lockSession takes a session's lock, waiting up to LockWait; false: 409
+// CONFLICT retryable was answered.
+func (s *Server) lockSession(w http.ResponseWriter, ss *session) bool {
+	select {
+	case ss.lock <- struct{}{}:
+		return true
+	case <-time.After(s.opts.LockWait):
+		fail(w, 409, "CONFLICT", "session is busy", map[string]any{"retryable": true})
+		return false
+	}
+}
+
+func unlockSession(ss *session) { <-ss.lock }
+
+var sessionRoute = regexp.MustCompile(`^/api/v1/sessions(?:/([^/]+)(/.*)?)?$`)
+
+// route follows openviking/server/routers/sessions.py.
+func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, stall time.Duration) {
+	m := sessionRoute.FindStringSubmatch(r.URL.Path)
+	if m == nil {
+		fail(w, 404, "NOT_FOUND", "no route "+r.URL.Path, nil)
+		return
+	}
+	id, rest := m[1], m[2]
+	type route struct{ method, rest string }
+	known := map[route]bool{{"POST", ""}: true, {"GET", "/"}: true, {"GET", "/context"}: true, {"POST", "/commit"}: true, {"POST", "/messages"}: true}
+	if !s.opts.Legacy {
+		known[route{"POST", "/messages/batch"}] = true
+		known[route{"PATCH", "/config"}] = true
+	}
+	key := route{r.Method, rest}
+	if id != "" && rest == "" {
+		key.rest = "/"
+	}
+	if id == "" {
+		key.rest = ""
+	}
+	if !known[key] {
+		for k := range known {
+			if k.rest == key.rest {
+				// A known path with another method: 405 with code UNKNOWN.
+				fail(w, 405, "UNKNOWN", "method not allowed", nil)
+				return
+			}
+		}
+		fail(w, 404, "NOT_FOUND", "no route "+r.URL.Path, nil)
+		return
+	}
+	if key.rest == "" {
+		s.create(w, body)
+		return
+	}
+	s.mu.Lock()
+	ss := s.session(id, false)
+	if ss == nil && (key.rest == "/messages" || key.rest == "/messages/batch") {
+		ss = s.session(id, true) // add_message: get(..., auto_create=True)
+	}
+	s.mu.Unlock()
+	if ss != nil && r.Method != http.MethodGet {
+		if !s.lockSession(w, ss) {
+			return
+		}
+		defer unlockSession(ss)
+		if stall > 0 {
+			time.Sleep(stall)
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ss := s.sessions[id]
-	switch {
-	case r.Method == http.MethodGet && len(parts) == 4:
+	switch key.rest {
+	case "/":
+		// get_session: an unknown session is an error envelope with HTTP
+		// 200 (the router returns Response(status="error") itself).
 		if ss == nil {
-			fail(w, 404, "session not found", false)
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(map[string]any{"status": "error", "result": nil,
+				"error": map[string]any{"code": "NOT_FOUND", "message": "Session " + id + " not found", "details": nil}})
 			return
 		}
-		ok(w, map[string]any{"session_id": id, "message_count": len(ss.Messages), "commit_count": ss.Commits, "pending_tokens": ss.Pending * 10})
-	case r.Method == http.MethodPost && len(parts) == 5 && parts[4] == "messages":
-		var m map[string]any
-		if json.Unmarshal(body, &m) != nil || m["role"] == nil {
-			fail(w, 400, "role is required", false)
+		ok(w, s.info(ss))
+	case "/messages":
+		msg, err := s.parseMessage(body)
+		if err != "" {
+			invalid(w, err)
 			return
 		}
-		if ss == nil {
-			ss = &Session{}
-			s.sessions[id] = ss
-		}
-		ss.Messages, ss.Pending = append(ss.Messages, body), ss.Pending+1
-		ok(w, map[string]any{"session_id": id, "message_count": len(ss.Messages), "pending_tokens": ss.Pending * 10})
-	case r.Method == http.MethodPost && len(parts) == 6 && parts[4] == "messages" && parts[5] == "batch":
+		s.add(ss, msg)
+		ok(w, map[string]any{"session_id": id, "message_count": len(ss.live)})
+	case "/messages/batch":
 		var b struct {
 			Messages []json.RawMessage `json:"messages"`
 		}
-		if json.Unmarshal(body, &b) != nil || len(b.Messages) > 100 {
-			fail(w, 400, "bad batch", false)
+		if json.Unmarshal(body, &b) != nil || b.Messages == nil {
+			invalid(w, "messages: field required")
 			return
 		}
+		if len(b.Messages) > 100 {
+			invalid(w, "messages: at most 100 per batch")
+			return
+		}
+		var msgs []Message
+		for i, raw := range b.Messages {
+			msg, err := s.parseMessage(raw)
+			if err != "" {
+				invalid(w, fmt.Sprintf("messages[%d]: %s", i, err))
+				return
+			}
+			msgs = append(msgs, msg)
+		}
+		for _, msg := range msgs {
+			s.add(ss, msg)
+		}
+		ok(w, map[string]any{"session_id": id, "message_count": len(ss.live), "added": len(msgs)})
+	case "/commit":
 		if ss == nil {
-			ss = &Session{}
-			s.sessions[id] = ss
+			fail(w, 404, "NOT_FOUND", "Session "+id+" not found", nil)
+			return
 		}
-		ss.Messages, ss.Pending = append(ss.Messages, b.Messages...), ss.Pending+len(b.Messages)
-		ok(w, map[string]any{"session_id": id, "message_count": len(ss.Messages), "pending_tokens": ss.Pending * 10, "added": len(b.Messages)})
-	case r.Method == http.MethodPost && len(parts) == 5 && parts[4] == "commit":
+		var c struct {
+			Keep int `json:"keep_recent_count"`
+		}
+		if len(body) > 0 && json.Unmarshal(body, &c) != nil {
+			invalid(w, "body: invalid JSON")
+			return
+		}
+		ok(w, s.commit(ss, c.Keep, false))
+	case "/context":
+		budget := 128000
+		if v := r.URL.Query().Get("token_budget"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				invalid(w, "token_budget must be a non-negative integer")
+				return
+			}
+			budget = n
+		}
+		ok(w, s.context(ss, budget))
+	case "/config":
 		if ss == nil {
-			fail(w, 404, "session not found", false)
+			fail(w, 404, "NOT_FOUND", "Session "+id+" not found", nil)
 			return
 		}
-		if ss.Pending == 0 {
-			ok(w, map[string]any{"session_id": id, "status": "skipped", "reason": "no_messages", "archived": false})
+		var c map[string]json.RawMessage
+		if json.Unmarshal(body, &c) != nil {
+			invalid(w, "body: invalid JSON")
 			return
 		}
-		ss.Commits++
-		ss.Pending = 0
-		ok(w, map[string]any{"session_id": id, "status": "accepted", "task_id": fmt.Sprintf("task-%d", ss.Commits),
-			"archive_uri": fmt.Sprintf("viking://session/%s/history/archive_%03d", id, ss.Commits), "archived": true})
-	case r.Method == http.MethodGet && len(parts) == 5 && parts[4] == "context":
-		if ss == nil {
-			fail(w, 404, "session not found", false)
-			return
+		if p, has := c["auto_commit_policy"]; has {
+			ss.autoCommit = 0
+			var pol struct {
+				MessageCount int `json:"message_count"`
+			}
+			if string(p) != "null" && json.Unmarshal(p, &pol) == nil {
+				ss.autoCommit = pol.MessageCount
+			}
 		}
-		overview := ""
-		if ss.Commits > 0 {
-			overview = fmt.Sprintf("Archive overview: %d archives, %d messages.", ss.Commits, len(ss.Messages))
+		var pol any
+		if ss.autoCommit > 0 {
+			pol = map[string]any{"message_count": ss.autoCommit}
 		}
-		ok(w, map[string]any{"latest_archive_overview": overview, "pre_archive_abstracts": []any{}, "messages": []any{}, "estimatedTokens": 0})
-	default:
-		fail(w, 404, "no route "+r.URL.Path, false)
+		ok(w, map[string]any{"session_id": id, "auto_commit_policy": pol})
 	}
+}
+
+// create is POST /api/v1/sessions: a new session, with its auto-commit
+// policy when given (null: off).
+func (s *Server) create(w http.ResponseWriter, body []byte) {
+	var c struct {
+		SessionID string          `json:"session_id"`
+		Policy    json.RawMessage `json:"auto_commit_policy"`
+	}
+	if len(body) > 0 && json.Unmarshal(body, &c) != nil {
+		invalid(w, "body: invalid JSON")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.SessionID == "" {
+		c.SessionID = fmt.Sprintf("s-%d", len(s.sessions)+1)
+	}
+	if s.sessions[c.SessionID] != nil {
+		fail(w, 409, "ALREADY_EXISTS", "Session "+c.SessionID+" already exists", nil)
+		return
+	}
+	ss := s.session(c.SessionID, true)
+	if string(c.Policy) == "null" && !s.opts.Legacy {
+		ss.autoCommit = 0
+	}
+	ok(w, map[string]any{"session_id": c.SessionID, "user": s.opts.User})
+}
+
+var peerID = regexp.MustCompile(`^[a-zA-Z0-9_.@-]+$`)
+
+// documentedStatuses are the tool statuses the server documents
+// (docs/en/api/05-sessions.md; openviking/message/part.py ToolPart).
+var documentedStatuses = map[string]bool{"pending": true, "running": true, "completed": true, "error": true}
+
+// parseMessage validates one message body as AddMessageRequest and
+// part_from_dict do (openviking/server/routers/sessions.py,
+// openviking/message/part.py); "" error: valid. Caller holds mu.
+func (s *Server) parseMessage(raw []byte) (Message, string) {
+	var b struct {
+		Role    *string          `json:"role"`
+		Content *string          `json:"content"`
+		Parts   []map[string]any `json:"parts"`
+		PeerID  *string          `json:"peer_id"`
+		TurnID  string           `json:"turn_id"`
+		Created *string          `json:"created_at"`
+	}
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return Message{}, "body: " + err.Error()
+	}
+	if b.Role == nil || *b.Role == "" {
+		return Message{}, "role: field required"
+	}
+	if b.Content == nil && b.Parts == nil {
+		return Message{}, "Either 'content' or 'parts' must be provided"
+	}
+	if b.PeerID != nil && !peerID.MatchString(*b.PeerID) {
+		return Message{}, "peer_id must match ^[a-zA-Z0-9_.@-]+$"
+	}
+	if b.Created != nil {
+		if _, err := time.Parse(time.RFC3339Nano, *b.Created); err != nil {
+			return Message{}, "created_at must be ISO 8601"
+		}
+	}
+	for i, p := range b.Parts {
+		switch p["type"] {
+		case "text":
+			if _, ok := p["text"].(string); !ok {
+				return Message{}, fmt.Sprintf("parts[%d]: text part needs text", i)
+			}
+		case "tool":
+			st, _ := p["tool_status"].(string)
+			if st == "" {
+				st = "pending"
+			}
+			if !documentedStatuses[st] {
+				s.violations = append(s.violations, fmt.Sprintf("tool_status %q is not one of pending|running|completed|error", st))
+			}
+			if in, has := p["tool_input"]; has && in != nil {
+				if _, ok := in.(map[string]any); !ok {
+					return Message{}, fmt.Sprintf("parts[%d]: tool_input must be an object", i)
+				}
+			}
+		case "context":
+		default:
+			return Message{}, fmt.Sprintf("parts[%d]: unknown part type %v", i, p["type"])
+		}
+	}
+	if *b.Role != "user" && *b.Role != "assistant" {
+		s.violations = append(s.violations, "role "+*b.Role+" is neither user nor assistant")
+	}
+	m := Message{Raw: append(json.RawMessage(nil), raw...), Role: *b.Role, TurnID: b.TurnID}
+	if b.PeerID != nil {
+		m.PeerID = *b.PeerID
+	}
+	return m, ""
+}
+
+// add is Session.add_message: live and total counts rise; an auto-commit
+// policy may commit right after. Caller holds mu.
+func (s *Server) add(ss *session, m Message) {
+	ss.live = append(ss.live, m)
+	ss.all = append(ss.all, m)
+	if ss.total != nil {
+		*ss.total++
+	}
+	if ss.autoCommit > 0 && len(ss.live) >= ss.autoCommit {
+		s.commit(ss, 0, true)
+	}
+}
+
+// info is get_session's result: SessionMeta.to_dict() plus pending_tokens;
+// total_message_count only when the meta has it. Caller holds mu.
+func (s *Server) info(ss *session) map[string]any {
+	out := map[string]any{"session_id": ss.id, "message_count": len(ss.live), "commit_count": ss.commitCount,
+		"pending_tokens": tokens(ss.live), "keep_recent_count": 0, "user": s.opts.User}
+	if ss.total != nil {
+		out["total_message_count"] = *ss.total
+	}
+	return out
+}
+
+// commit is Session.commit_async: phase 1 archives the live messages at
+// once (message_count drops to what is kept); phase 2 runs in the
+// background and only at its end writes .done and the overview and raises
+// commit_count to the archive's index. Caller holds mu.
+func (s *Server) commit(ss *session, keep int, byServer bool) map[string]any {
+	if len(ss.live) == 0 || (keep > 0 && len(ss.live) <= keep) {
+		return map[string]any{"session_id": ss.id, "status": "accepted", "task_id": nil, "archive_uri": nil, "archived": false}
+	}
+	idx := len(ss.archives) + 1
+	split := len(ss.live) - keep
+	a := &Archive{Index: idx, URI: fmt.Sprintf("viking://user/%s/sessions/%s/history/archive_%03d", s.opts.User, ss.id, idx),
+		Messages: append([]Message(nil), ss.live[:split]...)}
+	ss.archives = append(ss.archives, a)
+	ss.live = append([]Message(nil), ss.live[split:]...)
+	if byServer {
+		ss.serverCommits++
+	}
+	finish := func() {
+		a.Done = true
+		a.Overview = overview(a, s.opts.OverviewWords)
+		ss.commitCount = max(ss.commitCount, idx)
+	}
+	if s.opts.Summarize > 0 {
+		time.AfterFunc(s.opts.Summarize, func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			finish()
+		})
+	}
+	return map[string]any{"session_id": ss.id, "status": "accepted", "task_id": fmt.Sprintf("task-%s-%d", ss.id, idx),
+		"archive_uri": a.URI, "archived": true}
+}
+
+// context is get_session_context: pending-archive and live messages spend
+// the budget first; the newest finished archive's overview is included
+// only if it fits what remains. Caller holds mu.
+func (s *Server) context(ss *session, budget int) map[string]any {
+	var msgs []Message
+	var latest *Archive
+	if ss != nil {
+		for _, a := range ss.archives {
+			if a.Done {
+				latest, msgs = a, nil
+			} else {
+				msgs = append(msgs, a.Messages...)
+			}
+		}
+		msgs = append(msgs, ss.live...)
+	}
+	used := tokens(msgs)
+	remaining := max(0, budget-used)
+	text := ""
+	otoks := 0
+	if latest != nil && (len(latest.Overview)+3)/4 <= remaining {
+		text, otoks = latest.Overview, (len(latest.Overview)+3)/4
+	}
+	raw := make([]json.RawMessage, 0, len(msgs))
+	for _, m := range msgs {
+		raw = append(raw, m.Raw)
+	}
+	return map[string]any{"latest_archive_overview": text, "pre_archive_abstracts": []any{}, "messages": raw,
+		"estimatedTokens": used + otoks}
+}
+
+// tokens estimates like Message.estimated_tokens: characters / 4.
+func tokens(ms []Message) int {
+	n := 0
+	for _, m := range ms {
+		n += (len(m.Raw) + 3) / 4
+	}
+	return n
+}
+
+// overview is a summary of about words words, as phase 2's Working
+// Memory document runs to.
+func overview(a *Archive, words int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Session Summary\n\n**Overview**: archive_%03d, %d messages.\n\n", a.Index, len(a.Messages))
+	for i := 0; i < words; i++ {
+		fmt.Fprintf(&b, "w%d ", i%97)
+	}
+	return b.String()
 }
