@@ -75,7 +75,7 @@ type Config struct {
 		Peer      string   `toml:"peer"`
 		Timeout   Duration `toml:"timeout"`
 		// ServerHold is how long the server may still act on a request cx
-		// stopped waiting for (its session lock: 30 s); cx decides whether
+		// stopped waiting for (its session lock: 30 s, then the work); cx decides whether
 		// such a request arrived only after it has passed.
 		ServerHold Duration `toml:"server_hold"`
 		// MaxToolChars bounds each tool output sent (the server stores
@@ -125,7 +125,7 @@ func Default() Config {
 	c.Inject.MaxChars = 6000
 	c.OpenViking.APIKeyEnv = "OPENVIKING_API_KEY"
 	c.OpenViking.Timeout = Duration{35 * time.Second}
-	c.OpenViking.ServerHold = Duration{30 * time.Second}
+	c.OpenViking.ServerHold = Duration{40 * time.Second} // the server's 30 s session lock, then its work
 	c.OpenViking.MaxToolChars = 20000
 	c.Exec.Timeout = Duration{30 * time.Second}
 	return c

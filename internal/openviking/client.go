@@ -105,8 +105,8 @@ const DefaultTimeout = 35 * time.Second
 
 // ServerHold is how long the server may still act on a request after the
 // client stopped waiting: a request queued behind a session's lock (up to
-// 30 s) is done when the lock frees.
-const ServerHold = 30 * time.Second
+// 30 s) is done when the lock frees, and then takes its own time.
+const ServerHold = 40 * time.Second
 
 // Client talks to one server.
 type Client struct {
