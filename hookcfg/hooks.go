@@ -1,5 +1,5 @@
 // Package hookcfg owns cx's installation in Codex's files: its entries in
-// $CODEX_HOME/hooks.json (added after everything already there, edited as
+// Codex's hooks.json (added after everything already there, edited as
 // text so nothing else moves), their trust (recorded by asking Codex's own
 // app-server, for cx's entries only), and the few lines of config.toml cx
 // ever touches.

@@ -16,11 +16,11 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"cx/internal/codexrpc"
+	"cx/internal/codex"
 	"cx/internal/fsutil"
 )
 
-// Installer puts cx's hooks into one CODEX_HOME and takes them out again.
+// Installer puts cx's hooks into one Codex home and takes them out again.
 type Installer struct {
 	CodexHome string
 	CXPath    string // absolute path of the cx binary the hooks run
@@ -33,10 +33,10 @@ type Installer struct {
 	Trust    bool
 }
 
-// HooksPath is $CODEX_HOME/hooks.json.
+// HooksPath is the home's hooks.json.
 func (in *Installer) HooksPath() string { return filepath.Join(in.CodexHome, "hooks.json") }
 
-// ConfigPath is $CODEX_HOME/config.toml.
+// ConfigPath is the home's config.toml.
 func (in *Installer) ConfigPath() string { return filepath.Join(in.CodexHome, "config.toml") }
 
 // state is what install changed, so uninstall can undo exactly that.
@@ -45,7 +45,7 @@ type state struct {
 	Original     string `json:"original"`      // hooks.json before cx's first install ("" if absent)
 	HadOriginal  bool   `json:"had_original"`  // the file existed
 	InstalledSum string `json:"installed_sum"` // sha256 of the file as cx left it
-	// ConfigTables are the trust tables' headers ([hooks], [hooks.state])
+	// ConfigTables are the trust tables (codex.TrustTables)
 	// config.toml had before cx's first install; Codex's trust write adds
 	// the ones missing, and uninstall takes those out again when empty.
 	ConfigTables []string `json:"config_tables"`
@@ -155,7 +155,7 @@ func (in *Installer) writeState(st state) error {
 
 // trustOurs asks Codex's app-server for the hooks it sees and trusts cx's.
 func (in *Installer) trustOurs(ctx context.Context) ([]string, error) {
-	c, err := codexrpc.Start(ctx, in.Codex, in.CodexEnv)
+	c, err := codex.Start(ctx, in.Codex, in.CodexEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -164,10 +164,10 @@ func (in *Installer) trustOurs(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ours []codexrpc.Hook
+	var ours []codex.Hook
 	var keys []string
 	for _, h := range hooks {
-		if h.SourcePath == in.HooksPath() && IsOurs(h.Command, eventName(h.EventName)) {
+		if h.SourcePath == in.HooksPath() && IsOurs(h.Command, codex.EventName(h.EventName)) {
 			keys = append(keys, h.Key)
 			if h.TrustStatus != "trusted" {
 				ours = append(ours, h)
@@ -181,14 +181,6 @@ func (in *Installer) trustOurs(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	return keys, nil
-}
-
-// eventName maps hooks/list's camelCase event names to hooks.json's.
-func eventName(camel string) string {
-	if camel == "" {
-		return ""
-	}
-	return strings.ToUpper(camel[:1]) + camel[1:]
 }
 
 // Status is what doctor reports about cx's hooks.
@@ -236,7 +228,7 @@ func (in *Installer) Inspect(ctx context.Context) (Status, error) {
 		}
 	}
 	if in.Trust && len(st.Installed) > 0 {
-		c, err := codexrpc.Start(ctx, in.Codex, in.CodexEnv)
+		c, err := codex.Start(ctx, in.Codex, in.CodexEnv)
 		if err != nil {
 			return st, err
 		}
@@ -246,8 +238,8 @@ func (in *Installer) Inspect(ctx context.Context) (Status, error) {
 			return st, err
 		}
 		for _, h := range hooks {
-			if h.SourcePath == in.HooksPath() && IsOurs(h.Command, eventName(h.EventName)) {
-				st.Trust[eventName(h.EventName)] = h.TrustStatus
+			if h.SourcePath == in.HooksPath() && IsOurs(h.Command, codex.EventName(h.EventName)) {
+				st.Trust[codex.EventName(h.EventName)] = h.TrustStatus
 			}
 		}
 	}
@@ -271,7 +263,7 @@ func (in *Installer) Uninstall(ctx context.Context) (Result, error) {
 		return res, err
 	}
 	st, stErr := in.readState()
-	var before []codexrpc.Hook
+	var before []codex.Hook
 	if in.Trust {
 		if before, err = in.listHooks(ctx); err != nil {
 			res.Warnings = append(res.Warnings, "could not read hook trust before removal: "+err.Error())
@@ -320,7 +312,7 @@ func (in *Installer) Uninstall(ctx context.Context) (Result, error) {
 		// them, and its trust is re-recorded right after.
 		var ourKeys []string
 		for _, h := range before {
-			if h.SourcePath == in.HooksPath() && IsOurs(h.Command, eventName(h.EventName)) {
+			if h.SourcePath == in.HooksPath() && IsOurs(h.Command, codex.EventName(h.EventName)) {
 				ourKeys = append(ourKeys, h.Key)
 			}
 		}
@@ -328,7 +320,7 @@ func (in *Installer) Uninstall(ctx context.Context) (Result, error) {
 			res.Warnings = append(res.Warnings, err.Error())
 		}
 		var added []string
-		for _, t := range trustTables {
+		for _, t := range codex.TrustTables {
 			if !slices.Contains(st.ConfigTables, t) {
 				added = append(added, t)
 			}
@@ -343,8 +335,8 @@ func (in *Installer) Uninstall(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
-func (in *Installer) listHooks(ctx context.Context) ([]codexrpc.Hook, error) {
-	c, err := codexrpc.Start(ctx, in.Codex, in.CodexEnv)
+func (in *Installer) listHooks(ctx context.Context) ([]codex.Hook, error) {
+	c, err := codex.Start(ctx, in.Codex, in.CodexEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -354,17 +346,17 @@ func (in *Installer) listHooks(ctx context.Context) ([]codexrpc.Hook, error) {
 
 // keepTrust re-records trust for hooks that were trusted before cx's
 // entries left and are no longer (their positional key moved).
-func (in *Installer) keepTrust(ctx context.Context, before []codexrpc.Hook) error {
+func (in *Installer) keepTrust(ctx context.Context, before []codex.Hook) error {
 	wasTrusted := map[string]bool{}
 	for _, h := range before {
-		if h.TrustStatus == "trusted" && !IsOurs(h.Command, eventName(h.EventName)) {
+		if h.TrustStatus == "trusted" && !IsOurs(h.Command, codex.EventName(h.EventName)) {
 			wasTrusted[h.EventName+"\x00"+h.Command+"\x00"+h.CurrentHash] = true
 		}
 	}
 	if len(wasTrusted) == 0 {
 		return nil
 	}
-	c, err := codexrpc.Start(ctx, in.Codex, in.CodexEnv)
+	c, err := codex.Start(ctx, in.Codex, in.CodexEnv)
 	if err != nil {
 		return err
 	}
@@ -373,7 +365,7 @@ func (in *Installer) keepTrust(ctx context.Context, before []codexrpc.Hook) erro
 	if err != nil {
 		return err
 	}
-	var fix []codexrpc.Hook
+	var fix []codex.Hook
 	for _, h := range after {
 		if h.TrustStatus != "trusted" && wasTrusted[h.EventName+"\x00"+h.Command+"\x00"+h.CurrentHash] {
 			fix = append(fix, h)
@@ -382,16 +374,13 @@ func (in *Installer) keepTrust(ctx context.Context, before []codexrpc.Hook) erro
 	return c.Trust(ctx, fix)
 }
 
-// trustTables are the config.toml tables that hold hook trust.
-var trustTables = []string{"hooks.state", "hooks"}
-
 // trustTables lists which of the trust tables config.toml declares now.
 func (in *Installer) trustTables() []string {
 	data, _ := os.ReadFile(in.ConfigPath())
 	out := []string{}
 	for _, l := range strings.Split(string(data), "\n") {
 		t := strings.TrimSpace(l)
-		for _, name := range trustTables {
+		for _, name := range codex.TrustTables {
 			if t == "["+name+"]" {
 				out = append(out, name)
 			}
@@ -452,7 +441,7 @@ func RemoveEmptyTables(path string, names []string) error {
 	return fsutil.WriteAtomic(path, []byte(result), 0o600)
 }
 
-// RemoveTrustEntries deletes the [hooks.state."<key>"] tables of the given
+// RemoveTrustEntries deletes the trust tables (codex.TrustStateHeader) of the given
 // keys from config.toml as line edits (comments and order kept) and proves
 // the result still parses.
 func RemoveTrustEntries(path string, keys []string) error {
@@ -468,8 +457,7 @@ func RemoveTrustEntries(path string, keys []string) error {
 	}
 	drop := map[string]bool{}
 	for _, k := range keys {
-		q, _ := json.Marshal(k) // TOML basic strings quote like JSON for these keys
-		drop[`[hooks.state.`+string(q)+`]`] = true
+		drop[codex.TrustStateHeader(k)] = true
 	}
 	lines := strings.SplitAfter(string(data), "\n")
 	var out []string

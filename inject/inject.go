@@ -142,8 +142,8 @@ func PresentIn(rollout []byte) map[string]bool {
 	return out
 }
 
-// DeveloperInstructions merges cx's block with the user's own
-// developer_instructions (theirs first) for the -c fallback.
+// DeveloperInstructions merges cx's block with the user's own developer
+// instructions (theirs first) for the fallback when hooks cannot run.
 func DeveloperInstructions(user, block string) string {
 	if strings.TrimSpace(user) == "" {
 		return block

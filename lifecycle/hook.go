@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
+	"cx/internal/codex"
 	"cx/internal/ledger"
 	"cx/internal/proc"
 )
@@ -384,16 +383,5 @@ func (m *Manager) attribute(ctx context.Context, runID string, ppid int) (ledger
 	return ledger.Run{}, false
 }
 
-// codexHome is CODEX_HOME for sessions whose run does not say.
-func (m *Manager) codexHome() string {
-	if v, ok := m.Getenv("CODEX_HOME"); ok && v != "" {
-		return v
-	}
-	if home, ok := m.Getenv("HOME"); ok && home != "" {
-		return filepath.Join(home, ".codex")
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(home, ".codex")
-	}
-	return ""
-}
+// codexHome is Codex's home for sessions whose run does not say.
+func (m *Manager) codexHome() string { return codex.Home(m.Getenv) }

@@ -27,6 +27,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"cx/internal/codex"
 	"cx/internal/config"
 	"cx/internal/ledger"
 	"cx/internal/redact"
@@ -56,7 +57,7 @@ type Manager struct {
 	Lease time.Duration
 	// Now is the clock (tests may replace it).
 	Now func() time.Time
-	// Getenv reads the environment (CODEX_HOME for sessions of Codex started
+	// Getenv reads the environment (Codex's home for sessions of Codex started
 	// without cx).
 	Getenv func(string) (string, bool)
 }
@@ -238,37 +239,6 @@ func adopt(s *ledger.Session, run ledger.Run) {
 	}
 }
 
-// rolloutPath finds a session's rollout: where it was recorded, else —
-// Codex moves an archived thread's rollout to archived_sessions/, same
-// name — there, else by its id under sessions/ or archived_sessions/.
-// "" when there is none (a session with no turn).
-func rolloutPath(codexHome, id, recorded string) string {
-	if recorded != "" {
-		if _, err := os.Stat(recorded); err == nil {
-			return recorded
-		}
-		if codexHome != "" {
-			moved := filepath.Join(codexHome, "archived_sessions", filepath.Base(recorded))
-			if _, err := os.Stat(moved); err == nil {
-				return moved
-			}
-		}
-	}
-	if codexHome == "" || id == "" {
-		return ""
-	}
-	for _, pattern := range []string{
-		filepath.Join(codexHome, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"),
-		filepath.Join(codexHome, "archived_sessions", "rollout-*-"+id+".jsonl"),
-		filepath.Join(codexHome, "archived_sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"),
-	} {
-		if matches, _ := filepath.Glob(pattern); len(matches) > 0 {
-			return matches[len(matches)-1]
-		}
-	}
-	return ""
-}
-
 // catchUp captures the session's new turns from its rollout. New turns
 // after an ended generation open the next one. It returns the session as
 // stored afterwards.
@@ -277,7 +247,7 @@ func (m *Manager) catchUp(ctx context.Context, id string) (ledger.Session, error
 	if err != nil {
 		return s, err
 	}
-	path := rolloutPath(s.CodexHome, s.ID, s.TranscriptPath)
+	path := codex.FindRollout(s.CodexHome, s.ID, s.TranscriptPath)
 	if path == "" {
 		return s, nil // no rollout yet: a session with no turn
 	}

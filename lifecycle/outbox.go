@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"cx/internal/checkpoint"
+	"cx/internal/codex"
 	"cx/internal/continuity"
 	"cx/internal/ledger"
 	"cx/internal/redact"
@@ -58,7 +59,7 @@ type LocalSink struct{ m *Manager }
 func (l *LocalSink) Commit(ctx context.Context, req CommitRequest) error {
 	turns, _ := json.Marshal(req.Turns)
 	var cpJSON, cont string
-	path := rolloutPath(req.Session.CodexHome, req.Session.ID, req.Session.TranscriptPath)
+	path := codex.FindRollout(req.Session.CodexHome, req.Session.ID, req.Session.TranscriptPath)
 	if data, err := readUpTo(path, req.Generation.EndOffset); err == nil {
 		cp := checkpoint.FromRollout(data, checkpoint.DefaultCaps)
 		cpJSON = string(cp.JSON())

@@ -10,9 +10,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"cx/internal/codex"
 	"cx/internal/ledger"
 )
 
@@ -23,7 +23,7 @@ const ReasonRecovered = "recovered"
 
 // unrecordedDir holds the breadcrumbs of runs that could not write the
 // ledger: empty files (an inode, no data, so they land on a full disk too)
-// named <start unix nanos>-<base64url of the CODEX_HOME>.
+// named <start unix nanos>-<base64url of the Codex home>.
 const unrecordedDir = "unrecorded"
 
 // MarkUnrecorded leaves the breadcrumb that a run which started at started
@@ -71,7 +71,7 @@ func Unrecorded(home string) []Breadcrumb {
 // touched since the last such scan (or since the earliest breadcrumb of an
 // unrecorded run) that the ledger does not know. A rollout that may still
 // be written to — its thread lock held, or touched within active_window —
-// waits for a later scan. The first scan of a CODEX_HOME with no breadcrumb
+// waits for a later scan. The first scan of a Codex home with no breadcrumb
 // only notes where it stands: sessions from before cx are `cx ctl import`'s
 // business, not this.
 func (m *Manager) RecoverUnrecorded(ctx context.Context, codexHome string) (int, error) {
@@ -104,7 +104,7 @@ func (m *Manager) RecoverUnrecorded(ctx context.Context, codexHome string) (int,
 	since = since.Add(-time.Minute) // clock granularity, a write in flight at the last scan
 	recovered := 0
 	hold := time.Time{}
-	rollouts := rolloutsSince(codexHome, since)
+	rollouts := codex.RolloutsSince(codexHome, since)
 	ids := make([]string, 0, len(rollouts))
 	for id := range rollouts {
 		ids = append(ids, id)
@@ -121,7 +121,7 @@ func (m *Manager) RecoverUnrecorded(ctx context.Context, codexHome string) (int,
 		if err != nil {
 			continue
 		}
-		if threadLocked(codexHome, id) || now.Sub(fi.ModTime()) < m.Cfg.Lifecycle.ActiveWindow.Duration {
+		if codex.ThreadLocked(codexHome, id) || now.Sub(fi.ModTime()) < m.Cfg.Lifecycle.ActiveWindow.Duration {
 			if hold.IsZero() || fi.ModTime().Before(hold) {
 				hold = fi.ModTime()
 			}
@@ -161,32 +161,4 @@ func (m *Manager) RecoverUnrecorded(ctx context.Context, codexHome string) (int,
 		}
 	}
 	return recovered, nil
-}
-
-// threadLocked reports whether a process holds a lock on the thread's
-// writer lock file (0.169's Codex keeps it locked while the thread is
-// loaded): the session is live. Read from /proc/locks, never by taking the
-// lock, which could stand in Codex's way.
-func threadLocked(codexHome, id string) bool {
-	fi, err := os.Stat(filepath.Join(codexHome, "thread-writer-locks", id+".lock"))
-	if err != nil {
-		return false
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return false
-	}
-	data, err := os.ReadFile("/proc/locks")
-	if err != nil {
-		return false
-	}
-	ino := ":" + strconv.FormatUint(st.Ino, 10)
-	for _, l := range strings.Split(string(data), "\n") {
-		for _, f := range strings.Fields(l) {
-			if strings.Count(f, ":") == 2 && strings.HasSuffix(f, ino) {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -2,16 +2,13 @@ package lifecycle
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"regexp"
-	"strings"
 	"sync"
 	"time"
 
+	"cx/internal/codex"
 	"cx/internal/ledger"
 	"cx/internal/proc"
 	"cx/internal/redact"
@@ -69,8 +66,7 @@ type Run struct {
 	// logged too, and only a thread with a lock file or a rollout is a
 	// session.
 	candidates map[string]bool
-	logsDB     *sql.DB
-	logsID     int64
+	logs       *codex.LogWatch
 	tap        *AppServerTap
 	started    time.Time
 }
@@ -78,7 +74,8 @@ type Run struct {
 // BeginRun records the run in the background (Codex's launch never waits
 // for the ledger) and returns at once.
 func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
-	r := &Run{m: m, info: info, recorded: make(chan struct{}), known: map[string]bool{}, candidates: map[string]bool{}, started: time.Now()}
+	r := &Run{m: m, info: info, recorded: make(chan struct{}), known: map[string]bool{}, candidates: map[string]bool{}, started: time.Now(),
+		logs: codex.NewLogWatch(info.CodexHome)}
 	go func() {
 		defer close(r.recorded) // after a panic is logged
 		defer m.Log.Recover("record run " + info.ID)
@@ -157,23 +154,21 @@ func (r *Run) discoverLoop(ctx context.Context, pid int) {
 	}
 }
 
-var lockFileRE = regexp.MustCompile(`/thread-writer-locks/([^/]+)\.lock$`)
-
 func (r *Run) discover(ctx context.Context, pid int, withFDs bool) {
 	found := map[string]string{} // id → rollout path (may be "")
 	if withFDs {
 		for _, f := range proc.OpenFiles(pid) {
-			if m := lockFileRE.FindStringSubmatch(f); m != nil {
-				if _, ok := found[m[1]]; !ok {
-					found[m[1]] = ""
+			if id, ok := codex.LockFileThread(f); ok {
+				if _, ok := found[id]; !ok {
+					found[id] = ""
 				}
 			}
-			if id := rolloutID(f); id != "" {
+			if id := codex.RolloutID(f); id != "" {
 				found[id] = f
 			}
 		}
 	}
-	for _, id := range r.logThreads(pid) {
+	for _, id := range r.logs.Threads(pid) {
 		if _, ok := found[id]; !ok && !r.known[id] {
 			r.candidates[id] = true
 		}
@@ -181,7 +176,7 @@ func (r *Run) discover(ctx context.Context, pid int, withFDs bool) {
 	if len(r.candidates) > 0 {
 		// A candidate is a session once Codex keeps something of it on disk:
 		// one listing of the day folders and the locks for all of them.
-		rollouts, locks := rolloutsSince(r.info.CodexHome, r.started), threadLocks(r.info.CodexHome)
+		rollouts, locks := codex.RolloutsSince(r.info.CodexHome, r.started), codex.ThreadLocks(r.info.CodexHome)
 		for id := range r.candidates {
 			_, seen := found[id]
 			path, hasRollout := rollouts[id]
@@ -228,50 +223,6 @@ func (r *Run) discover(ctx context.Context, pid int, withFDs bool) {
 	}
 }
 
-// logThreads reads the thread ids Codex logged for this process in
-// $CODEX_HOME/logs_*.sqlite (rows of process_uuid "pid:<pid>:…"),
-// incrementally by row id.
-func (r *Run) logThreads(pid int) []string {
-	if r.info.CodexHome == "" {
-		return nil
-	}
-	if r.logsDB == nil {
-		matches, _ := filepath.Glob(filepath.Join(r.info.CodexHome, "logs_*.sqlite"))
-		if len(matches) == 0 {
-			return nil
-		}
-		db, err := sql.Open("sqlite", "file:"+matches[len(matches)-1]+"?mode=ro&_pragma=busy_timeout(200)")
-		if err != nil {
-			return nil
-		}
-		db.SetMaxOpenConns(1)
-		r.logsDB = db
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	rows, err := r.logsDB.QueryContext(ctx, `SELECT id, thread_id FROM logs WHERE id > ? AND thread_id IS NOT NULL AND thread_id != '' AND process_uuid LIKE ?`,
-		r.logsID, fmt.Sprintf("pid:%d:%%", pid))
-	if err != nil {
-		return nil
-	}
-	defer rows.Close()
-	seen := map[string]bool{}
-	var out []string
-	for rows.Next() {
-		var id int64
-		var tid string
-		if rows.Scan(&id, &tid) != nil {
-			continue
-		}
-		r.logsID = max(r.logsID, id)
-		if !seen[tid] && !strings.ContainsAny(tid, " /") {
-			seen[tid] = true
-			out = append(out, tid)
-		}
-	}
-	return out
-}
-
 // Stopping records that cx is stopping Codex because of a signal: ends
 // Codex reports from now on carry that reason.
 func (r *Run) Stopping(reason string) {
@@ -312,8 +263,8 @@ func (r *Run) Finish(ctx context.Context, ex ExitInfo) error {
 	if pid != 0 {
 		r.discover(ctx, pid, false) // the log database outlives the process
 	}
-	if r.logsDB != nil {
-		r.logsDB.Close()
+	if r.logs != nil {
+		r.logs.Close()
 	}
 	if r.tap != nil {
 		r.tap.Close() // what the app-server said before it exited counts

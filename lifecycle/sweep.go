@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"cx/internal/codex"
 	"cx/internal/ledger"
 	"cx/internal/proc"
 )
@@ -117,7 +118,7 @@ func (m *Manager) Sweep(ctx context.Context) (SweepResult, error) {
 
 // hasNewBytes reports whether the session's rollout grew past its cursor.
 func hasNewBytes(s ledger.Session) bool {
-	path := rolloutPath(s.CodexHome, s.ID, s.TranscriptPath)
+	path := codex.FindRollout(s.CodexHome, s.ID, s.TranscriptPath)
 	if path == "" {
 		return false
 	}

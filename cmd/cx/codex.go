@@ -6,9 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
-	"cx/internal/codexbin"
+	"cx/internal/codex"
 	"cx/internal/config"
 	"cx/lifecycle"
 	"cx/wrapper"
@@ -33,17 +32,17 @@ func (a *app) loadConfig() (config.Config, error) {
 }
 
 // findCodex resolves the Codex binary and its capabilities (cached).
-func (a *app) findCodex(ctx context.Context, cfg config.Config) (codexbin.Binary, codexbin.Caps, error) {
+func (a *app) findCodex(ctx context.Context, cfg config.Config) (codex.Binary, codex.Caps, error) {
 	self, err := os.Executable()
 	if err != nil {
 		self = ""
 	}
 	pathEnv, _ := a.getenv("PATH")
-	bin, err := codexbin.Resolve(cfg.Codex.Bin, pathEnv, self)
+	bin, err := codex.Resolve(cfg.Codex.Bin, pathEnv, self)
 	if err != nil {
-		return bin, codexbin.Caps{}, err
+		return bin, codex.Caps{}, err
 	}
-	cache := codexbin.Cache{Path: filepath.Join(cfg.Home, "cache", "codex-caps.json")}
+	cache := codex.Cache{Path: filepath.Join(cfg.Home, "cache", "codex-caps.json")}
 	caps, err := cache.Lookup(ctx, bin)
 	return bin, caps, err
 }
@@ -60,7 +59,7 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 	}
 	bin, caps, err := a.findCodex(ctx, cfg)
 	switch {
-	case errors.Is(err, codexbin.ErrNotFound), errors.Is(err, codexbin.ErrIsSelf):
+	case errors.Is(err, codex.ErrNotFound), errors.Is(err, codex.ErrIsSelf):
 		a.errorf("%v", err)
 		return 127
 	case err != nil:
@@ -71,15 +70,15 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 		a.errorf("warning: %v", err)
 	}
 
-	codexArgs := codexbin.Args(args, caps)
-	if sub := codexbin.Subcommand(args, caps); cfg.Inject.Enabled && hasContinuity(cfg.Home) && (codexbin.SelectsTUI(args, caps) || sub == "exec" || sub == "e") {
+	codexArgs := codex.Args(args, caps)
+	if sub := codex.Subcommand(args, caps); cfg.Inject.Enabled && hasContinuity(cfg.Home) && (codex.SelectsTUI(args, caps) || sub == "exec" || sub == "e") {
 		// Without active hooks, the context goes in at launch instead.
 		self, _ := os.Executable()
 		if resolved, err := filepath.EvalSymlinks(self); err == nil {
 			self = resolved
 		}
-		if ok, why := hooksActive(ctx, codexHomeOf(a.getenv), self, caps); !ok {
-			codexArgs = fallbackArgs(ctx, a, cfg, codexHomeOf(a.getenv), codexArgs, why)
+		if ok, why := hooksActive(ctx, codex.Home(a.getenv), self, caps); !ok {
+			codexArgs = fallbackArgs(ctx, a, cfg, codex.Home(a.getenv), codexArgs, why)
 		}
 	}
 	runID := lifecycle.NewRunID()
@@ -89,7 +88,7 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 		tap, mode = lifecycle.NewAppServerTap(), lifecycle.ModeAppServer
 	}
 	sup := startSupervision(ctx, a, cfg, lifecycle.RunInfo{
-		ID: runID, CodexHome: codexHomeOf(a.getenv), CodexVersion: caps.Version,
+		ID: runID, CodexHome: codex.Home(a.getenv), CodexVersion: caps.Version,
 		Cwd: cwd(), Args: codexArgs, Sinks: cfg.Sinks, Mode: mode,
 	}, tap)
 	spec := wrapper.Spec{
@@ -139,8 +138,8 @@ func hasContinuity(home string) bool {
 
 // isAppServer reports whether args run the app-server itself (not one of
 // its tooling subcommands).
-func isAppServer(args []string, caps codexbin.Caps) bool {
-	if codexbin.Subcommand(args, caps) != "app-server" {
+func isAppServer(args []string, caps codex.Caps) bool {
+	if codex.Subcommand(args, caps) != "app-server" {
 		return false
 	}
 	after := false
@@ -164,49 +163,10 @@ func cwd() string {
 	return d
 }
 
-// codexHomeOf is the CODEX_HOME Codex will use.
-func codexHomeOf(getenv func(string) (string, bool)) string {
-	if v, ok := getenv("CODEX_HOME"); ok && v != "" {
-		if abs, err := filepath.Abs(v); err == nil {
-			return abs
-		}
-		return v
-	}
-	if h, ok := getenv("HOME"); ok && h != "" {
-		return filepath.Join(h, ".codex")
-	}
-	return ""
-}
-
-// codexEnv is cx's environment plus what the npm launcher would have set and
-// cx's own variables.
-func codexEnv(base []string, bin codexbin.Binary, cfg config.Config, pid int, runID string) []string {
-	env := make([]string, 0, len(base)+len(bin.Env)+3)
-	set := map[string]string{}
-	for _, kv := range bin.Env {
-		k, v, _ := strings.Cut(kv, "=")
-		set[k] = v
-	}
-	set["CX_HOME"] = cfg.Home
-	set[supervisorPIDVar] = strconv.Itoa(pid)
-	set["CX_RUN_ID"] = runID
-	set["CX_HOOKS_OFF"] = "" // never for the Codex cx supervises
-	for _, kv := range base {
-		k, v, _ := strings.Cut(kv, "=")
-		if _, ok := set[k]; ok {
-			continue
-		}
-		if k == "PATH" && bin.PathPrepend != "" {
-			kv = "PATH=" + bin.PathPrepend + string(os.PathListSeparator) + v
-		}
-		env = append(env, kv)
-	}
-	for _, kv := range bin.Env {
-		k, _, _ := strings.Cut(kv, "=")
-		env = append(env, k+"="+set[k])
-	}
-	env = append(env, "CX_HOME="+cfg.Home, supervisorPIDVar+"="+strconv.Itoa(pid), "CX_RUN_ID="+runID)
-	return env
+// codexEnv is the supervised Codex's environment: Codex's own recipe
+// (codex.Env) with cx's variables; cx's hooks always run for it.
+func codexEnv(base []string, bin codex.Binary, cfg config.Config, pid int, runID string) []string {
+	return codex.Env(base, bin, []string{"CX_HOME=" + cfg.Home, supervisorPIDVar + "=" + strconv.Itoa(pid), "CX_RUN_ID=" + runID}, "CX_HOOKS_OFF")
 }
 
 // teeTap also writes what the tap sees to dir/from-parent and dir/from-child

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cx/inject"
+	"cx/internal/codex"
 	"cx/internal/config"
 	"cx/internal/redact"
 	"cx/lifecycle"
@@ -146,7 +147,7 @@ func (a *app) ctlHook(ctx context.Context, args []string) (code int) {
 			logger.Printf("hook %s %s: %v", ev, p.SessionID, err)
 			// The next start or sweep that can write the ledger records
 			// this session from its rollout.
-			_ = lifecycle.MarkUnrecorded(cfg.Home, codexHomeOf(a.getenv), processStart)
+			_ = lifecycle.MarkUnrecorded(cfg.Home, codex.Home(a.getenv), processStart)
 			return
 		}
 		// Not closed: closing the last connection checkpoints and removes

@@ -13,24 +13,24 @@ import (
 	"time"
 
 	"cx/hookcfg"
-	"cx/internal/codexbin"
+	"cx/internal/codex"
 	"cx/internal/config"
 	"cx/internal/ledger"
 	"cx/internal/openviking"
 	"cx/lifecycle"
 )
 
-// installer builds the hookcfg.Installer for CODEX_HOME (or --codex-home).
-func (a *app) installer(ctx context.Context, cfg config.Config, codexHome string) (*hookcfg.Installer, codexbin.Binary, codexbin.Caps, error) {
+// installer builds the hookcfg.Installer for Codex's home (or --codex-home).
+func (a *app) installer(ctx context.Context, cfg config.Config, codexHome string) (*hookcfg.Installer, codex.Binary, codex.Caps, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return nil, codexbin.Binary{}, codexbin.Caps{}, fmt.Errorf("find the cx binary: %w", err)
+		return nil, codex.Binary{}, codex.Caps{}, fmt.Errorf("find the cx binary: %w", err)
 	}
 	if resolved, err := filepath.EvalSymlinks(self); err == nil {
 		self = resolved
 	}
 	if codexHome == "" {
-		codexHome = codexHomeOf(a.getenv)
+		codexHome = codex.Home(a.getenv)
 	}
 	codexHome, _ = filepath.Abs(codexHome)
 	in := &hookcfg.Installer{CodexHome: codexHome, CXPath: self, StateDir: filepath.Join(cfg.Home, "install")}
@@ -39,42 +39,28 @@ func (a *app) installer(ctx context.Context, cfg config.Config, codexHome string
 		return in, bin, caps, err
 	}
 	in.Codex = bin.Path
-	in.CodexEnv = append(codexEnvFor(os.Environ(), bin, codexHome), "CX_HOOKS_OFF=1")
+	in.CodexEnv = codex.Env(os.Environ(), bin, []string{codex.HomeEnv(codexHome), "CX_HOOKS_OFF=1"}, "CX_RUN_ID")
 	in.Trust = caps.HasHookTrust()
 	return in, bin, caps, nil
-}
-
-// codexEnvFor is the environment for a Codex cx runs for its own purposes
-// (the app-server that records trust): the launcher's variables and this
-// CODEX_HOME.
-func codexEnvFor(base []string, bin codexbin.Binary, codexHome string) []string {
-	env := make([]string, 0, len(base)+4)
-	for _, kv := range base {
-		if !strings.HasPrefix(kv, "CODEX_HOME=") && !strings.HasPrefix(kv, "CX_RUN_ID=") {
-			env = append(env, kv)
-		}
-	}
-	env = append(env, bin.Env...)
-	return append(env, "CODEX_HOME="+codexHome)
 }
 
 // installerCommand is what install and uninstall share: --codex-home (and
 // the command's own flags), cx's config, and the installer. A nil installer
 // comes with the exit code.
-func (a *app) installerCommand(ctx context.Context, name string, args []string, define func(*flag.FlagSet)) (*hookcfg.Installer, codexbin.Caps, error, int) {
+func (a *app) installerCommand(ctx context.Context, name string, args []string, define func(*flag.FlagSet)) (*hookcfg.Installer, codex.Caps, error, int) {
 	var codexHome string
 	if _, code, ok := a.args(ctlArgs{name: name, define: func(fs *flag.FlagSet) {
-		fs.StringVar(&codexHome, "codex-home", "", "Codex's home `DIR` (default $CODEX_HOME, else ~/.codex)")
+		fs.StringVar(&codexHome, "codex-home", "", codex.HomeFlagUsage)
 		if define != nil {
 			define(fs)
 		}
 	}}, args); !ok {
-		return nil, codexbin.Caps{}, nil, code
+		return nil, codex.Caps{}, nil, code
 	}
 	cfg, err := a.loadConfig()
 	if err != nil {
 		a.errorf("%v", err)
-		return nil, codexbin.Caps{}, nil, 1
+		return nil, codex.Caps{}, nil, 1
 	}
 	in, _, caps, codexErr := a.installer(ctx, cfg, codexHome)
 	if in == nil {
@@ -213,7 +199,7 @@ func (a *app) ctlDoctor(ctx context.Context, args []string) int {
 	var asJSON bool
 	var codexHome string
 	if _, code, ok := a.args(ctlArgs{name: "doctor", define: func(fs *flag.FlagSet) {
-		fs.StringVar(&codexHome, "codex-home", "", "Codex's home `DIR` (default $CODEX_HOME, else ~/.codex)")
+		fs.StringVar(&codexHome, "codex-home", "", codex.HomeFlagUsage)
 		jsonFlag(&asJSON)(fs)
 	}}, args); !ok {
 		return code

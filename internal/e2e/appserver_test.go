@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/codexbin"
+	"cx/internal/codex"
 	"cx/internal/codextest"
 )
 
@@ -159,7 +159,7 @@ func initialize(c *rpcClient) {
 // well-formed JSON-RPC (the relay changes no byte).
 func TestAppServerThroughCX(t *testing.T) {
 	for _, in := range codextest.Installs(t) {
-		if codexbin.CompareVersions(in.Version, "0.169.0") < 0 {
+		if codex.CompareVersions(in.Version, "0.169.0") < 0 {
 			continue // the pinned daemon target; 0.128's app-server protocol differs
 		}
 		t.Run(in.Version, func(t *testing.T) {
@@ -292,7 +292,7 @@ func TestAppServerStopRequestsMeasured(t *testing.T) {
 	for _, in := range codextest.Installs(t) {
 		// 0.128 has no SessionEnd hook (no stop request runs one) and its
 		// thread protocol differs: there, only how the process ends.
-		withThreads := codexbin.CompareVersions(in.Version, "0.169.0") >= 0
+		withThreads := codex.CompareVersions(in.Version, "0.169.0") >= 0
 		for _, how := range []string{"stdin-eof", "SIGTERM", "SIGINT"} {
 			t.Run(in.Version+"/"+how, func(t *testing.T) {
 				h := New(t, in, Options{})
@@ -338,7 +338,7 @@ func TestAppServerStopRequestsMeasured(t *testing.T) {
 // forwarded SIGINT or SIGHUP would kill it with no SessionEnd at all.
 func TestAppServerStopBySignal(t *testing.T) {
 	for _, in := range codextest.Installs(t) {
-		if codexbin.CompareVersions(in.Version, "0.169.0") < 0 {
+		if codex.CompareVersions(in.Version, "0.169.0") < 0 {
 			continue // 0.128 has no SessionEnd hook
 		}
 		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGHUP} {

@@ -9,8 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/codexbin"
-	"cx/internal/codexrpc"
+	"cx/internal/codex"
 	"cx/internal/codextest"
 )
 
@@ -125,7 +124,7 @@ func moduleRoot(t *testing.T) string {
 // that hook stays trusted (re-recorded under its new key).
 func TestUninstallKeepsShiftedTrust(t *testing.T) {
 	for _, in := range codextest.Installs(t) {
-		if !(codexbin.Caps{Version: in.Version}).HasHookTrust() {
+		if !(codex.Caps{Version: in.Version}).HasHookTrust() {
 			continue
 		}
 		t.Run(in.Version, func(t *testing.T) {
@@ -147,7 +146,7 @@ func TestUninstallKeepsShiftedTrust(t *testing.T) {
 			trustOther := func() (string, string) {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
-				c, err := codexrpc.Start(ctx, in.Native, h.Env())
+				c, err := codex.Start(ctx, in.Native, h.Env())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -159,7 +158,7 @@ func TestUninstallKeepsShiftedTrust(t *testing.T) {
 				for _, hk := range list {
 					if strings.Contains(hk.Command, "other-tool") {
 						if hk.TrustStatus != "trusted" {
-							if err := c.Trust(ctx, []codexrpc.Hook{hk}); err != nil {
+							if err := c.Trust(ctx, []codex.Hook{hk}); err != nil {
 								t.Fatal(err)
 							}
 						}
@@ -176,7 +175,7 @@ func TestUninstallKeepsShiftedTrust(t *testing.T) {
 			h.CXCtl("ctl", "uninstall")
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			c, err := codexrpc.Start(ctx, in.Native, h.Env())
+			c, err := codex.Start(ctx, in.Native, h.Env())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"cx/internal/codexbin"
+	"cx/internal/codex"
 	"cx/internal/proc"
 )
 
@@ -326,7 +326,7 @@ var whereToRun = regexp.MustCompile(`Where should the new conversation run\?`)
 func (tu *TUI) New() {
 	tu.h.T.Helper()
 	tu.Type("/new")
-	if codexbin.CompareVersions(tu.h.Codex.Version, "0.169.0") >= 0 {
+	if codex.CompareVersions(tu.h.Codex.Version, "0.169.0") >= 0 {
 		tu.WaitFor(whereToRun, 20*time.Second)
 		tu.Keys("Enter")
 		deadline := time.Now().Add(10 * time.Second)

@@ -1,4 +1,4 @@
-// Package rollout reads Codex rollout files ($CODEX_HOME/sessions/…/rollout-*.jsonl)
+// Package rollout reads Codex rollout files (<Codex home>/sessions/…/rollout-*.jsonl)
 // incrementally: from a cursor to the last complete line, at a cost
 // proportional to the new bytes. It notices a file that shrank or was
 // rewritten, turns unreadable or oversized lines into counted placeholders,

@@ -1,9 +1,10 @@
-// Package codexbin finds the Codex binary cx runs: CX_CODEX_BIN or the
+// Resolve finds the Codex binary cx runs: CX_CODEX_BIN or the
 // configured path, else the first `codex` on PATH that is not cx itself; an
 // npm Node launcher is replaced by the native binary it would start. It also
 // learns what the binary supports (version, --no-daemon, its subcommands)
 // from `codex --version` and `codex --help`, cached by binary identity.
-package codexbin
+
+package codex
 
 import (
 	"bytes"

@@ -1,8 +1,9 @@
-// Package codexrpc talks to Codex's own app-server (`codex app-server`) over
+// The app-server client talks to Codex's own app-server (`codex app-server`) over
 // stdio: newline-delimited JSON-RPC without the "jsonrpc" member. cx uses it
 // to do what the Codex TUI does — list hooks and record hook trust — so the
 // recipe stays Codex's, not a copy of it.
-package codexrpc
+
+package codex
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package codexbin
+package codex
 
 import (
 	"strconv"

@@ -1,0 +1,213 @@
+package codex
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	_ "modernc.org/sqlite" // the logs database
+)
+
+// Codex's home holds, per session, a rollout filed by local start day
+// (sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl), moved to
+// archived_sessions/ when archived; 0.169 adds a writer lock per loaded
+// thread (thread-writer-locks/<id>.lock) and logs each process's threads
+// to a logs_<n>.sqlite database.
+
+// rolloutName is the name Codex gives a rollout:
+// rollout-<local start time>-<session id>.jsonl.
+var rolloutName = regexp.MustCompile(`^rollout-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-(.+)\.jsonl$`)
+
+// RolloutID is the session id a rollout's path names ("" if it is none).
+func RolloutID(path string) string {
+	if m := rolloutName.FindStringSubmatch(filepath.Base(path)); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// ArchivedDir is where Codex moves archived sessions' rollouts.
+func ArchivedDir(home string) string { return filepath.Join(home, "archived_sessions") }
+
+// FindRollout finds a session's rollout: where it was recorded, else —
+// Codex moves an archived thread's rollout to archived_sessions/, same
+// name — there, else by its id under sessions/ or archived_sessions/.
+// "" when there is none (a session with no turn).
+func FindRollout(codexHome, id, recorded string) string {
+	if recorded != "" {
+		if _, err := os.Stat(recorded); err == nil {
+			return recorded
+		}
+		if codexHome != "" {
+			moved := filepath.Join(ArchivedDir(codexHome), filepath.Base(recorded))
+			if _, err := os.Stat(moved); err == nil {
+				return moved
+			}
+		}
+	}
+	if codexHome == "" || id == "" {
+		return ""
+	}
+	for _, pattern := range []string{
+		filepath.Join(codexHome, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"),
+		filepath.Join(codexHome, "archived_sessions", "rollout-*-"+id+".jsonl"),
+		filepath.Join(codexHome, "archived_sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"),
+	} {
+		if matches, _ := filepath.Glob(pattern); len(matches) > 0 {
+			return matches[len(matches)-1]
+		}
+	}
+	return ""
+}
+
+// RolloutsSince lists, by session id, the rollouts in home touched at or
+// after since: in the day folders Codex files them under from the day
+// before since to tomorrow (local time; a day each side for clocks and
+// zones), and in archived_sessions/. One directory read per day: the cost
+// does not grow with the history.
+func RolloutsSince(home string, since time.Time) map[string]string {
+	out := map[string]string{}
+	if home == "" {
+		return out
+	}
+	var dirs []string
+	for day := since.Local().AddDate(0, 0, -1); !day.After(time.Now().AddDate(0, 0, 1)); day = day.AddDate(0, 0, 1) {
+		dirs = append(dirs, filepath.Join(home, "sessions", day.Format("2006"), day.Format("01"), day.Format("02")))
+	}
+	dirs = append(dirs, ArchivedDir(home))
+	for _, d := range dirs {
+		entries, _ := os.ReadDir(d)
+		for _, e := range entries {
+			id := RolloutID(e.Name())
+			if id == "" {
+				continue
+			}
+			if fi, err := e.Info(); err == nil && !fi.ModTime().Before(since) {
+				out[id] = filepath.Join(d, e.Name())
+			}
+		}
+	}
+	return out
+}
+
+const threadLocksDir = "thread-writer-locks"
+
+var lockFileRE = regexp.MustCompile(`/` + threadLocksDir + `/([^/]+)\.lock$`)
+
+// LockFileThread is the thread id a writer lock file's path names.
+func LockFileThread(path string) (string, bool) {
+	if m := lockFileRE.FindStringSubmatch(path); m != nil {
+		return m[1], true
+	}
+	return "", false
+}
+
+// ThreadLocks lists the thread ids with a writer lock file in home.
+func ThreadLocks(home string) map[string]bool {
+	out := map[string]bool{}
+	entries, _ := os.ReadDir(filepath.Join(home, threadLocksDir))
+	for _, e := range entries {
+		if id, ok := strings.CutSuffix(e.Name(), ".lock"); ok {
+			out[id] = true
+		}
+	}
+	return out
+}
+
+// ThreadLocked reports whether a process holds a lock on the thread's
+// writer lock file (0.169's Codex keeps it locked while the thread is
+// loaded): the session is live. Read from /proc/locks, never by taking the
+// lock, which could stand in Codex's way.
+func ThreadLocked(home, id string) bool {
+	fi, err := os.Stat(filepath.Join(home, threadLocksDir, id+".lock"))
+	if err != nil {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return false
+	}
+	data, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return false
+	}
+	ino := ":" + strconv.FormatUint(st.Ino, 10)
+	for _, l := range strings.Split(string(data), "\n") {
+		for _, f := range strings.Fields(l) {
+			if strings.Count(f, ":") == 2 && strings.HasSuffix(f, ino) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// LogWatch reads the thread ids Codex logs for a process in
+// $CODEX_HOME/logs_*.sqlite (rows of process_uuid "pid:<pid>:…"),
+// incrementally by row id. Not safe for concurrent use.
+type LogWatch struct {
+	home string
+	db   *sql.DB
+	last int64
+}
+
+// NewLogWatch watches home's logs database (opened on first use: Codex
+// creates it after it starts).
+func NewLogWatch(home string) *LogWatch { return &LogWatch{home: home} }
+
+// Threads returns the thread ids logged for pid since the last call.
+func (w *LogWatch) Threads(pid int) []string {
+	if w.home == "" {
+		return nil
+	}
+	if w.db == nil {
+		matches, _ := filepath.Glob(filepath.Join(w.home, "logs_*.sqlite"))
+		if len(matches) == 0 {
+			return nil
+		}
+		db, err := sql.Open("sqlite", "file:"+matches[len(matches)-1]+"?mode=ro&_pragma=busy_timeout(200)")
+		if err != nil {
+			return nil
+		}
+		db.SetMaxOpenConns(1)
+		w.db = db
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	rows, err := w.db.QueryContext(ctx, `SELECT id, thread_id FROM logs WHERE id > ? AND thread_id IS NOT NULL AND thread_id != '' AND process_uuid LIKE ?`,
+		w.last, fmt.Sprintf("pid:%d:%%", pid))
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	seen := map[string]bool{}
+	var out []string
+	for rows.Next() {
+		var id int64
+		var tid string
+		if rows.Scan(&id, &tid) != nil {
+			continue
+		}
+		w.last = max(w.last, id)
+		if !seen[tid] && !strings.ContainsAny(tid, " /") {
+			seen[tid] = true
+			out = append(out, tid)
+		}
+	}
+	return out
+}
+
+// Close closes the database.
+func (w *LogWatch) Close() error {
+	if w.db == nil {
+		return nil
+	}
+	return w.db.Close()
+}

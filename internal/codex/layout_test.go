@@ -1,0 +1,117 @@
+package codex
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The on-disk layout as Codex 0.128 and 0.169 write it.
+func TestLayout(t *testing.T) {
+	home := t.TempDir()
+	day := time.Now()
+	dayDir := filepath.Join(home, "sessions", day.Format("2006"), day.Format("01"), day.Format("02"))
+	os.MkdirAll(dayDir, 0o700)
+	os.MkdirAll(ArchivedDir(home), 0o700)
+	live := filepath.Join(dayDir, "rollout-2026-11-22T10-00-00-019a-live.jsonl")
+	archived := filepath.Join(ArchivedDir(home), "rollout-2026-11-20T09-00-00-019a-old.jsonl")
+	os.WriteFile(live, nil, 0o600)
+	os.WriteFile(archived, nil, 0o600)
+	os.WriteFile(filepath.Join(dayDir, "notes.txt"), nil, 0o600)
+	if id := RolloutID(live); id != "019a-live" {
+		t.Fatalf("RolloutID = %q", id)
+	}
+	if id := RolloutID("/x/rollout.jsonl"); id != "" {
+		t.Fatalf("RolloutID of a non-rollout = %q", id)
+	}
+	got := RolloutsSince(home, day.Add(-time.Hour))
+	if len(got) != 2 || got["019a-live"] != live || got["019a-old"] != archived {
+		t.Fatalf("RolloutsSince = %v", got)
+	}
+	// A recorded path whose file moved to archived_sessions is found there.
+	moved := filepath.Join(dayDir, filepath.Base(archived))
+	if p := FindRollout(home, "019a-old", moved); p != archived {
+		t.Fatalf("FindRollout (moved) = %q", p)
+	}
+	if p := FindRollout(home, "019a-live", ""); p != live {
+		t.Fatalf("FindRollout (by id) = %q", p)
+	}
+	if p := FindRollout(home, "none", ""); p != "" {
+		t.Fatalf("FindRollout (none) = %q", p)
+	}
+	os.MkdirAll(filepath.Join(home, threadLocksDir), 0o700)
+	os.WriteFile(filepath.Join(home, threadLocksDir, "019a-live.lock"), nil, 0o600)
+	if l := ThreadLocks(home); !l["019a-live"] || len(l) != 1 {
+		t.Fatalf("ThreadLocks = %v", l)
+	}
+	if id, ok := LockFileThread(filepath.Join(home, threadLocksDir, "019a-live.lock")); !ok || id != "019a-live" {
+		t.Fatalf("LockFileThread = %q %v", id, ok)
+	}
+	if ThreadLocked(home, "019a-live") {
+		t.Fatal("an unlocked lock file reported locked")
+	}
+}
+
+// The trust key of a SessionStart handler, as 0.169's hooks/list names it.
+func TestTrustKeys(t *testing.T) {
+	key := "/h/.codex/hooks.json:session_start:0:0"
+	if p := TrustKeyPrefix("/h/.codex/hooks.json", "SessionStart"); !strings.HasPrefix(key, p) || p != "/h/.codex/hooks.json:session_start:" {
+		t.Fatalf("prefix %q", p)
+	}
+	if p := TrustKeyPrefix("/h/hooks.json", "UserPromptSubmit"); p != "/h/hooks.json:user_prompt_submit:" {
+		t.Fatalf("prefix %q", p)
+	}
+	if h := TrustStateHeader(key); h != `[hooks.state."/h/.codex/hooks.json:session_start:0:0"]` {
+		t.Fatalf("header %q", h)
+	}
+	cfg := "[hooks.state.\"" + key + "\"]\ntrusted_hash = \"sha256:1\"\n"
+	if !TrustRecorded(cfg, "/h/.codex/hooks.json", "SessionStart") || TrustRecorded(cfg, "/h/.codex/hooks.json", "Stop") {
+		t.Fatal("TrustRecorded")
+	}
+	if EventName("sessionStart") != "SessionStart" || EventName("") != "" {
+		t.Fatal("EventName")
+	}
+}
+
+// One environment for every Codex process cx starts: the launcher's PATH
+// addition and variables kept, cx's set last, unset keys gone.
+func TestEnv(t *testing.T) {
+	bin := Binary{Env: []string{"CODEX_MANAGED_BY_NPM=1"}, PathPrepend: "/npm/bin"}
+	base := []string{"PATH=/usr/bin", "CODEX_HOME=/old", "CX_HOOKS_OFF=1", "KEEP=1", "CODEX_MANAGED_BY_NPM=0"}
+	got := strings.Join(Env(base, bin, []string{HomeEnv("/new")}, "CX_HOOKS_OFF"), " ")
+	if got != "PATH=/npm/bin:/usr/bin KEEP=1 CODEX_MANAGED_BY_NPM=1 CODEX_HOME=/new" {
+		t.Fatalf("Env = %s", got)
+	}
+	getenv := func(m map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	if h := Home(getenv(map[string]string{"HOME": "/u"})); h != "/u/.codex" {
+		t.Fatalf("Home = %q", h)
+	}
+	if h := Home(getenv(map[string]string{"CODEX_HOME": "rel", "HOME": "/u"})); !filepath.IsAbs(h) || filepath.Base(h) != "rel" {
+		t.Fatalf("Home (relative CODEX_HOME) = %q, want it absolute", h)
+	}
+}
+
+// The developer instructions cx hands Codex when hooks cannot: the user's
+// -c replaced in place, else config.toml's merged and a -c put first.
+func TestDeveloperInstructions(t *testing.T) {
+	home := t.TempDir()
+	args := []string{"exec", "-c", `developer_instructions="be brief"`, "hi"}
+	v, at := UserDeveloperInstructions(args, home)
+	if v != "be brief" || at != 2 {
+		t.Fatalf("from -c: %q %d", v, at)
+	}
+	if out := WithDeveloperInstructions(args, at, "be brief\n\nctx \"q\""); out[2] != `developer_instructions="be brief\n\nctx \"q\""` || len(out) != 4 {
+		t.Fatalf("replaced: %q", out)
+	}
+	os.WriteFile(filepath.Join(home, "config.toml"), []byte("developer_instructions = \"from config\"\n"), 0o600)
+	if v, at := UserDeveloperInstructions([]string{"exec", "--", "-c", "developer_instructions=x"}, home); v != "from config" || at != -1 {
+		t.Fatalf("from config.toml: %q %d", v, at)
+	}
+	if out := WithDeveloperInstructions([]string{"exec"}, -1, "ctx"); strings.Join(out, " ") != `-c developer_instructions="ctx" exec` {
+		t.Fatalf("prepended: %q", out)
+	}
+}
