@@ -25,10 +25,9 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"cx/internal/codex"
 	"cx/internal/config"
+	"cx/internal/fsutil"
 	"cx/internal/ledger"
 	"cx/internal/redact"
 	"cx/internal/rollout"
@@ -421,19 +420,9 @@ func (m *Manager) lockRemote(ctx context.Context, sessionID, sink string) (func(
 		return nil, err
 	}
 	sum := sha256.Sum256([]byte(sink + "\x00" + sessionID))
-	f, err := os.OpenFile(filepath.Join(dir, hex.EncodeToString(sum[:8])+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	unlock, err := fsutil.LockContext(ctx, filepath.Join(dir, hex.EncodeToString(sum[:8])+".lock"))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("wait for the %s lock of %s: %w", sink, sessionID, err)
 	}
-	for {
-		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err == nil {
-			return func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("wait for the %s lock of %s: %w", sink, sessionID, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	return unlock, nil
 }

@@ -16,11 +16,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
-
 	"cx/inject"
 	"cx/internal/codex"
 	"cx/internal/config"
+	"cx/internal/fsutil"
 	"cx/internal/redact"
 	"cx/lifecycle"
 )
@@ -242,18 +241,7 @@ func (a *app) spawnSweeper(home string, logger *lifecycle.Logger) {
 // sweepLock is held by the one background sweeper at a time.
 func sweepLockPath(home string) string { return filepath.Join(home, "sweep.lock") }
 
-func sweepLocked(home string) bool {
-	f, err := os.OpenFile(sweepLockPath(home), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		return true
-	}
-	_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
-	return false
-}
+func sweepLocked(home string) bool { return fsutil.Held(sweepLockPath(home)) }
 
 // readHookInput reads stdin up to max bytes, giving up after d (a hook must
 // answer even when its input never closes).

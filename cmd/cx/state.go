@@ -6,15 +6,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"strconv"
 	"text/tabwriter"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"cx/internal/checkpoint"
 	"cx/internal/config"
+	"cx/internal/fsutil"
 	"cx/internal/ledger"
 	"cx/lifecycle"
 )
@@ -361,14 +359,11 @@ func (a *app) ctlSweep(ctx context.Context, args []string) int {
 		return 1
 	}
 	if background {
-		f, err := os.OpenFile(sweepLockPath(cfg.Home), os.O_CREATE|os.O_RDWR, 0o600)
+		unlock, err := fsutil.Lock(sweepLockPath(cfg.Home), false)
 		if err != nil {
-			return 0
-		}
-		defer f.Close()
-		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
 			return 0 // another sweeper is at work
 		}
+		defer unlock()
 	}
 	m, err := lifecycle.Open(ctx, cfg, lifecycle.Options{})
 	if err != nil {

@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"cx/internal/checkpoint"
 	"cx/internal/fsutil"
 	"cx/internal/redact"
@@ -299,15 +297,11 @@ func (s Store) Update(id Identity, ev Evidence) (string, string, error) {
 	if err := os.MkdirAll(filepath.Dir(w), 0o700); err != nil {
 		return "", "", fmt.Errorf("continuity dir: %w", err)
 	}
-	lock, err := os.OpenFile(filepath.Join(filepath.Dir(p), ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	unlock, err := fsutil.Lock(filepath.Join(filepath.Dir(p), ".lock"), true)
 	if err != nil {
-		return "", "", fmt.Errorf("continuity lock: %w", err)
+		return "", "", fmt.Errorf("continuity: %w", err)
 	}
-	defer lock.Close()
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		return "", "", fmt.Errorf("continuity lock: %w", err)
-	}
-	defer unix.Flock(int(lock.Fd()), unix.LOCK_UN)
+	defer unlock()
 
 	pd, err := readDoc(p, fmt.Sprintf("Continuity — project %s", id.Name), "Shared by every worktree of "+redact.String(id.Project)+". Edit freely; cx merges each session's evidence in.")
 	if err != nil {

@@ -1,9 +1,12 @@
 package fsutil
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // The new bytes are on disk before the rename, and the rename is on disk
@@ -44,5 +47,39 @@ func TestWriteAtomicSyncsFileThenDirectory(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, ".hooks.json.tmp-*")); len(left) != 0 {
 		t.Fatalf("temporary files left: %v", left)
+	}
+}
+
+// One lock for cx's processes: held, probed, waited for, abandoned.
+func TestLock(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.lock")
+	unlock, err := Lock(p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// flock locks belong to the open file: a second open in this process
+	// contends like another process would.
+	if _, err := Lock(p, false); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second lock: %v", err)
+	}
+	if !Held(p) {
+		t.Fatal("Held = false while locked")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Millisecond)
+	defer cancel()
+	if _, err := LockContext(ctx, p); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("LockContext while held: %v", err)
+	}
+	go func() { time.Sleep(50 * time.Millisecond); unlock() }()
+	got, err := Lock(p, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got()
+	if Held(p) {
+		t.Fatal("Held = true after unlock")
+	}
+	if Held(filepath.Join(t.TempDir(), "no", "dir", "x.lock")) {
+		t.Fatal("Held = true for a path that cannot be opened")
 	}
 }
