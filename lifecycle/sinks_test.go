@@ -28,7 +28,10 @@ func ovEnv(t *testing.T, opts ovfake.Options, extra ...string) (*env, *ovfake.Se
 	cfg := filepath.Join(t.TempDir(), "config.toml")
 	os.WriteFile(cfg, []byte("sinks = [\"local\", \"openviking\"]\n[openviking]\nurl = \""+ov.URL+"\"\ntimeout = \"500ms\"\nserver_hold = \"1500ms\"\n"+
 		"api_key_env = \"CX_TEST_OV_KEY\"\npeer = \"dev-box\"\n[lifecycle]\nmax_attempts = 8\n"), 0o600)
-	e := newEnv(t, append([]string{"CX_CONFIG=" + cfg, "CX_TEST_OV_KEY=k-123", "CX_TEST_BACKOFF=10ms", "HOME=" + t.TempDir()}, extra...)...)
+	// An account and user the user keeps for OpenViking (as ovcli.conf
+	// often does): an api_key server refuses them as headers.
+	e := newEnv(t, append([]string{"CX_CONFIG=" + cfg, "CX_TEST_OV_KEY=k-123", "CX_TEST_BACKOFF=10ms", "HOME=" + t.TempDir(),
+		"OPENVIKING_ACCOUNT=acme", "OPENVIKING_USER=ana"}, extra...)...)
 	return e, ov
 }
 
@@ -155,6 +158,9 @@ func TestOpenVikingHappyPath(t *testing.T) {
 		}
 		if r.Header.Get("Authorization") != "Bearer k-123" || r.Header.Get("X-API-Key") != "k-123" {
 			t.Fatalf("request without the API key: %s %s", r.Method, r.Path)
+		}
+		if r.Header.Get("X-OpenViking-Account") != "" || r.Header.Get("X-OpenViking-User") != "" {
+			t.Fatalf("identity headers to an api_key server: %s %s", r.Method, r.Path)
 		}
 		if r.Header.Get("X-OpenViking-Actor-Peer") != "" {
 			t.Fatalf("the peer header, which session routes ignore: %s %s", r.Method, r.Path)

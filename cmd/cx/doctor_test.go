@@ -38,6 +38,8 @@ func TestDoctorChecksOpenViking(t *testing.T) {
 		{name: "trusted without identity", url: trusted.URL, want: []string{"FAIL openviking", "auth trusted", "needs [openviking] account and user"}},
 		{name: "trusted with identity", url: trusted.URL, extra: "account = \"acme\"\nuser = \"ana\"\npeer = \"ana-laptop\"\n",
 			want: []string{"ok   openviking", "auth trusted", "peer_id \"ana-laptop\" from cx config [openviking]"}},
+		{name: "account and user with an api_key server", url: apiKey.URL, key: "right-key", env: []string{"OPENVIKING_ACCOUNT=acme", "OPENVIKING_USER=ana"},
+			want: []string{"ok   openviking", "account/user not sent (an api_key server takes the identity from the key)"}},
 		{name: "url from the environment", env: []string{"OPENVIKING_URL=" + apiKey.URL}, key: "right-key",
 			want: []string{"ok   openviking", "url from $OPENVIKING_URL"}},
 		{name: "down", url: "http://127.0.0.1:1", key: "right-key", want: []string{"FAIL openviking", "does not answer", "outbox"}},

@@ -341,6 +341,9 @@ func (a *app) doctorOpenViking(ctx context.Context, cfg config.Config) check {
 	if st.Peer != "" {
 		settings = append(settings, fmt.Sprintf("peer_id %q from %s", st.Peer, src["peer"]))
 	}
+	if (st.Account != "" || st.User != "") && h.AuthMode == "api_key" {
+		settings = append(settings, "account/user not sent (an api_key server takes the identity from the key)")
+	}
 	_, err = c.Session(hctx, lifecycle.DoctorPrefix+"probe")
 	var oe *openviking.Error
 	switch {

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -112,6 +113,31 @@ const ServerHold = 40 * time.Second
 type Client struct {
 	s    Settings
 	http *http.Client
+
+	mu       sync.Mutex
+	modeSeen bool // the server's auth mode is known
+	identity bool // send the account/user headers
+}
+
+// sendIdentity reports whether the account and user headers go with
+// session requests: not to a server in api_key mode, where the key decides
+// who the user is and current servers refuse the headers with 403
+// (openviking/server/auth.py); yes to trusted mode, which needs them. The
+// mode is read once from /health (only when an account or user is set).
+func (c *Client) sendIdentity(ctx context.Context) bool {
+	if c.s.Account == "" && c.s.User == "" {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.modeSeen {
+		h, err := c.Health(ctx)
+		if err != nil {
+			return true // unknown: as configured; asked again next time
+		}
+		c.modeSeen, c.identity = true, h.AuthMode != "api_key"
+	}
+	return c.identity
 }
 
 // New returns a client.
@@ -206,11 +232,13 @@ func (c *Client) do(ctx context.Context, method, path string, body any, out any)
 		req.Header.Set("Authorization", "Bearer "+c.s.APIKey)
 		req.Header.Set("X-API-Key", c.s.APIKey)
 	}
-	if c.s.Account != "" {
-		req.Header.Set("X-OpenViking-Account", c.s.Account)
-	}
-	if c.s.User != "" {
-		req.Header.Set("X-OpenViking-User", c.s.User)
+	if c.sendIdentity(ctx) {
+		if c.s.Account != "" {
+			req.Header.Set("X-OpenViking-Account", c.s.Account)
+		}
+		if c.s.User != "" {
+			req.Header.Set("X-OpenViking-User", c.s.User)
+		}
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

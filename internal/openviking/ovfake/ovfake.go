@@ -30,13 +30,14 @@ import (
 // Options shape the server.
 type Options struct {
 	// APIKey puts the server in api_key mode with this user key; "" is dev
-	// mode (no auth). openviking/server/auth/plugins/api_key.py.
+	// mode (no auth). openviking/server/auth.py resolve_identity.
 	APIKey string
 	// RootKey is a ROOT key: accepted, but 403 on session routes
-	// (openviking/server/auth.py: root cannot act as a user).
+	// (openviking/server/auth.py get_request_context: "ROOT API keys cannot
+	// access tenant-scoped data APIs in api_key mode").
 	RootKey string
 	// Trusted is trusted mode: X-OpenViking-Account and X-OpenViking-User
-	// are required (400 without). openviking/server/auth/plugins/trusted.py.
+	// are required (400 without). openviking/server/auth.py resolve_identity.
 	Trusted bool
 	// User is the user a key maps to (archive URIs name it); "default".
 	User string
@@ -56,7 +57,8 @@ type Options struct {
 	Summarize time.Duration
 	// LockWait is how long a request waits for a session lock another
 	// request holds before it is answered 409 CONFLICT retryable (the
-	// server's PathLock; 30 s). 0 means 30 s.
+	// server's lock, session.py commit_async LockContext; its 30 s from
+	// shared/openviking-api.md (verified section)). 0 means 30 s.
 	LockWait time.Duration
 	// OverviewWords is the size of a generated overview (~1,000 words on a
 	// real server). 0 means 1,000.
@@ -276,7 +278,7 @@ func (s *Server) SetAutoCommit(id string, after int) {
 }
 
 // --- envelope and errors: openviking/server/models.py Response/ErrorInfo,
-// openviking/server/error_mapping.py (code → HTTP status).
+// shared/openviking-api.md (verified section) (codes → HTTP status, result null, details null).
 
 func ok(w http.ResponseWriter, result any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -307,7 +309,7 @@ func fail(w http.ResponseWriter, httpStatus int, code, msg string, details map[s
 }
 
 // invalid is FastAPI's 422 as the server maps it: 400 INVALID_ARGUMENT with
-// details.validation_errors (openviking/server/app.py exception handler).
+// details.validation_errors (shared/openviking-api.md (verified section)).
 func invalid(w http.ResponseWriter, msg string) {
 	fail(w, 400, "INVALID_ARGUMENT", msg, map[string]any{"validation_errors": []any{map[string]any{"msg": msg}}})
 }
@@ -332,7 +334,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	if r.URL.Path == "/health" {
-		// Not enveloped and never behind auth (openviking/server/routers/system.py).
+		// Not enveloped and never behind auth (shared/openviking-api.md (verified section)).
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"status": "ok", "healthy": true, "version": "ovfake", "auth_mode": s.authMode()})
 		return
@@ -384,9 +386,11 @@ func (s *Server) authMode() string {
 	return "dev"
 }
 
-// auth follows openviking/server/auth.py: X-API-Key wins over
-// Authorization: Bearer when both are sent; a ROOT key may not act on
-// session routes; trusted mode needs the account and user headers.
+// auth follows openviking/server/auth.py (_extract_api_key,
+// resolve_identity, get_request_context): X-API-Key wins over
+// Authorization: Bearer; in api_key mode the account/user headers are
+// refused (403) and a ROOT key may not reach session data (403); trusted
+// mode needs both headers (400 without).
 func (s *Server) auth(w http.ResponseWriter, r *http.Request) bool {
 	if s.opts.Trusted {
 		if r.Header.Get("X-OpenViking-Account") == "" || r.Header.Get("X-OpenViking-User") == "" {
@@ -404,13 +408,18 @@ func (s *Server) auth(w http.ResponseWriter, r *http.Request) bool {
 	}
 	switch {
 	case key == "":
-		fail(w, 401, "UNAUTHENTICATED", "missing API key", nil)
+		fail(w, 401, "UNAUTHENTICATED", "Missing API Key when resolving identity.", nil)
+		return false
+	case key != s.opts.APIKey && key != s.opts.RootKey:
+		fail(w, 401, "UNAUTHENTICATED", "invalid API key", nil)
+		return false
+	case r.Header.Get("X-OpenViking-Account") != "" || r.Header.Get("X-OpenViking-User") != "":
+		// Current servers refuse identity headers in api_key mode (the
+		// snapshot the shared doc read dropped them).
+		fail(w, 403, "PERMISSION_DENIED", "X-OpenViking-Account can only assert identity in trusted mode.", nil)
 		return false
 	case key == s.opts.RootKey:
-		fail(w, 403, "PERMISSION_DENIED", "ROOT keys cannot act on user sessions", nil)
-		return false
-	case key != s.opts.APIKey:
-		fail(w, 401, "UNAUTHENTICATED", "invalid API key", nil)
+		fail(w, 403, "PERMISSION_DENIED", "ROOT API keys cannot access tenant-scoped data APIs in api_key mode.", nil)
 		return false
 	}
 	return true
@@ -643,12 +652,14 @@ func (s *Server) create(w http.ResponseWriter, body []byte) {
 var peerID = regexp.MustCompile(`^[a-zA-Z0-9_.@-]+$`)
 
 // documentedStatuses are the tool statuses the server documents
-// (docs/en/api/05-sessions.md; openviking/message/part.py ToolPart).
+// (docs/en/api/05-sessions.md ToolPart; routers/sessions.py ToolPartRequest
+// takes any string, default "pending").
 var documentedStatuses = map[string]bool{"pending": true, "running": true, "completed": true, "error": true}
 
 // parseMessage validates one message body as AddMessageRequest and
 // part_from_dict do (openviking/server/routers/sessions.py,
-// openviking/message/part.py); "" error: valid. Caller holds mu.
+// part types from routers/sessions.py PartRequest; peer_id pattern and batch
+// limit from shared/openviking-api.md (verified section)); "" error: valid. Caller holds mu.
 func (s *Server) parseMessage(raw []byte) (Message, string) {
 	var b struct {
 		Role    *string          `json:"role"`

@@ -141,7 +141,8 @@ func TestErrorsAndValidation(t *testing.T) {
 }
 
 // Auth (openviking/server/auth.py): X-API-Key wins over the bearer; a ROOT
-// key may not act on sessions; trusted mode needs the identity headers.
+// key may not act on sessions; identity headers are refused in api_key mode
+// and required in trusted mode.
 func TestAuth(t *testing.T) {
 	s := start(t, ovfake.Options{APIKey: "user-key", RootKey: "root-key"})
 	p := "/api/v1/sessions/x?auto_create=false"
@@ -154,6 +155,8 @@ func TestAuth(t *testing.T) {
 		{[]string{"Authorization", "Bearer user-key"}, "NOT_FOUND"},
 		{nil, "UNAUTHENTICATED"},
 		{[]string{"X-API-Key", "root-key"}, "PERMISSION_DENIED"},
+		{[]string{"X-API-Key", "user-key", "X-OpenViking-Account", "acme"}, "PERMISSION_DENIED"},
+		{[]string{"X-API-Key", "user-key", "X-OpenViking-User", "ana"}, "PERMISSION_DENIED"},
 	}
 	for _, c := range cases {
 		if _, v := raw(t, s, "GET", p, "", c.header...); code(v) != c.code {
@@ -237,5 +240,24 @@ func TestLegacyAndAutoCommit(t *testing.T) {
 	c.AddMessages(ctx, "fresh", msgs("a", "b", "c"))
 	if st, _ := cur.Session("fresh"); st.ServerCommits != 0 || st.Live != 3 {
 		t.Fatalf("auto-commit off: %+v", st)
+	}
+}
+
+// The client sends the account and user only where the server takes them:
+// not to an api_key server (its key is the identity), yes to a trusted one.
+func TestClientIdentityHeaders(t *testing.T) {
+	ctx := context.Background()
+	for _, o := range []ovfake.Options{{APIKey: "k"}, {Trusted: true}} {
+		s := start(t, o)
+		c := openviking.New(openviking.Settings{URL: s.URL, APIKey: "k", Account: "acme", User: "ana", Timeout: time.Second})
+		if n, err := c.AddMessages(ctx, "x", msgs("a")); err != nil || n != 1 {
+			t.Fatalf("%+v: %d %v", o, n, err)
+		}
+		for _, r := range s.Requests() {
+			sent := r.Header.Get("X-OpenViking-Account") == "acme" && r.Header.Get("X-OpenViking-User") == "ana"
+			if r.Path != "/health" && sent != o.Trusted {
+				t.Fatalf("%+v: identity headers sent=%v on %s", o, sent, r.Path)
+			}
+		}
 	}
 }
