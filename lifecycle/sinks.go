@@ -92,10 +92,8 @@ func (o *OpenVikingSink) refuseWithPlugin(s ledger.Session) error {
 	if !p.Capturing() {
 		return nil
 	}
-	return &PermanentError{fmt.Errorf("the OpenViking Codex plugin is active (%s) and writes the same session %s: "+
-		"turn off its capture (OPENVIKING_AUTO_CAPTURE=false, or remove its hooks), or drop openviking from cx's sinks, "+
-		"or set [openviking] allow_with_plugin = true to let both write; then `cx ctl retry --all`",
-		strings.Join(p.Where, "; "), openviking.SessionID(s.ID))}
+	return &PermanentError{fmt.Errorf("the OpenViking Codex plugin is active (%s) and writes the same session %s: %s",
+		strings.Join(p.Where, "; "), openviking.SessionID(s.ID), openviking.PluginChoices)}
 }
 
 // Append sends the turns of generations up to upTo not yet sent.
@@ -141,7 +139,7 @@ func (o *OpenVikingSink) remote(ctx context.Context, sessionID, sid string) (led
 	if ac == openviking.AutoCommitUnsupported {
 		o.m.Log.Printf("openviking %s: the server has no per-session auto-commit setting (an older server: it does not auto-commit)", sid)
 	}
-	return rs, o.m.DB.Tx(ctx, func(tx *ledger.Tx) error { return tx.PutSinkSession(ctx, sessionID, ovSink, rs) })
+	return rs, o.save(ctx, sessionID, &rs, func(*ledger.Tx) error { return nil })
 }
 
 // counter reads the counter rs tracks from the server's info.
@@ -297,8 +295,13 @@ func (o *OpenVikingSink) append(ctx context.Context, s ledger.Session, upTo int)
 }
 
 func (o *OpenVikingSink) putTurn(ctx context.Context, sessionID, key string, st ledger.SinkTurn, rs *ledger.SinkSession) error {
+	return o.save(ctx, sessionID, rs, func(tx *ledger.Tx) error { return tx.PutSinkTurn(ctx, sessionID, ovSink, key, st) })
+}
+
+// save records a step and, with it, the session's counters (rs may be nil).
+func (o *OpenVikingSink) save(ctx context.Context, sessionID string, rs *ledger.SinkSession, step func(*ledger.Tx) error) error {
 	return o.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
-		if err := tx.PutSinkTurn(ctx, sessionID, ovSink, key, st); err != nil {
+		if err := step(tx); err != nil {
 			return err
 		}
 		if rs != nil {
@@ -353,9 +356,6 @@ func (o *OpenVikingSink) Commit(ctx context.Context, req CommitRequest) error {
 	if prev.State == ledger.SinkSending {
 		if err := o.settled(prev.SentAt, "the commit of "+sid); err != nil {
 			return err
-		}
-		if info, err = c.Session(ctx, sid); err != nil {
-			return classify(err)
 		}
 		if o.commitArrived(rs, prev, info) {
 			rs.Commits = max(rs.Commits, prev.RemoteBefore+1)
@@ -429,15 +429,7 @@ func (o *OpenVikingSink) commitArrived(rs ledger.SinkSession, prev ledger.SinkCo
 }
 
 func (o *OpenVikingSink) putCommit(ctx context.Context, sessionID string, gen int, c ledger.SinkCommit, rs *ledger.SinkSession) error {
-	return o.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
-		if err := tx.PutSinkCommit(ctx, sessionID, ovSink, gen, c); err != nil {
-			return err
-		}
-		if rs != nil {
-			return tx.PutSinkSession(ctx, sessionID, ovSink, *rs)
-		}
-		return nil
-	})
+	return o.save(ctx, sessionID, rs, func(tx *ledger.Tx) error { return tx.PutSinkCommit(ctx, sessionID, ovSink, gen, c) })
 }
 
 // ResumeOverview is the context a resumed session gets from OpenViking:

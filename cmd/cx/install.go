@@ -44,10 +44,18 @@ func (a *app) installer(ctx context.Context, cfg config.Config, codexHome string
 	return in, bin, caps, nil
 }
 
-// installerCommand is what install and uninstall share: --codex-home (and
-// the command's own flags), cx's config, and the installer. A nil installer
-// comes with the exit code.
-func (a *app) installerCommand(ctx context.Context, name string, args []string, define func(*flag.FlagSet)) (*hookcfg.Installer, codex.Caps, error, int) {
+// installCommand is what install and uninstall share: cx's config, the
+// installer for Codex's home, and what Codex supports.
+type installCommand struct {
+	cfg      config.Config
+	in       *hookcfg.Installer
+	caps     codex.Caps
+	codexErr error // no Codex: hooks can be written, not trusted
+}
+
+// installerCommand parses --codex-home (and the command's own flags) and
+// builds the installCommand; nil comes with the exit code.
+func (a *app) installerCommand(ctx context.Context, name string, args []string, define func(*flag.FlagSet)) (*installCommand, int) {
 	var codexHome string
 	if _, code, ok := a.args(ctlArgs{name: name, define: func(fs *flag.FlagSet) {
 		fs.StringVar(&codexHome, "codex-home", "", codex.HomeFlagUsage)
@@ -55,19 +63,19 @@ func (a *app) installerCommand(ctx context.Context, name string, args []string, 
 			define(fs)
 		}
 	}}, args); !ok {
-		return nil, codex.Caps{}, nil, code
+		return nil, code
 	}
 	cfg, err := a.loadConfig()
 	if err != nil {
 		a.errorf("%v", err)
-		return nil, codex.Caps{}, nil, 1
+		return nil, 1
 	}
 	in, _, caps, codexErr := a.installer(ctx, cfg, codexHome)
 	if in == nil {
 		a.errorf("%v", codexErr)
-		return nil, caps, codexErr, 1
+		return nil, 1
 	}
-	return in, caps, codexErr, 0
+	return &installCommand{cfg: cfg, in: in, caps: caps, codexErr: codexErr}, 0
 }
 
 // installJSON is what install and uninstall print with --json.
@@ -84,13 +92,14 @@ type installJSON struct {
 
 func (a *app) ctlInstall(ctx context.Context, args []string) int {
 	var dryRun, asJSON bool
-	in, caps, codexErr, code := a.installerCommand(ctx, "install", args, func(fs *flag.FlagSet) {
+	ic, code := a.installerCommand(ctx, "install", args, func(fs *flag.FlagSet) {
 		fs.BoolVar(&dryRun, "dry-run", false, "print the change to hooks.json; write nothing")
 		jsonFlag(&asJSON)(fs)
 	})
-	if in == nil {
+	if ic == nil {
 		return code
 	}
+	in, caps, codexErr := ic.in, ic.caps, ic.codexErr
 	out := installJSON{HooksPath: in.HooksPath(), DryRun: dryRun, Trusted: []string{}, Warnings: []string{}, Codex: caps.Version}
 	if dryRun {
 		old, planned, changed, err := in.Plan()
@@ -117,15 +126,13 @@ func (a *app) ctlInstall(ctx context.Context, args []string) int {
 		out.Warnings = append(out.Warnings, w)
 		a.errorf("warning: %s", w)
 	}
-	if cfg, err := config.Load(a.getenv); err == nil {
-		if c, found := doctorPlugin(cfg, filepath.Dir(in.HooksPath()), a.getenv); found {
-			w := c.Detail
-			if c.Fix != "" {
-				w += "; " + c.Fix
-			}
-			out.Warnings = append(out.Warnings, w)
-			a.errorf("note: %s", w)
+	if c, found := doctorPlugin(ic.cfg, filepath.Dir(in.HooksPath()), a.getenv); found {
+		w := c.Detail
+		if c.Fix != "" {
+			w += "; " + c.Fix
 		}
+		out.Warnings = append(out.Warnings, w)
+		a.errorf("note: %s", w)
 	}
 	ictx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -165,10 +172,11 @@ func (a *app) ctlInstall(ctx context.Context, args []string) int {
 
 func (a *app) ctlUninstall(ctx context.Context, args []string) int {
 	var asJSON bool
-	in, _, _, code := a.installerCommand(ctx, "uninstall", args, jsonFlag(&asJSON))
-	if in == nil {
+	ic, code := a.installerCommand(ctx, "uninstall", args, jsonFlag(&asJSON))
+	if ic == nil {
 		return code
 	}
+	in := ic.in
 	uctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	res, err := in.Uninstall(uctx)
@@ -387,7 +395,7 @@ func doctorPlugin(cfg config.Config, codexHome string, getenv func(string) (stri
 		return check{Name: "openviking plugin", OK: true, Detail: "the OpenViking Codex plugin is active (" + where + ") and [openviking] allow_with_plugin is set: both write the same cx-<id> session, each turn twice"}, true
 	}
 	return check{Name: "openviking plugin", Detail: "the OpenViking Codex plugin is active (" + where + ") and writes the same cx-<id> sessions as cx's openviking sink; the sink is refused until you choose",
-		Fix: "turn the plugin's capture off (OPENVIKING_AUTO_CAPTURE=false or remove its hooks), or drop openviking from cx's sinks, or set [openviking] allow_with_plugin = true; then `cx ctl retry --all`"}, true
+		Fix: openviking.PluginChoices}, true
 }
 
 // doctorUnrecorded reports runs that could not write the ledger (a full

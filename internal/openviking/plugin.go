@@ -23,6 +23,11 @@ type Plugin struct {
 	CaptureOff bool
 }
 
+// PluginChoices is what the user can do when the plugin and cx's
+// openviking sink would both write the same sessions.
+const PluginChoices = "turn the plugin's capture off (OPENVIKING_AUTO_CAPTURE=false, or remove its hooks), " +
+	"or drop openviking from cx's sinks, or set [openviking] allow_with_plugin = true to let both write; then `cx ctl retry --all`"
+
 // Active reports whether the plugin is installed and enabled for Codex.
 func (p Plugin) Active() bool { return len(p.Where) > 0 }
 
