@@ -85,17 +85,17 @@ func TestDoctorReportsOpenVikingPlugin(t *testing.T) {
 		want                                   []string
 	}{
 		{name: "hooks, sink on", hooks: pluginHooks, sinks: `"local", "openviking"`,
-			want: []string{"FAIL openviking plugin", "its Stop hook in", "the sink is refused until you choose", "allow_with_plugin"}},
+			want: []string{"FAIL ov plugin", "its Stop hook in", "the sink is refused until you choose", "allow_with_plugin"}},
 		{name: "plugin table, sink on", codexConfig: pluginConfig, sinks: `"local", "openviking"`,
-			want: []string{"FAIL openviking plugin", `plugin "openviking-memory@openviking" enabled`}},
+			want: []string{"FAIL ov plugin", `plugin "openviking-memory@openviking" enabled`}},
 		{name: "disabled plugin table", codexConfig: "[plugins.\"openviking-memory@openviking\"]\nenabled = false\n", sinks: `"local", "openviking"`,
-			want: []string{"!openviking plugin"}},
+			want: []string{"!ov plugin"}},
 		{name: "capture off", hooks: pluginHooks, sinks: `"local", "openviking"`, env: []string{"OPENVIKING_AUTO_CAPTURE=false"},
-			want: []string{"ok   openviking plugin", "OPENVIKING_AUTO_CAPTURE off"}},
+			want: []string{"ok   ov plugin       ", "OPENVIKING_AUTO_CAPTURE off"}},
 		{name: "allowed", hooks: pluginHooks, sinks: `"local", "openviking"`, extra: "allow_with_plugin = true\n",
-			want: []string{"ok   openviking plugin", "each turn twice"}},
+			want: []string{"ok   ov plugin       ", "each turn twice"}},
 		{name: "sink off", hooks: pluginHooks, sinks: `"local"`,
-			want: []string{"ok   openviking plugin", "cx's openviking sink is off"}},
+			want: []string{"ok   ov plugin       ", "cx's openviking sink is off"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

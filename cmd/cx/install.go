@@ -388,13 +388,13 @@ func doctorPlugin(cfg config.Config, codexHome string, getenv func(string) (stri
 	where := strings.Join(p.Where, "; ")
 	switch {
 	case !sinkOn:
-		return check{Name: "openviking plugin", OK: true, Detail: "the OpenViking Codex plugin is active (" + where + "); cx's openviking sink is off, so each turn reaches OpenViking once, through the plugin"}, true
+		return check{Name: "ov plugin", OK: true, Detail: "the OpenViking Codex plugin is active (" + where + "); cx's openviking sink is off, so each turn reaches OpenViking once, through the plugin"}, true
 	case p.CaptureOff:
-		return check{Name: "openviking plugin", OK: true, Detail: "the OpenViking Codex plugin is installed (" + where + ") with OPENVIKING_AUTO_CAPTURE off: only cx writes the sessions"}, true
+		return check{Name: "ov plugin", OK: true, Detail: "the OpenViking Codex plugin is installed (" + where + ") with OPENVIKING_AUTO_CAPTURE off: only cx writes the sessions"}, true
 	case cfg.OpenViking.AllowWithPlugin:
-		return check{Name: "openviking plugin", OK: true, Detail: "the OpenViking Codex plugin is active (" + where + ") and [openviking] allow_with_plugin is set: both write the same cx-<id> session, each turn twice"}, true
+		return check{Name: "ov plugin", OK: true, Detail: "the OpenViking Codex plugin is active (" + where + ") and [openviking] allow_with_plugin is set: both write the same cx-<id> session, each turn twice"}, true
 	}
-	return check{Name: "openviking plugin", Detail: "the OpenViking Codex plugin is active (" + where + ") and writes the same cx-<id> sessions as cx's openviking sink; the sink is refused until you choose",
+	return check{Name: "ov plugin", Detail: "the OpenViking Codex plugin is active (" + where + ") and writes the same cx-<id> sessions as cx's openviking sink; the sink is refused until you choose",
 		Fix: openviking.PluginChoices}, true
 }
 
