@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"cx/internal/ledger"
+	"cx/internal/testpoint"
 )
 
 // AppServerTap watches the newline-delimited JSON-RPC between a daemon and
@@ -160,7 +161,7 @@ func (t *AppServerTap) safeFrame(f tapFrame) {
 
 func (t *AppServerTap) frame(f tapFrame) {
 	t.frames.Add(1)
-	testPanic("tap-frame")
+	testpoint.Panic("tap-frame")
 	if t.run == nil {
 		return // no ledger for this run: the stream is relayed, nothing recorded
 	}

@@ -753,22 +753,6 @@ func TestRewrittenRolloutNoDuplicates(t *testing.T) {
 	}
 }
 
-func TestLogRotation(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	l := lifecycle.NewLogger(dir)
-	big := bytes.Repeat([]byte("x"), 8<<20+10)
-	os.MkdirAll(filepath.Dir(l.Path()), 0o700)
-	os.WriteFile(l.Path(), big, 0o600)
-	l.Printf("after rotation")
-	if fi, err := os.Stat(l.Path() + ".1"); err != nil || fi.Size() != int64(len(big)) {
-		t.Fatalf("old log not kept as .1: %v", err)
-	}
-	if data, _ := os.ReadFile(l.Path()); !strings.Contains(string(data), "after rotation") || len(data) > 200 {
-		t.Fatalf("new log %q", data)
-	}
-}
-
 // Codex moves an archived thread's rollout to archived_sessions/: capture
 // follows it there, the turns written after the move are committed, and
 // the session shows where its rollout is now.

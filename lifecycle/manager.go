@@ -19,18 +19,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
-	"sync"
-	"syscall"
 	"time"
 
 	"cx/internal/codex"
 	"cx/internal/config"
 	"cx/internal/fsutil"
 	"cx/internal/ledger"
-	"cx/internal/redact"
+	"cx/internal/logs"
 	"cx/internal/rollout"
+	"cx/internal/testpoint"
 )
 
 // End reasons (DESIGN: "End reasons").
@@ -50,7 +48,7 @@ type Manager struct {
 	DB    *ledger.DB
 	Cfg   config.Config
 	Sinks map[string]Sink
-	Log   *Logger
+	Log   *logs.Logger
 	// Owner names this process in job leases; Lease is how long it holds one.
 	Owner string
 	Lease time.Duration
@@ -73,7 +71,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*Manager, error
 	}
 	m := &Manager{
 		Cfg:    cfg,
-		Log:    NewLogger(cfg.Home),
+		Log:    logs.New(cfg.Home),
 		Owner:  fmt.Sprintf("pid:%d:%d", os.Getpid(), time.Now().UnixNano()),
 		Lease:  defaultLease,
 		Now:    func() time.Time { return time.Now().UTC() },
@@ -106,24 +104,6 @@ func NewRunID() string {
 	return "run-" + hex.EncodeToString(b)
 }
 
-// crashAt kills this process when CX_TEST_CRASH_AT names the point: the
-// crash-point tests prove that every step of ending and committing can be
-// interrupted and finished later by a sweep.
-func crashAt(point string) {
-	if v := os.Getenv("CX_TEST_CRASH_AT"); v != "" && v == point {
-		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		time.Sleep(time.Minute)
-	}
-}
-
-// testPanic panics at a named point when CX_TEST_PANIC_AT names it: the
-// tests of "a bug in cx's bookkeeping does not take the supervisor down".
-func testPanic(point string) {
-	if v := os.Getenv("CX_TEST_PANIC_AT"); v != "" && v == point {
-		panic("test panic at " + point)
-	}
-}
-
 // toolChars bounds each captured tool input and output: [capture]
 // max_tool_chars, or [openviking] max_tool_chars when the session goes to
 // OpenViking and that is larger (the server takes tool output whole).
@@ -136,61 +116,6 @@ func (m *Manager) toolChars(sinks []string) int {
 	}
 	return n
 }
-
-// Logger appends cx's own diagnostics to CX_HOME/logs/cx.log.
-type Logger struct {
-	path string
-	mu   sync.Mutex
-}
-
-// NewLogger logs into home/logs/cx.log.
-func NewLogger(home string) *Logger { return &Logger{path: filepath.Join(home, "logs", "cx.log")} }
-
-// Printf writes one line; failures to log are ignored (logging must never
-// break a hook or a run).
-func (l *Logger) Printf(format string, args ...any) {
-	if l == nil || l.path == "" {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
-		return
-	}
-	RotateLog(l.path)
-	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	// Errors can quote what they failed on (a payload, a command line):
-	// nothing reaches the log unredacted.
-	fmt.Fprintf(f, "%s pid=%d %s\n", time.Now().UTC().Format(time.RFC3339Nano), os.Getpid(), redact.String(fmt.Sprintf(format, args...)))
-}
-
-// maxLogBytes bounds each log: past it the file becomes <name>.1 (the
-// previous .1 goes), so logs written on every hook never grow without end.
-const maxLogBytes = 8 << 20
-
-// RotateLog moves path aside when it has grown past the bound.
-func RotateLog(path string) {
-	if fi, err := os.Stat(path); err == nil && fi.Size() > maxLogBytes {
-		_ = os.Rename(path, path+".1")
-	}
-}
-
-// Recover, deferred first thing in a goroutine of cx's, turns a panic there
-// into a line with its stack in cx.log: a bug in bookkeeping must not take
-// down the supervisor (and with it Codex and the user's terminal), and the
-// rollout keeps whatever the bookkeeping missed.
-func (l *Logger) Recover(what string) {
-	if r := recover(); r != nil {
-		l.Printf("%s: panic: %v\n%s", what, r, debug.Stack())
-	}
-}
-
-// Path is the log file.
-func (l *Logger) Path() string { return l.path }
 
 // ensureSession returns the session, creating it live (generation 1) when
 // unknown. Fields that are empty in the ledger are filled from hint.
@@ -260,7 +185,7 @@ func (m *Manager) catchUp(ctx context.Context, id string) (ledger.Session, error
 	if err != nil {
 		return s, fmt.Errorf("capture %s: %w", id, err)
 	}
-	crashAt("capture")
+	testpoint.Crash("capture")
 	err = m.DB.Tx(ctx, func(tx *ledger.Tx) error {
 		s, err = tx.Session(ctx, id)
 		if err != nil {
@@ -397,7 +322,7 @@ func (m *Manager) endLive(ctx context.Context, id, reason string, o EndOptions) 
 		return tx.PutSession(ctx, s)
 	})
 	if err == nil && ended {
-		crashAt("ended")
+		testpoint.Crash("ended")
 	}
 	return ended, err
 }

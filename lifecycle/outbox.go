@@ -15,6 +15,7 @@ import (
 	"cx/internal/ledger"
 	"cx/internal/redact"
 	"cx/internal/rollout"
+	"cx/internal/testpoint"
 )
 
 // JobCommit is the kind of a generation's commit job.
@@ -133,7 +134,7 @@ func (m *Manager) WorkOutbox(ctx context.Context, only []int64) (int, error) {
 		if !ok {
 			return done, nil
 		}
-		crashAt("leased")
+		testpoint.Crash("leased")
 		m.runJob(ctx, job)
 		done++
 	}
@@ -143,7 +144,7 @@ func (m *Manager) WorkOutbox(ctx context.Context, only []int64) (int, error) {
 func (m *Manager) runJob(ctx context.Context, job ledger.Job) {
 	jobErr := m.commitJob(ctx, job)
 	if jobErr == nil {
-		crashAt("accepted")
+		testpoint.Crash("accepted")
 	}
 	// Record the outcome even if ctx ended meanwhile: the sink's work is done
 	// or failed, and the ledger must say which.

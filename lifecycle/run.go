@@ -12,6 +12,7 @@ import (
 	"cx/internal/ledger"
 	"cx/internal/proc"
 	"cx/internal/redact"
+	"cx/internal/testpoint"
 )
 
 // RunInfo describes a run when it starts.
@@ -132,7 +133,7 @@ func (r *Run) ChildStarted(pid int) {
 		if err != nil {
 			r.m.Log.Printf("record codex pid for %s: %v", r.info.ID, err)
 		}
-		testPanic("discover")
+		testpoint.Panic("discover")
 		r.discoverLoop(ctx, pid)
 	}()
 }

@@ -17,6 +17,7 @@ import (
 	"cx/internal/ledger"
 	"cx/internal/openviking"
 	"cx/internal/rollout"
+	"cx/internal/testpoint"
 )
 
 // JobAppend is the kind of a job that sends a live generation's new turns
@@ -268,7 +269,7 @@ func (o *OpenVikingSink) append(ctx context.Context, s ledger.Session, upTo int)
 			if err := o.putTurn(ctx, s.ID, st.Key, ledger.SinkTurn{State: ledger.SinkSending, Messages: len(msgs), RemoteBefore: before, SentAt: o.m.Now()}, nil); err != nil {
 				return err
 			}
-			crashAt("sending")
+			testpoint.Crash("sending")
 			done, err := o.Client().AddMessages(ctx, sid, msgs[from:])
 			if err != nil {
 				rec := ledger.SinkTurn{State: ledger.SinkSending, Messages: len(msgs), RemoteBefore: before}
@@ -284,7 +285,7 @@ func (o *OpenVikingSink) append(ctx context.Context, s ledger.Session, upTo int)
 				}
 				return classify(err)
 			}
-			crashAt("sent")
+			testpoint.Crash("sent")
 		}
 		rs.Expected = before + len(msgs)
 		if err := o.putTurn(ctx, s.ID, st.Key, ledger.SinkTurn{State: ledger.SinkSent, Messages: len(msgs), RemoteBefore: before}, rs); err != nil {
@@ -383,7 +384,7 @@ func (o *OpenVikingSink) Commit(ctx context.Context, req CommitRequest) error {
 	if err := o.putCommit(ctx, req.Session.ID, g, rec, &rs); err != nil {
 		return err
 	}
-	crashAt("committing")
+	testpoint.Crash("committing")
 	res, err := c.Commit(ctx, sid)
 	if err != nil {
 		if !openviking.Unanswered(err) {
@@ -394,7 +395,7 @@ func (o *OpenVikingSink) Commit(ctx context.Context, req CommitRequest) error {
 		}
 		return classify(err)
 	}
-	crashAt("committed")
+	testpoint.Crash("committed")
 	rec.SentAt = time.Time{}
 	if res.Empty() {
 		rec.State, rec.Detail = ledger.SinkSkipped, "nothing to archive"

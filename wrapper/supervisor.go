@@ -15,6 +15,7 @@ import (
 	"github.com/oklog/run"
 	"golang.org/x/sys/unix"
 
+	"cx/internal/testpoint"
 	"cx/internal/tty"
 )
 
@@ -77,7 +78,7 @@ func (s *supervisor) run(ctx context.Context) (ex Exit, err error) {
 	if s.spec.Observer != nil {
 		s.spec.Observer.Started(s.target, s.mode)
 	}
-	testPanic("started")
+	testpoint.PanicOn("CX_TEST_PANIC", "started")
 
 	exited := make(chan struct{})
 	stopper := newStopper(s)
@@ -138,7 +139,7 @@ func (s *supervisor) run(ctx context.Context) (ex Exit, err error) {
 		}
 		out := newRelay(ptmxFD, s.spec.Stdout)
 		out.keepReading = true
-		out.before = func() { testPanic("output") }
+		out.before = func() { testpoint.PanicOn("CX_TEST_PANIC", "output") }
 		outDone := make(chan struct{})
 		go func() {
 			defer s.guard()
@@ -343,13 +344,5 @@ func (s *supervisor) resize() {
 	}
 	if sz, ok := tty.GetSize(s.spec.Stdin.Fd(), s.spec.Stdout.Fd()); ok {
 		_ = tty.SetSize(s.ptmx, sz)
-	}
-}
-
-// testPanic panics at the named point when CX_TEST_PANIC names it: the
-// terminal-restore tests need a real panic in a real goroutine.
-func testPanic(where string) {
-	if v := os.Getenv("CX_TEST_PANIC"); v != "" && v == where {
-		panic("CX_TEST_PANIC at " + where)
 	}
 }

@@ -20,7 +20,9 @@ import (
 	"cx/internal/codex"
 	"cx/internal/config"
 	"cx/internal/fsutil"
+	"cx/internal/logs"
 	"cx/internal/redact"
+	"cx/internal/testpoint"
 	"cx/lifecycle"
 )
 
@@ -68,7 +70,7 @@ func (h *hookAnswer) send(event, context string) {
 // finish in time is picked up later from the rollout.
 func (a *app) ctlHook(ctx context.Context, args []string) (code int) {
 	ans := &hookAnswer{out: a.stdout}
-	var logger *lifecycle.Logger
+	var logger *logs.Logger
 	defer func() {
 		if r := recover(); r != nil {
 			if logger != nil {
@@ -93,7 +95,7 @@ func (a *app) ctlHook(ctx context.Context, args []string) (code int) {
 		return 0
 	}
 	cfg, cfgErr := config.Load(a.getenv)
-	logger = lifecycle.NewLogger(cfg.Home)
+	logger = logs.New(cfg.Home)
 	in := lifecycle.HookInput{Event: event, Payload: payload, PPID: os.Getppid()}
 	in.RunID, _ = a.getenv("CX_RUN_ID")
 	ev, p, perr := in.Parse()
@@ -125,7 +127,7 @@ func (a *app) ctlHook(ctx context.Context, args []string) (code int) {
 		return 0
 	}
 
-	testPanic(a.getenv, "hook-main")
+	testpoint.Panic("hook-main")
 	done := make(chan struct{})
 	var due bool
 	var injection string
@@ -139,7 +141,7 @@ func (a *app) ctlHook(ctx context.Context, args []string) (code int) {
 				injection, due = "", false
 			}
 		}()
-		testPanic(a.getenv, "hook-work")
+		testpoint.Panic("hook-work")
 		budget := time.Until(deadline)
 		m, err := lifecycle.Open(wctx, cfg, lifecycle.Options{BusyTimeout: budget / 2})
 		if err != nil {
@@ -196,13 +198,6 @@ func (a *app) ctlHook(ctx context.Context, args []string) (code int) {
 	return 0
 }
 
-// testPanic panics at a named point when CX_TEST_PANIC_AT names it: the
-// tests of "a bug in cx still answers Codex and leaves the terminal whole".
-func testPanic(getenv func(string) (string, bool), point string) {
-	if v, _ := getenv("CX_TEST_PANIC_AT"); v == point {
-		panic("test panic at " + point)
-	}
-}
 
 // sessionUses reports whether a session's sinks include sink.
 func sessionUses(ctx context.Context, m *lifecycle.Manager, id, sink string) bool {
@@ -220,7 +215,7 @@ func sessionUses(ctx context.Context, m *lifecycle.Manager, id, sink string) boo
 
 // spawnSweeper starts `cx ctl sweep --background` in a session of its own,
 // so commits proceed after the hook has answered and Codex moved on.
-func (a *app) spawnSweeper(home string, logger *lifecycle.Logger) {
+func (a *app) spawnSweeper(home string, logger *logs.Logger) {
 	if sweepLocked(home) {
 		return
 	}
@@ -282,9 +277,6 @@ func (a *app) recordHookEvent(cfg config.Config, au hookAudit) {
 		return
 	}
 	dir := filepath.Join(cfg.Home, "logs")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return
-	}
 	rec := map[string]any{
 		"time":          time.Now().UTC().Format(time.RFC3339Nano),
 		"event":         au.Event,
@@ -319,12 +311,5 @@ func (a *app) recordHookEvent(cfg config.Config, au hookAudit) {
 		rec["error"] = redact.String(au.Err.Error())
 	}
 	line, _ := json.Marshal(rec)
-	path := filepath.Join(dir, "hook-events.jsonl")
-	lifecycle.RotateLog(path)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	_, _ = f.Write(append(line, '\n'))
+	_ = logs.Append(filepath.Join(dir, "hook-events.jsonl"), append(line, '\n'))
 }

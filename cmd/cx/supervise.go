@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"cx/internal/config"
+	"cx/internal/logs"
+	"cx/internal/testpoint"
 	"cx/lifecycle"
 	"cx/wrapper"
 )
@@ -17,7 +19,7 @@ import (
 // stays that of the supervisor alone.
 type supervision struct {
 	a         *app
-	log       *lifecycle.Logger
+	log       *logs.Logger
 	home      string
 	info      lifecycle.RunInfo
 	startedAt time.Time
@@ -31,7 +33,7 @@ type supervision struct {
 }
 
 func startSupervision(ctx context.Context, a *app, cfg config.Config, info lifecycle.RunInfo, tap *lifecycle.AppServerTap) *supervision {
-	s := &supervision{a: a, log: lifecycle.NewLogger(cfg.Home), home: cfg.Home, info: info, startedAt: time.Now(), ready: make(chan struct{}), started: make(chan struct{}), launched: make(chan struct{})}
+	s := &supervision{a: a, log: logs.New(cfg.Home), home: cfg.Home, info: info, startedAt: time.Now(), ready: make(chan struct{}), started: make(chan struct{}), launched: make(chan struct{})}
 	// Every goroutine here recovers: a bug in cx's bookkeeping is logged
 	// (cx.log) and costs the run's records, never Codex or the terminal;
 	// the rollout keeps the session for a later sweep.
@@ -52,7 +54,7 @@ func startSupervision(ctx context.Context, a *app, cfg config.Config, info lifec
 				tap.Bind(nil) // the tap counts frames and records nothing
 			}
 		}()
-		testPanic(a.getenv, "supervise-open")
+		testpoint.Panic("supervise-open")
 		s.m, s.err = lifecycle.Open(ctx, cfg, lifecycle.Options{})
 		if s.err != nil {
 			return
@@ -152,7 +154,7 @@ func (s *supervision) finish(ctx context.Context, ex wrapper.Exit) {
 	if ex.Received != nil {
 		info.Received = wrapper.SignalName(ex.Received)
 	}
-	testPanic(s.a.getenv, "supervise-finish")
+	testpoint.Panic("supervise-finish")
 	if err := s.run.Finish(ctx, info); err != nil {
 		_ = lifecycle.MarkUnrecorded(s.home, s.info.CodexHome, s.startedAt)
 		s.m.Log.Printf("finish run %s: %v", s.run.ID(), err)
