@@ -198,7 +198,6 @@ func (a *app) ctlHook(ctx context.Context, args []string) (code int) {
 	return 0
 }
 
-
 // sessionUses reports whether a session's sinks include sink.
 func sessionUses(ctx context.Context, m *lifecycle.Manager, id, sink string) bool {
 	s, err := m.DB.Session(ctx, id)
