@@ -257,7 +257,7 @@ func Remove(path string, src []byte, dropEmpty func(event string) bool) ([]byte,
 				drop = append(drop, g)
 			case ours > 0:
 				keep = append(keep, g)
-				edits = append(edits, removeElems(src, g.get("hooks"), func(h *node) bool {
+				edits = append(edits, removeElems(g.get("hooks"), func(h *node) bool {
 					c := h.get("command")
 					return c != nil && c.kind == '"' && IsOurs(c.str, m.key)
 				})...)
@@ -276,7 +276,7 @@ func Remove(path string, src []byte, dropEmpty func(event string) bool) ([]byte,
 		for _, d := range drop {
 			dropSet[d] = true
 		}
-		edits = append(edits, removeElems(src, arr, func(n *node) bool { return dropSet[n] })...)
+		edits = append(edits, removeElems(arr, func(n *node) bool { return dropSet[n] })...)
 	}
 	edits = append(edits, removeMembers(hooks, dropMembers)...)
 	if len(edits) == 0 {
@@ -289,53 +289,40 @@ func Remove(path string, src []byte, dropEmpty func(event string) bool) ([]byte,
 	return out, true, nil
 }
 
-// removeElems removes the array elements matching drop, with their commas:
-// each run of consecutive dropped elements goes from the end of the element
-// before it (or, for a leading run, up to the start of the element after it).
-func removeElems(src []byte, arr *node, drop func(*node) bool) []edit {
-	var edits []edit
-	n := len(arr.elems)
-	for a := 0; a < n; a++ {
-		if !drop(arr.elems[a]) {
-			continue
-		}
-		b := a
-		for b+1 < n && drop(arr.elems[b+1]) {
-			b++
-		}
-		switch {
-		case a > 0:
-			edits = append(edits, edit{arr.elems[a-1].end, arr.elems[b].end, ""})
-		case b == n-1:
-			edits = append(edits, edit{arr.start + 1, arr.end - 1, ""})
-		default:
-			edits = append(edits, edit{arr.elems[a].start, arr.elems[b+1].start, ""})
-		}
-		a = b
-	}
-	return edits
+// removeElems removes the array elements matching drop, with their commas.
+func removeElems(arr *node, drop func(*node) bool) []edit {
+	return removeRuns(len(arr.elems), func(i int) bool { return drop(arr.elems[i]) },
+		func(i int) int { return arr.elems[i].start }, func(i int) int { return arr.elems[i].end }, arr.start+1, arr.end-1)
 }
 
 // removeMembers removes the object's members at the given indexes, with
-// their commas, run by run as removeElems does.
+// their commas.
 func removeMembers(obj *node, drop map[int]bool) []edit {
+	return removeRuns(len(obj.keys), func(i int) bool { return drop[i] },
+		func(i int) int { return obj.keys[i].keyStart }, func(i int) int { return obj.keys[i].memberEnd }, obj.start+1, obj.end-1)
+}
+
+// removeRuns removes the items (of n) drop names, with their commas: each
+// run of consecutive dropped items goes from the end of the item before it
+// (or, for a leading run, up to the start of the item after it; all of
+// them, everything from open to close).
+func removeRuns(n int, drop func(int) bool, start, end func(int) int, open, close int) []edit {
 	var edits []edit
-	n := len(obj.keys)
 	for a := 0; a < n; a++ {
-		if !drop[a] {
+		if !drop(a) {
 			continue
 		}
 		b := a
-		for b+1 < n && drop[b+1] {
+		for b+1 < n && drop(b+1) {
 			b++
 		}
 		switch {
 		case a > 0:
-			edits = append(edits, edit{obj.keys[a-1].memberEnd, obj.keys[b].memberEnd, ""})
+			edits = append(edits, edit{end(a - 1), end(b), ""})
 		case b == n-1:
-			edits = append(edits, edit{obj.start + 1, obj.end - 1, ""})
+			edits = append(edits, edit{open, close, ""})
 		default:
-			edits = append(edits, edit{obj.keys[a].keyStart, obj.keys[b+1].keyStart, ""})
+			edits = append(edits, edit{start(a), start(b + 1), ""})
 		}
 		a = b
 	}

@@ -33,6 +33,40 @@ type Installer struct {
 	Trust    bool
 }
 
+// New is the installer of this cx binary's hooks into codexHome ("": the
+// CODEX_HOME getenv names), remembering its changes in stateDir. With a
+// Codex found (codexErr nil) it records trust through that Codex where the
+// version requires it.
+func New(codexHome, stateDir string, getenv func(string) (string, bool), bin codex.Binary, caps codex.Caps, codexErr error) (*Installer, error) {
+	self, err := Self()
+	if err != nil {
+		return nil, err
+	}
+	if codexHome == "" {
+		codexHome = codex.Home(getenv)
+	}
+	codexHome, _ = filepath.Abs(codexHome)
+	in := &Installer{CodexHome: codexHome, CXPath: self, StateDir: stateDir}
+	if codexErr == nil {
+		in.Codex = bin.Path
+		in.CodexEnv = codex.Env(os.Environ(), bin, []string{codex.HomeEnv(codexHome), "CX_HOOKS_OFF=1"}, "CX_RUN_ID")
+		in.Trust = caps.HasHookTrust()
+	}
+	return in, nil
+}
+
+// Self is the cx binary the hooks run: this executable, symlinks resolved.
+func Self() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the cx binary: %w", err)
+	}
+	if resolved, err := filepath.EvalSymlinks(self); err == nil {
+		self = resolved
+	}
+	return self, nil
+}
+
 // HooksPath is the home's hooks.json.
 func (in *Installer) HooksPath() string { return filepath.Join(in.CodexHome, "hooks.json") }
 
@@ -193,6 +227,31 @@ type Status struct {
 
 // Inspect reads hooks.json (and, with trust, asks Codex) without changing anything.
 func (in *Installer) Inspect(ctx context.Context) (Status, error) {
+	st, err := in.inspectFile()
+	if err != nil {
+		return st, err
+	}
+	if in.Trust && len(st.Installed) > 0 {
+		c, err := codex.Start(ctx, in.Codex, in.CodexEnv)
+		if err != nil {
+			return st, err
+		}
+		defer c.Close()
+		hooks, err := c.ListHooks(ctx, "")
+		if err != nil {
+			return st, err
+		}
+		for _, h := range hooks {
+			if h.SourcePath == in.HooksPath() && IsOurs(h.Command, codex.EventName(h.EventName)) {
+				st.Trust[codex.EventName(h.EventName)] = h.TrustStatus
+			}
+		}
+	}
+	return st, nil
+}
+
+// inspectFile is Inspect from hooks.json alone.
+func (in *Installer) inspectFile() (Status, error) {
 	st := Status{Trust: map[string]string{}}
 	data, err := os.ReadFile(in.HooksPath())
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -225,22 +284,6 @@ func (in *Installer) Inspect(ctx context.Context) (Status, error) {
 			st.Installed = append(st.Installed, e.Event)
 		default:
 			st.Installed = append(st.Installed, e.Event)
-		}
-	}
-	if in.Trust && len(st.Installed) > 0 {
-		c, err := codex.Start(ctx, in.Codex, in.CodexEnv)
-		if err != nil {
-			return st, err
-		}
-		defer c.Close()
-		hooks, err := c.ListHooks(ctx, "")
-		if err != nil {
-			return st, err
-		}
-		for _, h := range hooks {
-			if h.SourcePath == in.HooksPath() && IsOurs(h.Command, codex.EventName(h.EventName)) {
-				st.Trust[codex.EventName(h.EventName)] = h.TrustStatus
-			}
 		}
 	}
 	return st, nil

@@ -10,13 +10,14 @@ import (
 	"cx/internal/checkpoint"
 	"cx/internal/continuity"
 	"cx/internal/ledger"
+	"cx/internal/rollout"
 )
 
 // Request names the session a block is for.
 type Request struct {
-	Home           string     // CX_HOME (continuity files)
-	DB             *ledger.DB // read only: archives of earlier sessions
-	Source         string     // startup | clear | fork | resume | compact | fallback
+	Home           string // CX_HOME (continuity files)
+	Ledger         Ledger // archives of earlier sessions (nil: none)
+	Source         string // startup | clear | fork | resume | compact | fallback
 	SessionID      string
 	Cwd            string
 	TranscriptPath string
@@ -25,6 +26,24 @@ type Request struct {
 	// of the session (OpenViking's latest_archive_overview) for a resume.
 	RemoteOverview func(ctx context.Context, sessionID string) string
 }
+
+// Ledger is the read-only view of cx's ledger inject works from.
+type Ledger interface {
+	Sessions(ctx context.Context) ([]ledger.Session, error)
+	Archives(ctx context.Context, sessionID string) ([]ledger.Archive, error)
+	Generations(ctx context.Context, sessionID string) ([]ledger.Generation, error)
+}
+
+// Injector is the injector the hook server asks (lifecycle.Injector).
+type Injector struct{}
+
+// ForSessionStart is ForSessionStart.
+func (Injector) ForSessionStart(ctx context.Context, r Request) string {
+	return ForSessionStart(ctx, r)
+}
+
+// ForCompaction is ForCompaction.
+func (Injector) ForCompaction(r Request) string { return ForCompaction(r) }
 
 // ForSessionStart builds the SessionStart block: continuity, and the
 // checkpoint of this session (resume, compact) or of the project's latest
@@ -49,7 +68,7 @@ func ForSessionStart(ctx context.Context, r Request) string {
 		}
 		if r.Source == "resume" {
 			in.Present = PresentIn(rolloutBytes)
-			in.Overview = overview(ctx, r.DB, r.SessionID)
+			in.Overview = overview(ctx, r.Ledger, r.SessionID)
 			if r.RemoteOverview != nil {
 				if o := r.RemoteOverview(ctx, r.SessionID); o != "" {
 					in.Overview = strings.TrimSpace(in.Overview + "\n\n" + o)
@@ -57,7 +76,7 @@ func ForSessionStart(ctx context.Context, r Request) string {
 			}
 		}
 	default:
-		if cp, of := latestOfProject(ctx, r.DB, continuity.Store{Home: r.Home}, id, r.SessionID); cp != nil {
+		if cp, of := latestOfProject(ctx, r.Ledger, continuity.Store{Home: r.Home}, id, r.SessionID); cp != nil {
 			in.Checkpoint, in.CheckpointOf = cp, of
 		}
 	}
@@ -80,7 +99,7 @@ func ForCompaction(r Request) string {
 
 // latestOfProject is the checkpoint archived by the most recent other
 // session of the same project.
-func latestOfProject(ctx context.Context, db *ledger.DB, store continuity.Store, id continuity.Identity, self string) (*checkpoint.Checkpoint, string) {
+func latestOfProject(ctx context.Context, db Ledger, store continuity.Store, id continuity.Identity, self string) (*checkpoint.Checkpoint, string) {
 	if db == nil {
 		return nil, ""
 	}
@@ -118,7 +137,7 @@ func latestOfProject(ctx context.Context, db *ledger.DB, store continuity.Store,
 
 // overview summarises a session's archived generations (the local sink's
 // archive overview): what was asked in each.
-func overview(ctx context.Context, db *ledger.DB, id string) string {
+func overview(ctx context.Context, db Ledger, id string) string {
 	if db == nil {
 		return ""
 	}
@@ -143,17 +162,8 @@ func overview(ctx context.Context, db *ledger.DB, id string) string {
 				fmt.Fprintf(&b, "  - … %d more\n", len(turns)-5)
 				break
 			}
-			fmt.Fprintf(&b, "  - asked: %s\n", oneLine(t.User, 120))
+			fmt.Fprintf(&b, "  - asked: %s\n", rollout.OneLine(t.User, 120))
 		}
 	}
 	return b.String()
-}
-
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
 	"cx/internal/ledger"
 	"cx/internal/testpoint"
+	"cx/wrapper"
 )
 
 // AppServerTap watches the newline-delimited JSON-RPC between a daemon and
@@ -259,3 +262,22 @@ func (t *AppServerTap) end(ctx context.Context, id string) {
 		t.run.m.Log.Printf("app-server: end %s: %v", id, err)
 	}
 }
+
+// TeeTap also writes what the tap sees to dir/from-parent and dir/from-child
+// (CX_TEST_TAP_LOG: the app-server test compares them with the daemon's bytes).
+func TeeTap(t wrapper.Tap, dir string) wrapper.Tap {
+	in, err1 := os.Create(filepath.Join(dir, "from-parent"))
+	out, err2 := os.Create(filepath.Join(dir, "from-child"))
+	if err1 != nil || err2 != nil {
+		return t
+	}
+	return tee{t, in, out}
+}
+
+type tee struct {
+	wrapper.Tap
+	in, out *os.File
+}
+
+func (t tee) FromParent(b []byte) { _, _ = t.in.Write(b); t.Tap.FromParent(b) }
+func (t tee) FromChild(b []byte)  { _, _ = t.out.Write(b); t.Tap.FromChild(b) }

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"cx/internal/codex"
+	"cx/internal/health"
 	"cx/internal/ledger"
 	"cx/internal/proc"
+	"cx/internal/sink"
 )
 
 // Hook events cx handles (Codex's spelling).
@@ -26,10 +28,6 @@ const (
 
 // KnownEvents are the events with a handler.
 var KnownEvents = []string{EvSessionStart, EvUserPromptSubmit, EvStop, EvPreCompact, EvPostCompact, EvSessionEnd, EvInterrupt}
-
-// DoctorPrefix marks the session ids of `cx ctl doctor`'s test calls: the
-// handler answers them and records nothing.
-const DoctorPrefix = "cx-doctor-"
 
 // HookPayload is the JSON Codex gives a hook on stdin.
 type HookPayload struct {
@@ -117,7 +115,7 @@ func (m *Manager) HandleHook(ctx context.Context, in HookInput) (HookResult, err
 	if err != nil {
 		return res, err
 	}
-	if strings.HasPrefix(p.SessionID, DoctorPrefix) {
+	if strings.HasPrefix(p.SessionID, health.DoctorPrefix) {
 		return res, nil
 	}
 	run, owned := m.attribute(ctx, in.RunID, in.PPID)
@@ -253,11 +251,11 @@ func (m *Manager) endReason(ctx context.Context, runID, own string) string {
 
 // armAppends schedules sending the new turns to the session's remote sinks.
 func (m *Manager) armAppends(ctx context.Context, s ledger.Session) error {
-	for _, sink := range s.Sinks {
-		if _, ok := m.Sinks[sink].(Appender); !ok || s.Status != ledger.Live {
+	for _, name := range s.Sinks {
+		if _, ok := m.Sinks[name].(sink.Appender); !ok || s.Status != ledger.Live {
 			continue
 		}
-		if err := m.DB.Tx(ctx, func(tx *ledger.Tx) error { return tx.ArmJob(ctx, JobAppend, s.ID, s.Generation, sink) }); err != nil {
+		if err := m.DB.Tx(ctx, func(tx *ledger.Tx) error { return tx.ArmJob(ctx, JobAppend, s.ID, s.Generation, name) }); err != nil {
 			return err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"cx/internal/codextest"
+	"cx/internal/health"
 	"cx/internal/ledger"
 	"cx/lifecycle"
 )
@@ -464,7 +465,7 @@ func TestHooksOffAndDoctorIDs(t *testing.T) {
 	if strings.TrimSpace(out) != "{}" {
 		t.Fatalf("answer %q", out)
 	}
-	e.hook("SessionStart", map[string]any{"session_id": lifecycle.DoctorPrefix + "1", "hook_event_name": "SessionStart", "source": "startup"})
+	e.hook("SessionStart", map[string]any{"session_id": health.DoctorPrefix + "1", "hook_event_name": "SessionStart", "source": "startup"})
 	if len(e.sessions()) != 0 {
 		t.Fatalf("recorded: %+v", e.sessions())
 	}

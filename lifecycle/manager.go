@@ -12,7 +12,6 @@ package lifecycle
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -24,10 +23,11 @@ import (
 
 	"cx/internal/codex"
 	"cx/internal/config"
-	"cx/internal/fsutil"
 	"cx/internal/ledger"
 	"cx/internal/logs"
 	"cx/internal/rollout"
+	"cx/internal/sink"
+	ovsink "cx/internal/sink/openviking"
 	"cx/internal/testpoint"
 )
 
@@ -47,7 +47,7 @@ const (
 type Manager struct {
 	DB    *ledger.DB
 	Cfg   config.Config
-	Sinks map[string]Sink
+	Sinks map[string]sink.Sink
 	Log   *logs.Logger
 	// Owner names this process in job leases; Lease is how long it holds one.
 	Owner string
@@ -85,7 +85,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*Manager, error
 		return nil, err
 	}
 	m.DB = db
-	m.Sinks = DefaultSinks(m)
+	m.Sinks = defaultSinks(m.host())
 	return m, nil
 }
 
@@ -110,7 +110,7 @@ func NewRunID() string {
 func (m *Manager) toolChars(sinks []string) int {
 	n := m.Cfg.Capture.MaxToolChars
 	for _, s := range sinks {
-		if s == ovSink {
+		if s == ovsink.Name {
 			n = max(n, m.Cfg.OpenViking.MaxToolChars)
 		}
 	}
@@ -334,20 +334,4 @@ func (m *Manager) End(ctx context.Context, id, reason string, o EndOptions) (boo
 		m.Log.Printf("catch up %s before end: %v", id, err)
 	}
 	return m.endLive(ctx, id, reason, o)
-}
-
-// lockRemote serialises, across processes, everything sent to one remote
-// sink for one session: two workers (a Stop's append, the end's commit)
-// must never both decide a turn still needs sending.
-func (m *Manager) lockRemote(ctx context.Context, sessionID, sink string) (func(), error) {
-	dir := filepath.Join(m.Cfg.Home, "locks")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	sum := sha256.Sum256([]byte(sink + "\x00" + sessionID))
-	unlock, err := fsutil.LockContext(ctx, filepath.Join(dir, hex.EncodeToString(sum[:8])+".lock"))
-	if err != nil {
-		return nil, fmt.Errorf("wait for the %s lock of %s: %w", sink, sessionID, err)
-	}
-	return unlock, nil
 }

@@ -9,12 +9,10 @@ import (
 	"os"
 	"time"
 
-	"cx/internal/checkpoint"
-	"cx/internal/codex"
-	"cx/internal/continuity"
 	"cx/internal/ledger"
 	"cx/internal/redact"
 	"cx/internal/rollout"
+	"cx/internal/sink"
 	"cx/internal/testpoint"
 )
 
@@ -24,82 +22,6 @@ const JobCommit = "commit"
 // defaultLease is how long a worker holds a job; an expired lease (the
 // worker died) makes the job due again.
 const defaultLease = 2 * time.Minute
-
-// CommitRequest is what a sink gets to commit one generation.
-type CommitRequest struct {
-	Session    ledger.Session
-	Generation ledger.Generation
-	Turns      []rollout.Turn
-	Job        ledger.Job
-}
-
-// Sink is a memory backend. Commit must be safe to call again after a crash
-// (the outbox guarantees at-least-once; a sink makes it exactly-once by
-// keying its effect on the session and generation).
-type Sink interface {
-	Commit(ctx context.Context, req CommitRequest) error
-}
-
-// PermanentError marks a failure retrying cannot fix: the job is parked at once.
-type PermanentError struct{ Err error }
-
-func (e *PermanentError) Error() string { return e.Err.Error() }
-func (e *PermanentError) Unwrap() error { return e.Err }
-
-// DefaultSinks are the sinks this build has.
-func DefaultSinks(m *Manager) map[string]Sink {
-	return map[string]Sink{"local": &LocalSink{m: m}, "openviking": NewOpenVikingSink(m), "exec": &ExecSink{m: m}}
-}
-
-// LocalSink archives a generation in the ledger — its turns and its
-// checkpoint — and merges its evidence into the project's continuity files.
-type LocalSink struct{ m *Manager }
-
-// Commit stores the archive (storing it twice is a no-op) after updating
-// continuity (merging the same evidence twice changes nothing).
-func (l *LocalSink) Commit(ctx context.Context, req CommitRequest) error {
-	turns, _ := json.Marshal(req.Turns)
-	var cpJSON, cont string
-	path := codex.FindRollout(req.Session.CodexHome, req.Session.ID, req.Session.TranscriptPath)
-	if data, err := readUpTo(path, req.Generation.EndOffset); err == nil {
-		cp := checkpoint.FromRollout(data, checkpoint.DefaultCaps)
-		cpJSON = string(cp.JSON())
-		cwd := req.Session.Cwd
-		if cwd == "" {
-			cwd = cp.Cwd
-		}
-		if cwd != "" && len(req.Turns) > 0 {
-			store := continuity.Store{Home: l.m.Cfg.Home}
-			_, wt, err := store.Update(store.Identify(cwd), continuity.Evidence{
-				SessionID: req.Session.ID, EndReason: req.Generation.EndReason, Turns: req.Turns, Plan: cp.Plan.Steps})
-			if err != nil {
-				return err
-			}
-			cont = wt
-		}
-	} else if path != "" {
-		l.m.Log.Printf("local commit %s g%d: rollout: %v (archiving the captured turns only)", req.Session.ID, req.Generation.Generation, err)
-	}
-	return l.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
-		return tx.PutArchive(ctx, req.Session.ID, req.Generation.Generation, string(turns), cpJSON, cont)
-	})
-}
-
-// readUpTo reads a rollout's first n bytes (all of it when n is 0 or the
-// file is shorter: it was rewritten since).
-func readUpTo(path string, n int64) ([]byte, error) {
-	if path == "" {
-		return nil, errors.New("no rollout")
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if n > 0 && int64(len(data)) >= n {
-		data = data[:n]
-	}
-	return data, nil
-}
 
 // backoff is the wait before attempt n+1: exponential from 2 s, capped at
 // one hour, with ±20 % jitter so many workers do not retry in step.
@@ -177,7 +99,7 @@ func (m *Manager) recordOutcome(ctx context.Context, tx *ledger.Tx, job ledger.J
 	}
 	job.Attempts++
 	job.LastError = redact.String(jobErr.Error())
-	var perm *PermanentError
+	var perm *sink.PermanentError
 	if errors.As(jobErr, &perm) || job.Attempts >= m.Cfg.Lifecycle.MaxAttempts {
 		job.State = ledger.JobParked
 		_ = tx.AddEvent(ctx, "job.parked", job.SessionID, "", fmt.Sprintf("%s g%d %s: %s", job.Kind, job.Generation, job.Sink, job.LastError))
@@ -217,16 +139,16 @@ func (m *Manager) settleGeneration(ctx context.Context, tx *ledger.Tx, sessionID
 }
 
 func (m *Manager) commitJob(ctx context.Context, job ledger.Job) error {
-	sink, ok := m.Sinks[job.Sink]
+	sk, ok := m.Sinks[job.Sink]
 	if !ok {
-		return &PermanentError{fmt.Errorf("sink %q is not available in this cx", job.Sink)}
+		return &sink.PermanentError{Err: fmt.Errorf("sink %q is not available in this cx", job.Sink)}
 	}
 	s, err := m.DB.Session(ctx, job.SessionID)
 	if err != nil {
 		return err
 	}
 	if job.Kind == JobAppend {
-		if a, ok := sink.(Appender); ok {
+		if a, ok := sk.(sink.Appender); ok {
 			return a.Append(ctx, s, job.Generation)
 		}
 		return nil
@@ -242,7 +164,7 @@ func (m *Manager) commitJob(ctx context.Context, job ledger.Job) error {
 		}
 	}
 	if g == nil {
-		return &PermanentError{fmt.Errorf("generation %d of %s is not recorded", job.Generation, job.SessionID)}
+		return &sink.PermanentError{Err: fmt.Errorf("generation %d of %s is not recorded", job.Generation, job.SessionID)}
 	}
 	stored, err := m.DB.Turns(ctx, job.SessionID, job.Generation)
 	if err != nil {
@@ -255,7 +177,7 @@ func (m *Manager) commitJob(ctx context.Context, job ledger.Job) error {
 			turns = append(turns, t)
 		}
 	}
-	return sink.Commit(ctx, CommitRequest{Session: s, Generation: *g, Turns: turns, Job: job})
+	return sk.Commit(ctx, sink.Request{Session: s, Generation: *g, Turns: turns, Job: job})
 }
 
 // redactTurn removes secrets from everything a turn carries.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"cx/internal/codex"
+	"cx/internal/config"
 	"cx/internal/ledger"
 	"cx/internal/proc"
 )
@@ -135,4 +137,31 @@ func (m *Manager) Commit(ctx context.Context, id string) (bool, error) {
 	}
 	_, err = m.WorkOutbox(ctx, nil)
 	return ended, err
+}
+
+// SweepNow opens the ledger and sweeps once, within five minutes: `cx ctl
+// sweep`, and the background sweeper a hook starts when commits are due
+// (background: it holds the one sweeper's lock, or leaves at once when
+// another does, with no error).
+func SweepNow(ctx context.Context, cfg config.Config, background bool) (SweepResult, error) {
+	if background {
+		unlock, err := lockSweeper(cfg.Home)
+		if err != nil {
+			return SweepResult{}, nil // another sweeper is at work
+		}
+		defer unlock()
+	}
+	m, err := Open(ctx, cfg, Options{})
+	if err != nil {
+		return SweepResult{}, err
+	}
+	defer m.Close()
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	res, err := m.Sweep(sctx)
+	if err != nil {
+		m.Log.Printf("sweep: %v", err)
+		return res, fmt.Errorf("sweep: %w", err)
+	}
+	return res, nil
 }

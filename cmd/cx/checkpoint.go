@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"cx/internal/checkpoint"
+	"cx/internal/cli"
 )
 
 // ctlCheckpoint prints the deterministic checkpoint of a rollout: its JSON
@@ -14,7 +15,7 @@ import (
 // files changed since (relative to the rollout's cwd) as SUSPECT.
 func (a *app) ctlCheckpoint(ctx context.Context, args []string) int {
 	var asJSON, disk bool
-	pos, code, ok := a.args(ctlArgs{name: "checkpoint", synopsis: "<rollout.jsonl>", min: 1, max: 1, define: func(fs *flag.FlagSet) {
+	pos, code, ok := a.args(cli.Spec{Name: "checkpoint", Synopsis: "<rollout.jsonl>", Min: 1, Max: 1, Define: func(fs *flag.FlagSet) {
 		fs.BoolVar(&asJSON, "json", false, "the checkpoint JSON")
 		fs.BoolVar(&disk, "disk", false, "mark files changed on disk since as SUSPECT")
 	}}, args)

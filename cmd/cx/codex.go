@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"cx/inject"
 	"cx/internal/codex"
 	"cx/internal/config"
 	"cx/lifecycle"
@@ -31,20 +32,10 @@ func (a *app) loadConfig() (config.Config, error) {
 	return cfg, err
 }
 
-// findCodex resolves the Codex binary and its capabilities (cached).
+// findCodex resolves the Codex binary and its capabilities (cached in CX_HOME).
 func (a *app) findCodex(ctx context.Context, cfg config.Config) (codex.Binary, codex.Caps, error) {
-	self, err := os.Executable()
-	if err != nil {
-		self = ""
-	}
 	pathEnv, _ := a.getenv("PATH")
-	bin, err := codex.Resolve(cfg.Codex.Bin, pathEnv, self)
-	if err != nil {
-		return bin, codex.Caps{}, err
-	}
-	cache := codex.Cache{Path: filepath.Join(cfg.Home, "cache", "codex-caps.json")}
-	caps, err := cache.Lookup(ctx, bin)
-	return bin, caps, err
+	return codex.Find(ctx, cfg.Codex.Bin, pathEnv, filepath.Join(cfg.Home, "cache"))
 }
 
 func (a *app) runCodex(ctx context.Context, args []string) int {
@@ -70,27 +61,20 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 		a.errorf("warning: %v", err)
 	}
 
-	codexArgs := codex.Args(args, caps)
-	if sub := codex.Subcommand(args, caps); cfg.Inject.Enabled && hasContinuity(cfg.Home) && (codex.SelectsTUI(args, caps) || sub == "exec" || sub == "e") {
-		// Without active hooks, the context goes in at launch instead.
-		self, _ := os.Executable()
-		if resolved, err := filepath.EvalSymlinks(self); err == nil {
-			self = resolved
-		}
-		if ok, why := hooksActive(ctx, codex.Home(a.getenv), self, caps); !ok {
-			codexArgs = fallbackArgs(ctx, a, cfg, codex.Home(a.getenv), codexArgs, why)
-		}
+	codexArgs, note := inject.AtLaunch(ctx, cfg, codex.Home(a.getenv), cwd(), args, codex.Args(args, caps), caps)
+	if note != "" {
+		a.errorf("%s", note)
 	}
 	runID := lifecycle.NewRunID()
 	var tap *lifecycle.AppServerTap
 	mode := ""
-	if isAppServer(args, caps) {
+	if codex.IsAppServer(args, caps) {
 		tap, mode = lifecycle.NewAppServerTap(), lifecycle.ModeAppServer
 	}
-	sup := startSupervision(ctx, a, cfg, lifecycle.RunInfo{
+	sup := lifecycle.Supervise(ctx, cfg, lifecycle.RunInfo{
 		ID: runID, CodexHome: codex.Home(a.getenv), CodexVersion: caps.Version,
 		Cwd: cwd(), Args: codexArgs, Sinks: cfg.Sinks, Mode: mode,
-	}, tap)
+	}, tap, a.errorf)
 	spec := wrapper.Spec{
 		Path:     bin.Path,
 		Args:     codexArgs,
@@ -114,7 +98,7 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 		spec.Stop.CloseStdin = true
 		spec.Tap = tap // the daemon's JSON-RPC is relayed byte for byte and watched
 		if dir, ok := a.getenv("CX_TEST_TAP_LOG"); ok && dir != "" {
-			spec.Tap = teeTap(tap, dir) // tests compare both sides of the relay
+			spec.Tap = lifecycle.TeeTap(tap, dir) // tests compare both sides of the relay
 		}
 	}
 	ex, err := wrapper.Run(ctx, spec)
@@ -125,37 +109,8 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 		a.errorf("%v", err) // cx's own trouble never changes Codex's status
 	}
 	// The terminal is restored: now the synthesized session end, bounded.
-	sup.finish(ctx, ex)
+	sup.Finish(ctx, ex)
 	return ex.Code
-}
-
-// hasContinuity reports whether any earlier session left context to give
-// (one stat: a first run, or a home without local archives, pays nothing).
-func hasContinuity(home string) bool {
-	_, err := os.Stat(filepath.Join(home, "projects"))
-	return err == nil
-}
-
-// isAppServer reports whether args run the app-server itself (not one of
-// its tooling subcommands).
-func isAppServer(args []string, caps codex.Caps) bool {
-	if codex.Subcommand(args, caps) != "app-server" {
-		return false
-	}
-	after := false
-	for _, a := range args {
-		if a == "app-server" {
-			after = true
-			continue
-		}
-		if after {
-			switch a {
-			case "daemon", "proxy", "generate-ts", "generate-json-schema", "help":
-				return false
-			}
-		}
-	}
-	return true
 }
 
 func cwd() string {
@@ -168,22 +123,3 @@ func cwd() string {
 func codexEnv(base []string, bin codex.Binary, cfg config.Config, pid int, runID string) []string {
 	return codex.Env(base, bin, []string{"CX_HOME=" + cfg.Home, supervisorPIDVar + "=" + strconv.Itoa(pid), "CX_RUN_ID=" + runID}, "CX_HOOKS_OFF")
 }
-
-// teeTap also writes what the tap sees to dir/from-parent and dir/from-child
-// (CX_TEST_TAP_LOG: the app-server test compares them with the daemon's bytes).
-func teeTap(t wrapper.Tap, dir string) wrapper.Tap {
-	in, err1 := os.Create(filepath.Join(dir, "from-parent"))
-	out, err2 := os.Create(filepath.Join(dir, "from-child"))
-	if err1 != nil || err2 != nil {
-		return t
-	}
-	return tee{t, in, out}
-}
-
-type tee struct {
-	wrapper.Tap
-	in, out *os.File
-}
-
-func (t tee) FromParent(b []byte) { _, _ = t.in.Write(b); t.Tap.FromParent(b) }
-func (t tee) FromChild(b []byte)  { _, _ = t.out.Write(b); t.Tap.FromChild(b) }

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"cx/inject"
-	"cx/internal/ledger"
+	"cx/internal/cli"
 )
 
 // ctlContext prints the block cx would give a new session started here
@@ -15,7 +15,7 @@ import (
 func (a *app) ctlContext(ctx context.Context, args []string) int {
 	var dir string
 	var asJSON bool
-	if _, code, ok := a.args(ctlArgs{name: "context", define: func(fs *flag.FlagSet) {
+	if _, code, ok := a.args(cli.Spec{Name: "context", Define: func(fs *flag.FlagSet) {
 		fs.StringVar(&dir, "cwd", "", "the session's working `DIR` (default: here)")
 		jsonFlag(&asJSON)(fs)
 	}}, args); !ok {
@@ -30,13 +30,11 @@ func (a *app) ctlContext(ctx context.Context, args []string) int {
 		dir = cwd()
 	}
 	dir, _ = filepath.Abs(dir)
-	db, err := ledger.Open(ctx, filepath.Join(cfg.Home, ledger.FileName), ledger.Options{})
+	block, err := inject.AtStart(ctx, cfg, "startup", dir)
 	if err != nil {
 		a.errorf("%v", err)
 		return 1
 	}
-	defer db.Close()
-	block := inject.ForSessionStart(ctx, inject.Request{Home: cfg.Home, DB: db, Source: "startup", Cwd: dir, MaxChars: cfg.Inject.MaxChars})
 	if asJSON {
 		a.printJSON(struct {
 			Cwd   string `json:"cwd"`

@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"sort"
 	"strings"
+
+	"cx/internal/cli"
 )
 
 // ctlCommand is one `cx ctl` subcommand.
@@ -71,49 +72,9 @@ func (a *app) ctlUsage(w io.Writer) {
 // version is cx's version when set at link time (-X main.version=…).
 var version = ""
 
-// cxVersion is cx's version: the link-time one, else the module version
-// `go install module@version` records, else — a build from a checkout —
-// "devel" with the VCS revision and dirty flag Go records in the build info.
-func cxVersion() string {
-	if version != "" {
-		return version
-	}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "devel"
-	}
-	return versionOf(bi)
-}
-
-func versionOf(bi *debug.BuildInfo) string {
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	var rev, modified string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			modified = s.Value
-		}
-	}
-	if rev == "" {
-		return "devel"
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	v := "devel-" + rev
-	if modified == "true" {
-		v += "-dirty"
-	}
-	return v
-}
-
 func (a *app) ctlVersion(ctx context.Context, args []string) int {
 	var asJSON bool
-	if _, code, ok := a.args(ctlArgs{name: "version", define: jsonFlag(&asJSON)}, args); !ok {
+	if _, code, ok := a.args(cli.Spec{Name: "version", Define: jsonFlag(&asJSON)}, args); !ok {
 		return code
 	}
 	out := struct {
@@ -121,7 +82,7 @@ func (a *app) ctlVersion(ctx context.Context, args []string) int {
 		Codex        string `json:"codex,omitempty"`
 		CodexVersion string `json:"codex_version,omitempty"`
 		CodexError   string `json:"codex_error,omitempty"`
-	}{Version: cxVersion()}
+	}{Version: cli.Version(version)}
 	if cfg, err := a.loadConfig(); err != nil {
 		out.CodexError = err.Error()
 	} else if bin, caps, err := a.findCodex(ctx, cfg); err != nil {

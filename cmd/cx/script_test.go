@@ -18,7 +18,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"cx/internal/codextest"
-	_ "cx/internal/ledger" // the sqlite driver, for cxtest-lockdb
+	_ "cx/internal/ledger"
 )
 
 // -update rewrites the golden sections of testdata/script/*.txtar from

@@ -169,7 +169,7 @@ func FromCapture(c rollout.Capture, caps Caps) Checkpoint {
 			}
 			cmd, ok := keys[tc.Command]
 			if !ok { // a long session runs the same commands many times
-				cmd = bound(redact.String(oneLine(tc.Command)), caps.MaxValueChars)
+				cmd = bound(redact.String(FirstLine(tc.Command)), caps.MaxValueChars)
 				keys[tc.Command] = cmd
 			}
 			key := "cmd:" + cmd
@@ -240,7 +240,8 @@ func bound(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-func oneLine(s string) string {
+// FirstLine is s up to its first line break, marked " …" when more follows.
+func FirstLine(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
 		s = s[:i] + " …"

@@ -50,7 +50,7 @@ func View(cp Checkpoint, caps ViewCaps, disk Disk) string {
 	if cp.Task == nil {
 		b.WriteString("- (none)\n")
 	} else {
-		fmt.Fprintf(&b, "- %s\n", oneLine(cp.Task.Text))
+		fmt.Fprintf(&b, "- %s\n", FirstLine(cp.Task.Text))
 	}
 	if len(cp.Plan.Steps) > 0 {
 		b.WriteString("\n[PLAN]\n")

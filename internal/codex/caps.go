@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -128,6 +129,21 @@ func parseHelp(help []byte, caps *Caps) {
 // Cache keeps Caps per binary identity in one small JSON file, so a warm
 // start costs a stat and a read instead of two child processes.
 type Cache struct{ Path string }
+
+// Find resolves the Codex binary (bin: cx's setting; pathEnv: $PATH) and
+// its capabilities, cached in cacheDir.
+func Find(ctx context.Context, bin, pathEnv, cacheDir string) (Binary, Caps, error) {
+	self, err := os.Executable()
+	if err != nil {
+		self = ""
+	}
+	b, err := Resolve(bin, pathEnv, self)
+	if err != nil {
+		return b, Caps{}, err
+	}
+	caps, err := Cache{Path: filepath.Join(cacheDir, "codex-caps.json")}.Lookup(ctx, b)
+	return b, caps, err
+}
 
 type cacheFile struct {
 	Entries map[string]Caps `json:"entries"`
@@ -256,4 +272,26 @@ func Args(user []string, caps Caps) []string {
 		}
 	}
 	return append([]string{"--no-daemon"}, user...)
+}
+
+// IsAppServer reports whether args run the app-server itself (not one of
+// its tooling subcommands).
+func IsAppServer(args []string, caps Caps) bool {
+	if Subcommand(args, caps) != "app-server" {
+		return false
+	}
+	after := false
+	for _, a := range args {
+		if a == "app-server" {
+			after = true
+			continue
+		}
+		if after {
+			switch a {
+			case "daemon", "proxy", "generate-ts", "generate-json-schema", "help":
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"cx/internal/health"
 )
 
 // Duration is a TOML string such as "5s" or "30m".
@@ -238,4 +240,20 @@ func (c *Config) validate() error {
 		return fmt.Errorf("config %s: capture.max_tool_chars, capture.max_line_bytes, lifecycle.max_attempts, inject.max_chars and openviking.max_tool_chars must be positive", c.Path)
 	}
 	return nil
+}
+
+// Check is doctor's finding on cx's config: loaded (err from Load) and
+// where from, or cx on its defaults.
+func Check(cfg Config, err error) health.Check {
+	if err != nil {
+		return health.Check{Name: "config", Detail: err.Error(), Fix: "fix " + cfg.Path}
+	}
+	detail := cfg.Path
+	if !cfg.FileRead {
+		detail = "no file at " + cfg.Path + ": cx runs on its defaults (sinks " + strings.Join(cfg.Sinks, ", ") + ")"
+	}
+	if len(cfg.Warnings) > 0 {
+		detail += " (" + strings.Join(cfg.Warnings, "; ") + ")"
+	}
+	return health.Check{Name: "config", OK: true, Detail: detail}
 }

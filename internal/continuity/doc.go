@@ -220,7 +220,7 @@ func (d *Doc) ApplyWorktree(ev Evidence) {
 	for i := len(ev.Turns) - 1; i >= 0; i-- {
 		u := strings.TrimSpace(ev.Turns[i].User)
 		if u != "" && !checkpoint.IsVague(u) {
-			d.Sections[SecGoal] = []string{oneLineBounded(u, 400)}
+			d.Sections[SecGoal] = []string{rollout.OneLine(u, 400)}
 			break
 		}
 	}
@@ -256,22 +256,7 @@ func (d *Doc) ApplyWorktree(ev Evidence) {
 	d.Sections[SecFilesEtc] = capList(files, maxListLength)
 }
 
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
-		s = s[:i] + " …"
-	}
-	return oneLineBounded(s, 200)
-}
-
-func oneLineBounded(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
-}
+func firstLine(s string) string { return rollout.OneLine(checkpoint.FirstLine(s), 200) }
 
 // Store is where continuity files live: CX_HOME/projects/<project id>/.
 type Store struct{ Home string }

@@ -325,6 +325,36 @@ func (db *DB) Jobs(ctx context.Context, states ...string) ([]Job, error) {
 	return listJobs(ctx, db.db, `WHERE state IN (SELECT value FROM json_each(?)) ORDER BY id`, string(b))
 }
 
+// SessionJobs returns one session's jobs, oldest first.
+func (db *DB) SessionJobs(ctx context.Context, sessionID string) ([]Job, error) {
+	return listJobs(ctx, db.db, `WHERE session_id = ? ORDER BY id`, sessionID)
+}
+
+// LiveSessions returns the sessions whose generation is live, most recently
+// seen first.
+func (db *DB) LiveSessions(ctx context.Context) ([]Session, error) {
+	return listSessions(ctx, db.db, `WHERE status = ? ORDER BY last_seen DESC, id`, Live)
+}
+
+// SessionCounts counts sessions by status.
+func (db *DB) SessionCounts(ctx context.Context) (map[string]int, error) {
+	rows, err := db.db.QueryContext(ctx, `SELECT status, count(*) FROM sessions GROUP BY status`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, err
+		}
+		out[st] = n
+	}
+	return out, rows.Err()
+}
+
 // Generations returns a session's ended generations, in order.
 func (db *DB) Generations(ctx context.Context, sessionID string) ([]Generation, error) {
 	return listGenerations(ctx, db.db, `WHERE session_id = ? ORDER BY generation`, sessionID)

@@ -1,15 +1,17 @@
 // Package proc reads what cx needs to know about processes from /proc:
 // start times (to tell a live process from a reused pid), parents (to check
 // which process a hook came from) and open files (to learn which sessions a
-// Codex process holds).
+// Codex process holds); and it starts cx detached (the background sweeper).
 package proc
 
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Stat is the part of /proc/<pid>/stat cx uses.
@@ -98,4 +100,20 @@ func Ancestors(pid, n int) []Stat {
 		pid = st.PPID
 	}
 	return out
+}
+
+// StartDetached starts cx itself with args in a session of its own (it
+// outlives the caller and no terminal signal reaches it) and lets it go.
+func StartDetached(args ...string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the cx binary: %w", err)
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Env = os.Environ()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s %v: %w", self, args, err)
+	}
+	return cmd.Process.Release()
 }

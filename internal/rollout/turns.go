@@ -660,6 +660,16 @@ func (a *assembler) plan(args string) {
 	}
 }
 
+// OneLine is s on one line (runs of whitespace, newlines included, become
+// one space) of at most n runes, the last an ellipsis when cut.
+func OneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
 // Bound cuts s to at most n characters (runes), marking the cut.
 func Bound(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {

@@ -1,17 +1,18 @@
-package main
+package hookcfg
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 )
 
-func shellCommand(ctx context.Context, line string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "sh", "-c", line)
-	cmd.Env = os.Environ()
-	return cmd
+// PlanDiff is what Install would change in hooks.json, as a diff ("" and
+// false when nothing).
+func (in *Installer) PlanDiff() (string, bool, error) {
+	old, planned, changed, err := in.Plan()
+	if err != nil || !changed {
+		return "", false, err
+	}
+	return unifiedDiff(in.HooksPath(), string(old), string(planned)), true, nil
 }
 
 // unifiedDiff is a small line diff (longest common subsequence) for

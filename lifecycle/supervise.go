@@ -1,4 +1,4 @@
-package main
+package lifecycle
 
 import (
 	"context"
@@ -10,30 +10,31 @@ import (
 	"cx/internal/config"
 	"cx/internal/logs"
 	"cx/internal/testpoint"
-	"cx/lifecycle"
 	"cx/wrapper"
 )
 
-// supervision connects the wrapper's child events to the lifecycle. The
+// Supervision connects the wrapper's child events to the  The
 // ledger is opened beside Codex's launch, never before it: start overhead
 // stays that of the supervisor alone.
-type supervision struct {
-	a         *app
+type Supervision struct {
+	warn      func(format string, args ...any) // a line for the user (stderr)
 	log       *logs.Logger
 	home      string
-	info      lifecycle.RunInfo
+	info      RunInfo
 	startedAt time.Time
 	ready     chan struct{}
-	m         *lifecycle.Manager
-	run       *lifecycle.Run
+	m         *Manager
+	run       *Run
 	err       error
 	started   chan struct{} // ChildStarted has been handed to the run
 	launched  chan struct{} // the child is running (or could not start)
 	pid       int
 }
 
-func startSupervision(ctx context.Context, a *app, cfg config.Config, info lifecycle.RunInfo, tap *lifecycle.AppServerTap) *supervision {
-	s := &supervision{a: a, log: logs.New(cfg.Home), home: cfg.Home, info: info, startedAt: time.Now(), ready: make(chan struct{}), started: make(chan struct{}), launched: make(chan struct{})}
+// Supervise starts recording a run beside Codex's launch; warn tells the
+// user (on stderr) when the run's sessions could not be recorded.
+func Supervise(ctx context.Context, cfg config.Config, info RunInfo, tap *AppServerTap, warn func(format string, args ...any)) *Supervision {
+	s := &Supervision{warn: warn, log: logs.New(cfg.Home), home: cfg.Home, info: info, startedAt: time.Now(), ready: make(chan struct{}), started: make(chan struct{}), launched: make(chan struct{})}
 	// Every goroutine here recovers: a bug in cx's bookkeeping is logged
 	// (cx.log) and costs the run's records, never Codex or the terminal;
 	// the rollout keeps the session for a later sweep.
@@ -55,7 +56,7 @@ func startSupervision(ctx context.Context, a *app, cfg config.Config, info lifec
 			}
 		}()
 		testpoint.Panic("supervise-open")
-		s.m, s.err = lifecycle.Open(ctx, cfg, lifecycle.Options{})
+		s.m, s.err = Open(ctx, cfg, Options{})
 		if s.err != nil {
 			return
 		}
@@ -91,7 +92,7 @@ func startSupervision(ctx context.Context, a *app, cfg config.Config, info lifec
 }
 
 // Started implements wrapper.Observer.
-func (s *supervision) Started(pid int, _ wrapper.Mode) {
+func (s *Supervision) Started(pid int, _ wrapper.Mode) {
 	s.pid = pid
 	close(s.launched)
 	go func() {
@@ -107,7 +108,7 @@ func (s *supervision) Started(pid int, _ wrapper.Mode) {
 // Stopping implements wrapper.StopObserver: the run records why it is
 // stopping, so sessions Codex ends on its way out (SessionEnd, a closed
 // thread) carry the signal as their end reason.
-func (s *supervision) Stopping(sig os.Signal) {
+func (s *Supervision) Stopping(sig os.Signal) {
 	record := func() {
 		defer s.log.Recover("record the stop")
 		<-s.ready
@@ -125,13 +126,15 @@ func (s *supervision) Stopping(sig os.Signal) {
 
 // Exited implements wrapper.Observer; the work happens in finish, after
 // wrapper.Run has restored the terminal.
-func (s *supervision) Exited(wrapper.Exit) {}
+func (s *Supervision) Exited(wrapper.Exit) {}
 
-func (s *supervision) finish(ctx context.Context, ex wrapper.Exit) {
+// Finish ends the run after wrapper.Run has restored the terminal: the
+// synthesized session ends, bounded.
+func (s *Supervision) Finish(ctx context.Context, ex wrapper.Exit) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Printf("finish: panic: %v\n%s", r, debug.Stack())
-			s.a.errorf("warning: ending this run's sessions failed (see %s); a later `cx ctl sweep` finishes it", s.log.Path())
+			s.warn("warning: ending this run's sessions failed (see %s); a later `cx ctl sweep` finishes it", s.log.Path())
 		}
 	}()
 	if s.pid != 0 {
@@ -141,13 +144,13 @@ func (s *supervision) finish(ctx context.Context, ex wrapper.Exit) {
 	}
 	<-s.ready
 	if s.err != nil || s.run == nil {
-		_ = lifecycle.MarkUnrecorded(s.home, s.info.CodexHome, s.startedAt)
-		s.a.errorf("warning: %v: this run's sessions are not recorded (their rollouts are intact; see `cx ctl doctor`)", s.err)
+		_ = MarkUnrecorded(s.home, s.info.CodexHome, s.startedAt)
+		s.warn("warning: %v: this run's sessions are not recorded (their rollouts are intact; see `cx ctl doctor`)", s.err)
 		return
 	}
 	// The ledger is not closed: cx exits right after, and closing the last
 	// connection would checkpoint the WAL on the user's time.
-	info := lifecycle.ExitInfo{Code: ex.Code}
+	info := ExitInfo{Code: ex.Code}
 	if ex.Signal != 0 {
 		info.Signal = wrapper.SignalName(ex.Signal)
 	}
@@ -156,8 +159,8 @@ func (s *supervision) finish(ctx context.Context, ex wrapper.Exit) {
 	}
 	testpoint.Panic("supervise-finish")
 	if err := s.run.Finish(ctx, info); err != nil {
-		_ = lifecycle.MarkUnrecorded(s.home, s.info.CodexHome, s.startedAt)
+		_ = MarkUnrecorded(s.home, s.info.CodexHome, s.startedAt)
 		s.m.Log.Printf("finish run %s: %v", s.run.ID(), err)
-		s.a.errorf("warning: ending this run's sessions: %v (a later `cx ctl sweep` finishes it)", err)
+		s.warn("warning: ending this run's sessions: %v (a later `cx ctl sweep` finishes it)", err)
 	}
 }

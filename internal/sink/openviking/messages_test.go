@@ -1,4 +1,4 @@
-package lifecycle
+package openviking
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"cx/internal/openviking"
+	ov "cx/internal/openviking"
 	"cx/internal/rollout"
 )
 
@@ -18,7 +18,7 @@ import (
 // result, statuses from the server's documented set, the peer on every
 // message, tool output bounded by max_tool_chars.
 func TestMessagesFollowTheRollout(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("..", "testdata", "rollouts", "*", "*.jsonl"))
+	files, _ := filepath.Glob(filepath.Join("..", "..", "..", "testdata", "rollouts", "*", "*.jsonl"))
 	if len(files) == 0 {
 		t.Fatal("no recorded rollouts")
 	}
@@ -45,7 +45,7 @@ func TestMessagesFollowTheRollout(t *testing.T) {
 					case p.Type == "tool" && m.Role == "assistant":
 						calls++
 						got = append(got, "call:"+p.ToolID)
-						if p.ToolStatus != openviking.ToolRunning || p.ToolInput == nil {
+						if p.ToolStatus != ov.ToolRunning || p.ToolInput == nil {
 							t.Fatalf("call %+v", p)
 						}
 						if i+1 >= len(msgs) || msgs[i+1].Role != "user" || msgs[i+1].Parts[0].ToolID != p.ToolID {
@@ -64,7 +64,7 @@ func TestMessagesFollowTheRollout(t *testing.T) {
 			if want := rolloutOrder(t, f, capt.Turns); !equal(got, want) {
 				t.Fatalf("order:\n got %v\nwant %v", got, want)
 			}
-			if f == filepath.Join("..", "testdata", "rollouts", "0.169.0", "exec-tools.jsonl") && calls == 0 {
+			if f == filepath.Join("..", "..", "..", "testdata", "rollouts", "0.169.0", "exec-tools.jsonl") && calls == 0 {
 				t.Fatal("no tool call mapped from a rollout with tools")
 			}
 		})

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"flag"
@@ -11,7 +11,7 @@ import (
 func TestCtlArgsParse(t *testing.T) {
 	var home string
 	var dry, js bool
-	spec := ctlArgs{name: "x", synopsis: "<a>", min: 0, max: 1, define: func(fs *flag.FlagSet) {
+	spec := Spec{Name: "x", Synopsis: "<a>", Min: 0, Max: 1, Define: func(fs *flag.FlagSet) {
 		fs.StringVar(&home, "codex-home", "", "`DIR`")
 		fs.BoolVar(&dry, "dry-run", false, "")
 		fs.BoolVar(&js, "json", false, "")
@@ -39,7 +39,7 @@ func TestCtlArgsParse(t *testing.T) {
 	}
 	for _, c := range cases {
 		home, dry, js = "", false, false
-		_, pos, err := spec.parse(c.args)
+		_, pos, err := spec.Parse(c.args)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%q: err %v, want %q", c.args, err, c.err)
@@ -50,7 +50,7 @@ func TestCtlArgsParse(t *testing.T) {
 			t.Errorf("%q: home %q dry %v json %v pos %q err %v; want %q %v %v %q", c.args, home, dry, js, pos, err, c.home, c.dry, c.js, c.pos)
 		}
 	}
-	if _, _, err := (ctlArgs{name: "y", min: 1, max: 1}).parse(nil); err == nil {
+	if _, _, err := (Spec{Name: "y", Min: 1, Max: 1}).Parse(nil); err == nil {
 		t.Error("a missing argument was accepted")
 	}
 }

@@ -1,0 +1,73 @@
+package inject
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"cx/hookcfg"
+	"cx/internal/codex"
+	"cx/internal/config"
+	"cx/internal/ledger"
+)
+
+// AtStart is the block a session starting in cwd would be given by its
+// SessionStart hook (source "startup" for `cx ctl context`, "fallback" when
+// hooks cannot give it), read from the ledger in cfg.Home.
+func AtStart(ctx context.Context, cfg config.Config, source, cwd string) (string, error) {
+	db, err := ledger.Open(ctx, filepath.Join(cfg.Home, ledger.FileName), ledger.Options{})
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	return ForSessionStart(ctx, Request{Home: cfg.Home, Ledger: db, Source: source, Cwd: cwd, MaxChars: cfg.Inject.MaxChars}), nil
+}
+
+// AtLaunch is what a launch of Codex is given (the user's arguments;
+// codexArgs, what cx starts Codex with) when Codex's hooks will not give the context at session
+// start — not installed, not trusted: the block through Codex's developer
+// instructions, for the interactive TUI and exec (the others start no
+// session of the user's). The note says so to the user ("" when nothing
+// was added). Checking costs one stat when there is no continuity yet.
+func AtLaunch(ctx context.Context, cfg config.Config, codexHome, cwd string, user, codexArgs []string, caps codex.Caps) ([]string, string) {
+	sub := codex.Subcommand(user, caps)
+	if !cfg.Inject.Enabled || !hasContinuity(cfg.Home) || !(codex.SelectsTUI(user, caps) || sub == "exec" || sub == "e") {
+		return codexArgs, ""
+	}
+	self, _ := hookcfg.Self()
+	in := &hookcfg.Installer{CodexHome: codexHome, CXPath: self, Trust: caps.HasHookTrust()}
+	ok, why := in.Active(ctx)
+	if ok {
+		return codexArgs, ""
+	}
+	args, given := Fallback(ctx, cfg, codexHome, cwd, codexArgs)
+	if !given {
+		return args, ""
+	}
+	return args, fmt.Sprintf("%s: giving Codex cx's context through %s instead (run `cx ctl install` to use hooks)", why, codex.DeveloperInstructionsFlag)
+}
+
+// hasContinuity reports whether any earlier session left context to give
+// (one stat: a first run, or a home without local archives, pays nothing).
+func hasContinuity(home string) bool {
+	_, err := os.Stat(filepath.Join(home, "projects"))
+	return err == nil
+}
+
+// Fallback gives Codex cx's context at launch, through its developer
+// instructions, when its hooks cannot (not installed, not trusted): merged
+// with the user's own (from their -c, or from config.toml). It reports
+// whether anything was added; the ledger, when it cannot be read, only
+// costs the archive part of the block.
+func Fallback(ctx context.Context, cfg config.Config, codexHome, cwd string, args []string) ([]string, bool) {
+	block, err := AtStart(ctx, cfg, "fallback", cwd)
+	if err != nil {
+		block = ForSessionStart(ctx, Request{Home: cfg.Home, Source: "fallback", Cwd: cwd, MaxChars: cfg.Inject.MaxChars})
+	}
+	if block == "" {
+		return args, false
+	}
+	user, at := codex.UserDeveloperInstructions(args, codexHome)
+	return codex.WithDeveloperInstructions(args, at, DeveloperInstructions(user, block)), true
+}

@@ -1,0 +1,168 @@
+// Package cli is cx's command-line plumbing, free of cx's logic: the one
+// argument parser every `cx ctl` command uses (flags and positionals in any
+// order) and cx's version from its build.
+//
+// It imports only the standard library.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+)
+
+// Spec is what one `cx ctl` command accepts: its positional arguments
+// (their synopsis and how many) and its flags.
+type Spec struct {
+	Name     string
+	Synopsis string // positional arguments, e.g. "<session>"
+	Min, Max int    // positional count; Max < 0: any number
+	Define   func(fs *flag.FlagSet)
+	// Check, when set, validates the parsed flags and positionals; its
+	// error is a usage error like the parser's own.
+	Check func(pos []string) error
+}
+
+// ErrHelp is returned for -h/--help: usage printed on stdout, exit 0.
+var ErrHelp = errors.New("help requested")
+
+// Parse reads args as flags and positionals in any order: `--flag value`,
+// `--flag=value`, `-flag`, bool flags without a value, and `--` ending the
+// flags. Unknown flags, missing values and the wrong number of positionals
+// are errors. It is the one parser of every `cx ctl` command, so the order
+// a user types things in never changes what they mean.
+func (c Spec) Parse(args []string) (*flag.FlagSet, []string, error) {
+	fs := flag.NewFlagSet("cx ctl "+c.Name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if c.Define != nil {
+		c.Define(fs)
+	}
+	var pos []string
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		if arg == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if len(arg) < 2 || arg[0] != '-' {
+			pos = append(pos, arg)
+			continue
+		}
+		name := strings.TrimPrefix(strings.TrimPrefix(arg, "-"), "-")
+		value, hasValue := "", false
+		if k, v, ok := strings.Cut(name, "="); ok {
+			name, value, hasValue = k, v, true
+		}
+		if name == "h" || name == "help" {
+			return fs, nil, ErrHelp
+		}
+		f := fs.Lookup(name)
+		if f == nil || name == "" {
+			return fs, nil, fmt.Errorf("unknown flag %s", arg)
+		}
+		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+			if !hasValue {
+				value = "true"
+			}
+		} else if !hasValue {
+			if i+1 >= len(args) {
+				return fs, nil, fmt.Errorf("flag --%s needs a value", name)
+			}
+			i++
+			value = args[i]
+		}
+		if err := fs.Set(name, value); err != nil {
+			return fs, nil, fmt.Errorf("invalid value %q for --%s: %v", value, name, err)
+		}
+	}
+	switch {
+	case len(pos) < c.Min:
+		return fs, nil, fmt.Errorf("missing %s", c.Synopsis)
+	case c.Max >= 0 && len(pos) > c.Max:
+		return fs, nil, fmt.Errorf("unexpected argument %q", pos[c.Max])
+	}
+	if c.Check != nil {
+		if err := c.Check(pos); err != nil {
+			return fs, nil, err
+		}
+	}
+	return fs, pos, nil
+}
+
+// Usage is the command's usage — its synopsis line and its flags — from
+// the flag set parse defined (defining them again would reset the values).
+func (c Spec) Usage(fs *flag.FlagSet) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "usage: cx ctl %s", c.Name)
+	if c.Synopsis != "" {
+		b.WriteString(" " + c.Synopsis)
+	}
+	fs.VisitAll(func(f *flag.Flag) {
+		name, _ := flag.UnquoteUsage(f)
+		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+			fmt.Fprintf(&b, " [--%s]", f.Name)
+		} else {
+			fmt.Fprintf(&b, " [--%s %s]", f.Name, strings.ToUpper(orDefault(name, "value")))
+		}
+	})
+	b.WriteString("\n")
+	fs.VisitAll(func(f *flag.Flag) {
+		name, text := flag.UnquoteUsage(f)
+		left := "--" + f.Name
+		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !bf.IsBoolFlag() {
+			left += " " + strings.ToUpper(orDefault(name, "value"))
+		}
+		fmt.Fprintf(&b, "  %-22s %s\n", left, text)
+	})
+	return b.String()
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// Version is cx's version: linked (set at link time), else the module version
+// `go install module@version` records, else — a build from a checkout —
+// "devel" with the VCS revision and dirty flag Go records in the build info.
+func Version(linked string) string {
+	if linked != "" {
+		return linked
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	return versionOf(bi)
+}
+
+func versionOf(bi *debug.BuildInfo) string {
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev == "" {
+		return "devel"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	v := "devel-" + rev
+	if modified == "true" {
+		v += "-dirty"
+	}
+	return v
+}

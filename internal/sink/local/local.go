@@ -1,0 +1,72 @@
+// Package local is the local sink: it archives a generation in the ledger —
+// its turns and its checkpoint — and merges its evidence into the
+// project's continuity files.
+//
+// It imports internal/sink, internal/ledger, internal/codex,
+// internal/checkpoint and internal/continuity.
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+
+	"cx/internal/checkpoint"
+	"cx/internal/codex"
+	"cx/internal/continuity"
+	"cx/internal/ledger"
+	"cx/internal/sink"
+)
+
+// Sink is the local sink.
+type Sink struct{ h sink.Host }
+
+// New returns the local sink.
+func New(h sink.Host) *Sink { return &Sink{h: h} }
+
+// Commit stores the archive (storing it twice is a no-op) after updating
+// continuity (merging the same evidence twice changes nothing).
+func (l *Sink) Commit(ctx context.Context, req sink.Request) error {
+	turns, _ := json.Marshal(req.Turns)
+	var cpJSON, cont string
+	path := codex.FindRollout(req.Session.CodexHome, req.Session.ID, req.Session.TranscriptPath)
+	if data, err := readUpTo(path, req.Generation.EndOffset); err == nil {
+		cp := checkpoint.FromRollout(data, checkpoint.DefaultCaps)
+		cpJSON = string(cp.JSON())
+		cwd := req.Session.Cwd
+		if cwd == "" {
+			cwd = cp.Cwd
+		}
+		if cwd != "" && len(req.Turns) > 0 {
+			store := continuity.Store{Home: l.h.Cfg.Home}
+			_, wt, err := store.Update(store.Identify(cwd), continuity.Evidence{
+				SessionID: req.Session.ID, EndReason: req.Generation.EndReason, Turns: req.Turns, Plan: cp.Plan.Steps})
+			if err != nil {
+				return err
+			}
+			cont = wt
+		}
+	} else if path != "" {
+		l.h.Log.Printf("local commit %s g%d: rollout: %v (archiving the captured turns only)", req.Session.ID, req.Generation.Generation, err)
+	}
+	return l.h.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		return tx.PutArchive(ctx, req.Session.ID, req.Generation.Generation, string(turns), cpJSON, cont)
+	})
+}
+
+// readUpTo reads a rollout's first n bytes (all of it when n is 0 or the
+// file is shorter: it was rewritten since).
+func readUpTo(path string, n int64) ([]byte, error) {
+	if path == "" {
+		return nil, errors.New("no rollout")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 && int64(len(data)) >= n {
+		data = data[:n]
+	}
+	return data, nil
+}

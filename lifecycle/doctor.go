@@ -1,0 +1,91 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"cx/internal/config"
+	"cx/internal/health"
+	"cx/internal/ledger"
+	"cx/internal/sink"
+	ovsink "cx/internal/sink/openviking"
+)
+
+// Doctor is the ledger's and the sinks' part of `cx ctl doctor`: the
+// ledger opens and is whole, the outbox has nothing parked, every run was
+// recorded, each configured sink that can check itself works, and the
+// OpenViking Codex plugin is not writing the same sessions unasked.
+func Doctor(ctx context.Context, cfg config.Config, codexHome string, getenv func(string) (string, bool)) []health.Check {
+	var out []health.Check
+	if cfg.Home != "" {
+		c, recovered := checkLedger(ctx, cfg)
+		out = append(out, c, checkUnrecorded(cfg.Home, recovered))
+	}
+	m := &Manager{Cfg: cfg, Getenv: getenv, Now: nowUTC}
+	sinks := defaultSinks(m.host())
+	for _, name := range cfg.Sinks {
+		if ch, ok := sinks[name].(sink.Checker); ok {
+			out = append(out, ch.Check(ctx))
+		}
+	}
+	if codexHome == "" {
+		return out
+	}
+	return append(out, InstallNotes(cfg, codexHome, getenv)...)
+}
+
+// InstallNotes are what `cx ctl install` tells about the sinks: the
+// OpenViking Codex plugin, when it is there.
+func InstallNotes(cfg config.Config, codexHome string, getenv func(string) (string, bool)) []health.Check {
+	if c, found := ovsink.PluginCheck(cfg, codexHome, getenv); found {
+		return []health.Check{c}
+	}
+	return nil
+}
+
+// checkUnrecorded reports runs that could not write the ledger (a full
+// disk, an I/O error, a damaged or locked ledger), and what recovered them.
+func checkUnrecorded(home, recoveredNote string) health.Check {
+	crumbs := Unrecorded(home)
+	if len(crumbs) > 0 {
+		return health.Check{Name: "unrecorded runs", Detail: fmt.Sprintf("%d run(s) since %s could not write the ledger; their sessions are safe in Codex's rollouts",
+			len(crumbs), RFC3339(crumbs[0].Started)), Fix: "once the ledger can be written: cx ctl sweep (records and commits them; the next cx start does too)"}
+	}
+	detail := "every run was recorded"
+	if recoveredNote != "" {
+		detail += "; " + recoveredNote
+	}
+	return health.Check{Name: "unrecorded runs", OK: true, Detail: detail}
+}
+
+// checkLedger checks the ledger; it also says when sessions were last
+// recorded late from their rollouts ("" if never).
+func checkLedger(ctx context.Context, cfg config.Config) (c health.Check, recovered string) {
+	db, err := ledger.Open(ctx, filepath.Join(cfg.Home, ledger.FileName), ledger.Options{})
+	if err != nil {
+		fix := "see " + filepath.Join(cfg.Home, "logs", "cx.log")
+		if errors.Is(err, ledger.ErrDamaged) {
+			fix = "move " + filepath.Join(cfg.Home, ledger.FileName) + " aside; cx starts a new ledger (rollouts keep every session)"
+		}
+		return health.Check{Name: "ledger", Detail: err.Error(), Fix: fix}, ""
+	}
+	defer db.Close()
+	if err := db.Check(ctx); err != nil {
+		return health.Check{Name: "ledger", Detail: err.Error(), Fix: "move the ledger aside"}, ""
+	}
+	if e, err := db.LastEvent(ctx, "rollouts.recovered"); err == nil {
+		recovered = fmt.Sprintf("last on %s: %s recorded late from their rollouts", RFC3339(e.At), e.Detail)
+	}
+	pending, _ := db.Jobs(ctx, ledger.JobPending, ledger.JobLeased)
+	parked, _ := db.Jobs(ctx, ledger.JobParked)
+	c = health.Check{Name: "ledger", OK: len(parked) == 0, Detail: fmt.Sprintf("%s: %d pending, %d parked job(s)", db.Path, len(pending), len(parked))}
+	if len(parked) > 0 {
+		c.Fix = "see `cx ctl status`, then `cx ctl retry --all`"
+	}
+	return c, recovered
+}
+
+func nowUTC() time.Time { return time.Now().UTC() }

@@ -1,0 +1,312 @@
+package lifecycle
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"cx/inject"
+	"cx/internal/codex"
+	"cx/internal/config"
+	"cx/internal/fsutil"
+	"cx/internal/health"
+	"cx/internal/logs"
+	"cx/internal/proc"
+	"cx/internal/redact"
+	"cx/internal/sink"
+	"cx/internal/testpoint"
+)
+
+// Injector builds the context a hook gives back to Codex; inject.Injector
+// implements it.
+type Injector interface {
+	ForSessionStart(ctx context.Context, r inject.Request) string
+	ForCompaction(r inject.Request) string
+}
+
+// HookCall is one run of the hook handler Codex starts for an event.
+type HookCall struct {
+	Event  string // the event named on the command line
+	ArgErr error  // the command line was refused: answer with a no-op
+	Stdin  io.Reader
+	Stdout io.Writer
+	Getenv func(string) (string, bool)
+	// Start is when the process began: deadlines count from there, as
+	// Codex's timeout does.
+	Start  time.Time
+	Inject Injector
+}
+
+// hookBudget is how long, from process start, the handler may take before
+// it answers anyway: well inside the timeout cx installs for the event
+// (SessionEnd and Interrupt are clamped to 3 s by Codex, so they answer
+// within 2.5 s whatever stdin does).
+func hookBudget(event string) time.Duration {
+	switch event {
+	case EvUserPromptSubmit:
+		return 6 * time.Second
+	case EvSessionStart, EvStop, EvPreCompact, EvPostCompact:
+		return 8 * time.Second
+	}
+	// SessionEnd, Interrupt, and anything not known: the tightest clamp.
+	return 2300 * time.Millisecond
+}
+
+// hookAnswer prints exactly one answer, whoever gets there first: the
+// handler, its deadline, or a recovered panic.
+type hookAnswer struct {
+	once sync.Once
+	out  io.Writer
+}
+
+func (h *hookAnswer) send(event, context string) {
+	h.once.Do(func() {
+		if context == "" {
+			fmt.Fprintln(h.out, "{}")
+			return
+		}
+		b, _ := json.Marshal(map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": event, "additionalContext": context}})
+		fmt.Fprintln(h.out, string(b))
+	})
+}
+
+// ServeHook is the hook protocol end to end: JSON on stdin, one valid
+// answer on stdout within the event's budget, whatever its input, the
+// ledger or a bug does; the audit line; the background sweeper started
+// when commits are due. Whatever it cannot finish in time is picked up
+// later from the rollout. It returns the exit code: always 0.
+func ServeHook(ctx context.Context, c HookCall) (code int) {
+	ans := &hookAnswer{out: c.Stdout}
+	var logger *logs.Logger
+	defer func() {
+		if r := recover(); r != nil {
+			if logger != nil {
+				logger.Printf("hook: panic: %v\n%s", r, debug.Stack())
+			}
+			ans.send("", "")
+			code = 0
+		}
+	}()
+	deadline := c.Start.Add(hookBudget(c.Event))
+	payload, readErr := readHookInput(c.Stdin, 16<<20, time.Until(deadline)-200*time.Millisecond)
+	if v, _ := c.Getenv("CX_HOOKS_OFF"); v == "1" {
+		ans.send("", "")
+		return 0
+	}
+	cfg, cfgErr := config.Load(c.Getenv)
+	logger = logs.New(cfg.Home)
+	in := HookInput{Event: c.Event, Payload: payload, PPID: os.Getppid()}
+	in.RunID, _ = c.Getenv("CX_RUN_ID")
+	ev, p, perr := in.Parse()
+	if ev != c.Event {
+		deadline = c.Start.Add(min(hookBudget(ev), hookBudget(c.Event)))
+	}
+	audit := hookAudit{Event: ev, RunID: in.RunID, Payload: payload, Parsed: p, Err: perr}
+	defer func() { recordHookEvent(cfg, c.Start, audit) }()
+	switch {
+	case c.ArgErr != nil:
+		logger.Printf("hook: %v (answered with a no-op)", c.ArgErr)
+		audit.Err = c.ArgErr
+		ans.send("", "")
+		return 0
+	case readErr != nil:
+		logger.Printf("hook %s: read input: %v", ev, readErr)
+		audit.Err = readErr
+		ans.send("", "")
+		return 0
+	case perr != nil:
+		logger.Printf("hook %s: %v (answered with a no-op)", ev, perr)
+		ans.send("", "")
+		return 0
+	case cfgErr != nil:
+		logger.Printf("hook %s: %v", ev, cfgErr)
+	}
+	if strings.HasPrefix(p.SessionID, health.DoctorPrefix) {
+		ans.send("", "")
+		return 0
+	}
+
+	testpoint.Panic("hook-main")
+	done := make(chan struct{})
+	var due bool
+	var injection string
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	go func() {
+		defer close(done)
+		defer func() {
+			if r := recover(); r != nil {
+				logger.Printf("hook %s %s: panic: %v\n%s", ev, p.SessionID, r, debug.Stack())
+				injection, due = "", false
+			}
+		}()
+		testpoint.Panic("hook-work")
+		m, err := Open(wctx, cfg, Options{BusyTimeout: time.Until(deadline) / 2})
+		if err != nil {
+			logger.Printf("hook %s %s: %v", ev, p.SessionID, err)
+			// The next start or sweep that can write the ledger records
+			// this session from its rollout.
+			_ = MarkUnrecorded(cfg.Home, codex.Home(c.Getenv), c.Start)
+			return
+		}
+		// Not closed: closing the last connection checkpoints and removes
+		// the WAL (milliseconds on every hook); the process exits right after
+		// and SQLite's WAL is safe without it.
+		res, err := m.HandleHook(wctx, in)
+		if err != nil {
+			logger.Printf("hook %s %s: %v", ev, p.SessionID, err)
+		}
+		if cfg.Inject.Enabled && c.Inject != nil {
+			switch {
+			case ev == EvSessionStart:
+				injection = c.Inject.ForSessionStart(wctx, m.injectRequest(wctx, p))
+			case res.InjectCheckpoint:
+				injection = c.Inject.ForCompaction(m.injectRequest(wctx, p))
+			}
+		}
+		if _, err := m.RecoverOrphans(wctx); err != nil {
+			logger.Printf("hook %s: orphan recovery: %v", ev, err)
+		}
+		due, _ = m.DB.DueJobs(wctx, time.Now().UTC())
+	}()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		logger.Printf("hook %s %s: out of time %v after start; answered, the rollout keeps the rest", ev, p.SessionID, time.Since(c.Start).Round(time.Millisecond))
+		audit.TimedOut = true
+		ans.send("", "")
+		return 0
+	}
+	ans.send(ev, injection)
+	audit.Answered = len(injection)
+	if due {
+		spawnSweeper(cfg.Home, logger)
+	}
+	return 0
+}
+
+// injectRequest is what the injector is asked for one hook: the session,
+// a read-only view of the ledger, and the overview of a remote sink the
+// session goes to.
+func (m *Manager) injectRequest(ctx context.Context, p HookPayload) inject.Request {
+	req := inject.Request{Home: m.Cfg.Home, Ledger: m.DB, Source: p.Source, SessionID: p.SessionID, Cwd: p.Cwd,
+		TranscriptPath: p.TranscriptPath, MaxChars: m.Cfg.Inject.MaxChars}
+	s, err := m.DB.Session(ctx, p.SessionID)
+	if err != nil {
+		return req
+	}
+	for _, name := range s.Sinks {
+		if ov, ok := m.Sinks[name].(sink.Overviewer); ok {
+			req.RemoteOverview = func(ctx context.Context, id string) string {
+				octx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				defer cancel()
+				return ov.ResumeOverview(octx, id, m.Cfg.Inject.MaxChars/2)
+			}
+			break
+		}
+	}
+	return req
+}
+
+// spawnSweeper starts `cx ctl sweep --background` in a session of its own,
+// so commits proceed after the hook has answered and Codex moved on.
+func spawnSweeper(home string, logger *logs.Logger) {
+	if fsutil.Held(sweepLockPath(home)) {
+		return
+	}
+	if err := proc.StartDetached("ctl", "sweep", "--background"); err != nil {
+		logger.Printf("start background sweep: %v", err)
+	}
+}
+
+// sweepLockPath is held by the one background sweeper at a time.
+func sweepLockPath(home string) string { return filepath.Join(home, "sweep.lock") }
+
+// readHookInput reads stdin up to max bytes, giving up after d (a hook must
+// answer even when its input never closes).
+func readHookInput(r io.Reader, max int64, d time.Duration) ([]byte, error) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		b, err := io.ReadAll(io.LimitReader(r, max))
+		ch <- result{b, err}
+	}()
+	select {
+	case res := <-ch:
+		return res.b, res.err
+	case <-time.After(d):
+		return nil, fmt.Errorf("hook input not closed within %v", d)
+	}
+}
+
+// hookAudit is what the hook log keeps of one event.
+type hookAudit struct {
+	Event    string
+	RunID    string
+	Payload  []byte
+	Parsed   HookPayload
+	Err      error
+	TimedOut bool
+	Answered int // characters of context given back
+}
+
+// recordHookEvent appends one line per event to CX_HOME/logs/hook-events.jsonl:
+// which event, session and turn, sizes and timing — never what was said.
+// With [debug] hook_payloads the whole payload is kept too, redacted.
+func recordHookEvent(cfg config.Config, start time.Time, au hookAudit) {
+	if cfg.Home == "" {
+		return
+	}
+	rec := map[string]any{
+		"time":          time.Now().UTC().Format(time.RFC3339Nano),
+		"event":         au.Event,
+		"session_id":    au.Parsed.SessionID,
+		"run_id":        au.RunID,
+		"ppid":          os.Getppid(),
+		"payload_bytes": len(au.Payload),
+		"took_ms":       time.Since(start).Milliseconds(),
+	}
+	for k, v := range map[string]string{"turn_id": au.Parsed.TurnID, "source": au.Parsed.Source, "trigger": au.Parsed.Trigger,
+		"transcript_path": au.Parsed.TranscriptPath, "cwd": au.Parsed.Cwd} {
+		if v != "" {
+			rec[k] = v
+		}
+	}
+	switch au.Event {
+	case EvUserPromptSubmit:
+		rec["prompt_chars"] = utf8.RuneCountInString(au.Parsed.Prompt)
+	case EvStop:
+		rec["assistant_chars"] = utf8.RuneCountInString(au.Parsed.LastAssistantMessage)
+	}
+	if au.Answered > 0 {
+		rec["context_chars"] = au.Answered
+	}
+	if au.TimedOut {
+		rec["timed_out"] = true
+	}
+	if cfg.Debug.HookPayloads && len(au.Payload) > 0 {
+		rec["payload"] = redact.String(string(au.Payload))
+	}
+	if au.Err != nil {
+		rec["error"] = redact.String(au.Err.Error())
+	}
+	line, _ := json.Marshal(rec)
+	_ = logs.Append(filepath.Join(cfg.Home, "logs", "hook-events.jsonl"), append(line, '\n'))
+}
+
+// lockSweeper makes this process the one background sweeper; it fails at
+// once (fsutil.ErrLocked) while another holds the place.
+func lockSweeper(home string) (func(), error) { return fsutil.Lock(sweepLockPath(home), false) }

@@ -1,0 +1,265 @@
+package lifecycle
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"cx/internal/ledger"
+)
+
+// The read model behind `cx ctl status`, `sessions`, `show` and `commit`:
+// each shape declared once, with the JSON tags the commands print, shared
+// by the commands, the end-to-end harness and the tests.
+
+// ErrNoSession is returned for a session the ledger does not know.
+var ErrNoSession = errors.New("no such session in the ledger")
+
+// SessionView is one session as `cx ctl sessions --json` prints it.
+type SessionView struct {
+	ID             string   `json:"id"`
+	Status         string   `json:"status"`
+	EndReason      string   `json:"end_reason"`
+	RunID          string   `json:"run_id"`
+	Generation     int      `json:"generation"`
+	Commits        int      `json:"commits"`
+	Turns          int      `json:"turns"`
+	TotalTurns     int      `json:"total_turns"`
+	TranscriptPath string   `json:"transcript_path"`
+	Cwd            string   `json:"cwd"`
+	Sinks          []string `json:"sinks"`
+	Interrupted    int      `json:"interrupted_turns"`
+	Compactions    int      `json:"compactions"`
+	Placeholders   int      `json:"placeholders"`
+	CreatedAt      string   `json:"created_at"`
+	LastSeen       string   `json:"last_seen"`
+	EndedAt        *string  `json:"ended_at"`
+}
+
+// ViewSession is the view of one ledger session.
+func (m *Manager) ViewSession(ctx context.Context, s ledger.Session) SessionView {
+	commits, _ := m.DB.Commits(ctx, s.ID)
+	total, _ := m.DB.TotalTurns(ctx, s.ID)
+	sinks := s.Sinks
+	if sinks == nil {
+		sinks = []string{}
+	}
+	return SessionView{ID: s.ID, Status: s.Status, EndReason: s.EndReason, RunID: s.RunID, Generation: s.Generation,
+		Commits: commits, Turns: s.Turns, TotalTurns: total, TranscriptPath: s.TranscriptPath, Cwd: s.Cwd, Sinks: sinks,
+		Interrupted: s.Interrupted, Compactions: s.Compactions, Placeholders: s.Placeholders,
+		CreatedAt: RFC3339(s.CreatedAt), LastSeen: RFC3339(s.LastSeen), EndedAt: RFC3339Ptr(s.EndedAt)}
+}
+
+// JobView is one outbox job.
+type JobView struct {
+	ID          int64   `json:"id"`
+	Kind        string  `json:"kind"`
+	SessionID   string  `json:"session_id"`
+	Generation  int     `json:"generation"`
+	Sink        string  `json:"sink"`
+	State       string  `json:"state"`
+	Attempts    int     `json:"attempts"`
+	NextAttempt string  `json:"next_attempt_at"`
+	LastError   string  `json:"last_error"`
+	LeaseUntil  *string `json:"lease_until"`
+	UpdatedAt   string  `json:"updated_at"`
+}
+
+func viewJob(j ledger.Job) JobView {
+	return JobView{ID: j.ID, Kind: j.Kind, SessionID: j.SessionID, Generation: j.Generation, Sink: j.Sink, State: j.State,
+		Attempts: j.Attempts, NextAttempt: RFC3339(j.NextAttemptAt), LastError: j.LastError, LeaseUntil: RFC3339Ptr(j.LeaseUntil),
+		UpdatedAt: RFC3339(j.UpdatedAt)}
+}
+
+// RunView is one supervised run.
+type RunView struct {
+	ID         string   `json:"id"`
+	PID        int      `json:"pid"`
+	CodexPID   int      `json:"codex_pid"`
+	Version    string   `json:"codex_version"`
+	Sinks      []string `json:"sinks"`
+	Cwd        string   `json:"cwd"`
+	Foreground string   `json:"foreground_session"`
+	StartedAt  string   `json:"started_at"`
+	EndedAt    *string  `json:"ended_at"`
+	ExitCode   *int     `json:"exit_code"`
+	EndReason  string   `json:"end_reason"`
+}
+
+// StatusView is `cx ctl status`: what runs, what is live, what waits.
+type StatusView struct {
+	Ledger       string         `json:"ledger"`
+	Runs         []RunView      `json:"runs"`
+	LiveSessions []SessionView  `json:"live_sessions"`
+	Pending      []JobView      `json:"pending_jobs"`
+	Parked       []JobView      `json:"parked_jobs"`
+	Counts       map[string]int `json:"counts"`
+}
+
+// Sessions is every session, most recently seen first.
+func (m *Manager) Sessions(ctx context.Context) ([]SessionView, error) {
+	sessions, err := m.DB.Sessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SessionView, 0, len(sessions))
+	for _, s := range sessions {
+		out = append(out, m.ViewSession(ctx, s))
+	}
+	return out, nil
+}
+
+// Status is the state of the ledger now.
+func (m *Manager) Status(ctx context.Context) (StatusView, error) {
+	out := StatusView{Ledger: m.DB.Path, Runs: []RunView{}, LiveSessions: []SessionView{}, Pending: []JobView{}, Parked: []JobView{}, Counts: map[string]int{}}
+	runs, err := m.DB.Runs(ctx, true)
+	if err != nil {
+		return out, err
+	}
+	for _, r := range runs {
+		out.Runs = append(out.Runs, RunView{ID: r.ID, PID: r.PID, CodexPID: r.CodexPID, Version: r.CodexVersion, Sinks: r.Sinks, Cwd: r.Cwd,
+			Foreground: r.Foreground, StartedAt: RFC3339(r.StartedAt), EndedAt: RFC3339Ptr(r.EndedAt), ExitCode: r.ExitCode, EndReason: r.EndReason})
+	}
+	counts, _ := m.DB.SessionCounts(ctx)
+	for st, n := range counts {
+		out.Counts["sessions_"+st] = n
+	}
+	live, _ := m.DB.LiveSessions(ctx)
+	for _, s := range live {
+		out.LiveSessions = append(out.LiveSessions, m.ViewSession(ctx, s))
+	}
+	jobs, _ := m.DB.Jobs(ctx, ledger.JobPending, ledger.JobLeased, ledger.JobParked)
+	for _, j := range jobs {
+		out.Counts["jobs_"+j.State]++
+		if j.State == ledger.JobParked {
+			out.Parked = append(out.Parked, viewJob(j))
+		} else {
+			out.Pending = append(out.Pending, viewJob(j))
+		}
+	}
+	return out, nil
+}
+
+// GenerationView is one ended generation.
+type GenerationView struct {
+	Generation  int     `json:"generation"`
+	Status      string  `json:"status"`
+	EndReason   string  `json:"end_reason"`
+	Turns       int     `json:"turns"`
+	ExitStatus  *int    `json:"exit_status"`
+	EndedAt     string  `json:"ended_at"`
+	CommittedAt *string `json:"committed_at"`
+}
+
+// EventView is one ledger event.
+type EventView struct {
+	At     string `json:"at"`
+	Kind   string `json:"kind"`
+	RunID  string `json:"run_id,omitempty"`
+	Detail string `json:"detail"`
+}
+
+// ArchiveView is one archived generation (the local sink's record).
+type ArchiveView struct {
+	Generation int             `json:"generation"`
+	StoredAt   string          `json:"stored_at"`
+	Turns      json.RawMessage `json:"turns"`
+	Checkpoint json.RawMessage `json:"checkpoint,omitempty"`
+	Continuity string          `json:"continuity,omitempty"`
+}
+
+// ShowView is `cx ctl show`: one session whole.
+type ShowView struct {
+	Session     SessionView      `json:"session"`
+	Generations []GenerationView `json:"generations"`
+	Jobs        []JobView        `json:"jobs"`
+	Archives    []ArchiveView    `json:"archives"`
+	Events      []EventView      `json:"events"`
+}
+
+// Show is one session with its generations, jobs, archives and events.
+func (m *Manager) Show(ctx context.Context, id string) (ShowView, error) {
+	s, err := m.session(ctx, id)
+	if err != nil {
+		return ShowView{}, err
+	}
+	out := ShowView{Session: m.ViewSession(ctx, s), Generations: []GenerationView{}, Jobs: []JobView{}, Archives: []ArchiveView{}, Events: []EventView{}}
+	gens, _ := m.DB.Generations(ctx, id)
+	for _, g := range gens {
+		out.Generations = append(out.Generations, GenerationView{g.Generation, g.Status, g.EndReason, g.Turns, g.ExitStatus, RFC3339(g.EndedAt), RFC3339Ptr(g.CommittedAt)})
+	}
+	jobs, _ := m.DB.SessionJobs(ctx, id)
+	for _, j := range jobs {
+		out.Jobs = append(out.Jobs, viewJob(j))
+	}
+	archives, _ := m.DB.Archives(ctx, id)
+	for _, ar := range archives {
+		av := ArchiveView{Generation: ar.Generation, StoredAt: RFC3339(ar.StoredAt), Turns: json.RawMessage(ar.Turns), Continuity: ar.Continuity}
+		if json.Valid([]byte(ar.Checkpoint)) {
+			av.Checkpoint = json.RawMessage(ar.Checkpoint)
+		}
+		out.Archives = append(out.Archives, av)
+	}
+	events, _ := m.DB.Events(ctx, id)
+	for _, e := range events {
+		out.Events = append(out.Events, EventView{RFC3339(e.At), e.Kind, e.RunID, e.Detail})
+	}
+	return out, nil
+}
+
+// CommitView is what `cx ctl commit` did.
+type CommitView struct {
+	Ended   bool        `json:"ended"`
+	Reason  string      `json:"reason,omitempty"`
+	Session SessionView `json:"session"`
+}
+
+// CommitNow ends the session's live generation (reason manual) and works
+// its commits.
+func (m *Manager) CommitNow(ctx context.Context, id string) (CommitView, error) {
+	if _, err := m.session(ctx, id); err != nil {
+		return CommitView{}, err
+	}
+	ended, err := m.Commit(ctx, id)
+	if err != nil {
+		return CommitView{}, err
+	}
+	out := CommitView{Ended: ended}
+	if ended {
+		out.Reason = ReasonManual
+	}
+	s, err := m.DB.Session(ctx, id)
+	if err != nil {
+		return out, err
+	}
+	out.Session = m.ViewSession(ctx, s)
+	return out, nil
+}
+
+// session reads one session; ErrNoSession when the ledger has none.
+func (m *Manager) session(ctx context.Context, id string) (ledger.Session, error) {
+	s, err := m.DB.Session(ctx, id)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return s, fmt.Errorf("%w: %s", ErrNoSession, id)
+	}
+	return s, err
+}
+
+// RFC3339 is how every time in cx's output is written (UTC); "" for none.
+func RFC3339(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// RFC3339Ptr is RFC3339 for an optional time: nil stays null.
+func RFC3339Ptr(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := RFC3339(*t)
+	return &s
+}
