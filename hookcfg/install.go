@@ -34,7 +34,7 @@ type Installer struct {
 }
 
 // New is the installer of this cx binary's hooks into codexHome ("": the
-// CODEX_HOME getenv names), remembering its changes in stateDir. With a
+// Codex home getenv names), remembering its changes in stateDir. With a
 // Codex found (codexErr nil) it records trust through that Codex where the
 // version requires it.
 func New(codexHome, stateDir string, getenv func(string) (string, bool), bin codex.Binary, caps codex.Caps, codexErr error) (*Installer, error) {

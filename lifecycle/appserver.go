@@ -263,9 +263,21 @@ func (t *AppServerTap) end(ctx context.Context, id string) {
 	}
 }
 
-// TeeTap also writes what the tap sees to dir/from-parent and dir/from-child
+// Configure sets up the run of Codex's app-server: the daemon's JSON-RPC
+// is relayed byte for byte and watched by the tap; Codex's app-server ends
+// every loaded thread itself, with its own SessionEnd hooks, when its stdin
+// closes (measured: README), so a stop signal asks for that first.
+func (t *AppServerTap) Configure(spec *wrapper.Spec) {
+	spec.Stop.CloseStdin = true
+	spec.Tap = t
+	if dir := os.Getenv("CX_TEST_TAP_LOG"); dir != "" {
+		spec.Tap = teeTap(t, dir) // tests compare both sides of the relay
+	}
+}
+
+// teeTap also writes what the tap sees to dir/from-parent and dir/from-child
 // (CX_TEST_TAP_LOG: the app-server test compares them with the daemon's bytes).
-func TeeTap(t wrapper.Tap, dir string) wrapper.Tap {
+func teeTap(t wrapper.Tap, dir string) wrapper.Tap {
 	in, err1 := os.Create(filepath.Join(dir, "from-parent"))
 	out, err2 := os.Create(filepath.Join(dir, "from-child"))
 	if err1 != nil || err2 != nil {

@@ -76,9 +76,10 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 		Cwd: cwd(), Args: codexArgs, Sinks: cfg.Sinks, Mode: mode,
 	}, tap, a.errorf)
 	spec := wrapper.Spec{
-		Path:     bin.Path,
-		Args:     codexArgs,
-		Env:      codexEnv(os.Environ(), bin, cfg, os.Getpid(), runID),
+		Path: bin.Path,
+		Args: codexArgs,
+		// Codex's own recipe with cx's variables; cx's hooks always run for it.
+		Env:      codex.Env(os.Environ(), bin, []string{"CX_HOME=" + cfg.Home, supervisorPIDVar + "=" + strconv.Itoa(os.Getpid()), "CX_RUN_ID=" + runID}, "CX_HOOKS_OFF"),
 		Stdin:    a.stdin,
 		Stdout:   a.stdout,
 		Stderr:   a.stderr,
@@ -92,14 +93,7 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 		spec.Leader = "" // the benchmark's "before": what the leader costs at start
 	}
 	if tap != nil {
-		// Codex's app-server ends every loaded thread itself, with its own
-		// SessionEnd hooks, when its stdin closes (measured: README); a stop
-		// signal asks for that first.
-		spec.Stop.CloseStdin = true
-		spec.Tap = tap // the daemon's JSON-RPC is relayed byte for byte and watched
-		if dir, ok := a.getenv("CX_TEST_TAP_LOG"); ok && dir != "" {
-			spec.Tap = lifecycle.TeeTap(tap, dir) // tests compare both sides of the relay
-		}
+		tap.Configure(&spec)
 	}
 	ex, err := wrapper.Run(ctx, spec)
 	if ex.StartErr != nil {
@@ -116,10 +110,4 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 func cwd() string {
 	d, _ := os.Getwd()
 	return d
-}
-
-// codexEnv is the supervised Codex's environment: Codex's own recipe
-// (codex.Env) with cx's variables; cx's hooks always run for it.
-func codexEnv(base []string, bin codex.Binary, cfg config.Config, pid int, runID string) []string {
-	return codex.Env(base, bin, []string{"CX_HOME=" + cfg.Home, supervisorPIDVar + "=" + strconv.Itoa(pid), "CX_RUN_ID=" + runID}, "CX_HOOKS_OFF")
 }

@@ -17,7 +17,7 @@ func (a *app) ctlContext(ctx context.Context, args []string) int {
 	var asJSON bool
 	if _, code, ok := a.args(cli.Spec{Name: "context", Define: func(fs *flag.FlagSet) {
 		fs.StringVar(&dir, "cwd", "", "the session's working `DIR` (default: here)")
-		jsonFlag(&asJSON)(fs)
+		cli.JSONFlag(&asJSON)(fs)
 	}}, args); !ok {
 		return code
 	}

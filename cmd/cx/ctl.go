@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
-	"strings"
+	"maps"
+	"slices"
 
 	"cx/internal/cli"
 )
@@ -54,19 +54,11 @@ func (a *app) ctl(ctx context.Context, args []string) int {
 }
 
 func (a *app) ctlUsage(w io.Writer) {
-	names := make([]string, 0, len(ctlCommands))
-	for n := range ctlCommands {
-		names = append(names, n)
+	fmt.Fprint(w, "usage: cx [codex args…]     run Codex under supervision\n       cx ctl <command> …    cx's own commands:\n")
+	for _, n := range slices.Sorted(maps.Keys(ctlCommands)) {
+		fmt.Fprintf(w, "  %-10s %s\n", n, ctlCommands[n].summary)
 	}
-	sort.Strings(names)
-	var b strings.Builder
-	b.WriteString("usage: cx [codex args…]     run Codex under supervision\n")
-	b.WriteString("       cx ctl <command> …    cx's own commands:\n")
-	for _, n := range names {
-		fmt.Fprintf(&b, "  %-10s %s\n", n, ctlCommands[n].summary)
-	}
-	b.WriteString("`cx ctl <command> --help` shows a command's flags; --json prints one JSON document.\n")
-	fmt.Fprint(w, b.String())
+	fmt.Fprint(w, "`cx ctl <command> --help` shows a command's flags; --json prints one JSON document.\n")
 }
 
 // version is cx's version when set at link time (-X main.version=…).
@@ -74,7 +66,7 @@ var version = ""
 
 func (a *app) ctlVersion(ctx context.Context, args []string) int {
 	var asJSON bool
-	if _, code, ok := a.args(cli.Spec{Name: "version", Define: jsonFlag(&asJSON)}, args); !ok {
+	if _, code, ok := a.args(cli.Spec{Name: "version", Define: cli.JSONFlag(&asJSON)}, args); !ok {
 		return code
 	}
 	out := struct {

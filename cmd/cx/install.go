@@ -16,23 +16,21 @@ import (
 	"cx/lifecycle"
 )
 
-// installer builds the hookcfg.Installer for Codex's home (or --codex-home).
-func (a *app) installer(ctx context.Context, cfg config.Config, codexHome string) (*hookcfg.Installer, codex.Binary, codex.Caps, error) {
-	bin, caps, codexErr := a.findCodex(ctx, cfg)
-	in, err := hookcfg.New(codexHome, filepath.Join(cfg.Home, "install"), a.getenv, bin, caps, codexErr)
-	if err != nil {
-		return nil, bin, caps, err
-	}
-	return in, bin, caps, codexErr
-}
-
-// installCommand is what install and uninstall share: cx's config, the
-// installer for Codex's home, and what Codex supports.
+// installCommand is what install, uninstall and doctor share: cx's config,
+// the installer for Codex's home (or --codex-home), and the Codex found.
 type installCommand struct {
 	cfg      config.Config
 	in       *hookcfg.Installer
+	bin      codex.Binary
 	caps     codex.Caps
 	codexErr error // no Codex: hooks can be written, not trusted
+}
+
+func (a *app) installer(ctx context.Context, cfg config.Config, codexHome string) (ic installCommand, err error) {
+	ic.cfg = cfg
+	ic.bin, ic.caps, ic.codexErr = a.findCodex(ctx, cfg)
+	ic.in, err = hookcfg.New(codexHome, filepath.Join(cfg.Home, "install"), a.getenv, ic.bin, ic.caps, ic.codexErr)
+	return ic, err
 }
 
 // installerCommand parses --codex-home (and the command's own flags) and
@@ -41,9 +39,7 @@ func (a *app) installerCommand(ctx context.Context, name string, args []string, 
 	var codexHome string
 	if _, code, ok := a.args(cli.Spec{Name: name, Define: func(fs *flag.FlagSet) {
 		fs.StringVar(&codexHome, "codex-home", "", codex.HomeFlagUsage)
-		if define != nil {
-			define(fs)
-		}
+		define(fs)
 	}}, args); !ok {
 		return nil, code
 	}
@@ -52,12 +48,12 @@ func (a *app) installerCommand(ctx context.Context, name string, args []string, 
 		a.errorf("%v", err)
 		return nil, 1
 	}
-	in, _, caps, codexErr := a.installer(ctx, cfg, codexHome)
-	if in == nil {
-		a.errorf("%v", codexErr)
+	ic, err := a.installer(ctx, cfg, codexHome)
+	if err != nil {
+		a.errorf("%v", err)
 		return nil, 1
 	}
-	return &installCommand{cfg: cfg, in: in, caps: caps, codexErr: codexErr}, 0
+	return &ic, 0
 }
 
 // installJSON is what install and uninstall print with --json.
@@ -76,7 +72,7 @@ func (a *app) ctlInstall(ctx context.Context, args []string) int {
 	var dryRun, asJSON bool
 	ic, code := a.installerCommand(ctx, "install", args, func(fs *flag.FlagSet) {
 		fs.BoolVar(&dryRun, "dry-run", false, "print the change to hooks.json; write nothing")
-		jsonFlag(&asJSON)(fs)
+		cli.JSONFlag(&asJSON)(fs)
 	})
 	if ic == nil {
 		return code
@@ -151,7 +147,7 @@ func (a *app) ctlInstall(ctx context.Context, args []string) int {
 
 func (a *app) ctlUninstall(ctx context.Context, args []string) int {
 	var asJSON bool
-	ic, code := a.installerCommand(ctx, "uninstall", args, jsonFlag(&asJSON))
+	ic, code := a.installerCommand(ctx, "uninstall", args, cli.JSONFlag(&asJSON))
 	if ic == nil {
 		return code
 	}
@@ -179,7 +175,7 @@ func (a *app) ctlDoctor(ctx context.Context, args []string) int {
 	var codexHome string
 	if _, code, ok := a.args(cli.Spec{Name: "doctor", Define: func(fs *flag.FlagSet) {
 		fs.StringVar(&codexHome, "codex-home", "", codex.HomeFlagUsage)
-		jsonFlag(&asJSON)(fs)
+		cli.JSONFlag(&asJSON)(fs)
 	}}, args); !ok {
 		return code
 	}
@@ -189,16 +185,16 @@ func (a *app) ctlDoctor(ctx context.Context, args []string) int {
 	add(config.Check(cfg, err))
 	dctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	in, bin, caps, codexErr := a.installer(dctx, cfg, codexHome)
-	if codexErr != nil {
-		add(health.Check{Name: "codex", Detail: codexErr.Error(), Fix: "install Codex (npm install -g @openai/codex) or set CX_CODEX_BIN"})
+	ic, err := a.installer(dctx, cfg, codexHome)
+	if ic.codexErr != nil {
+		add(health.Check{Name: "codex", Detail: ic.codexErr.Error(), Fix: "install Codex (npm install -g @openai/codex) or set CX_CODEX_BIN"})
 	} else {
-		add(health.Check{Name: "codex", OK: true, Detail: fmt.Sprintf("%s %s (found as %s)", bin.Path, caps.Version, bin.Found)})
+		add(health.Check{Name: "codex", OK: true, Detail: fmt.Sprintf("%s %s (found as %s)", ic.bin.Path, ic.caps.Version, ic.bin.Found)})
 	}
 	doctorHome := ""
-	if in != nil {
-		checks = append(checks, in.Checks(dctx, cwd())...)
-		doctorHome = in.CodexHome
+	if err == nil {
+		checks = append(checks, ic.in.Checks(dctx, cwd())...)
+		doctorHome = ic.in.CodexHome
 	}
 	checks = append(checks, lifecycle.Doctor(dctx, cfg, doctorHome, a.getenv)...)
 	ok := true

@@ -16,19 +16,30 @@ import (
 	"cx/lifecycle"
 )
 
-// openManager opens the ledger for a ctl command.
-func (a *app) openManager(ctx context.Context) (*lifecycle.Manager, int) {
+// sessionFailed reports a command on session id that failed.
+func (a *app) sessionFailed(what, id string, err error) int {
+	if errors.Is(err, lifecycle.ErrNoSession) {
+		a.errorf("no session %s in the ledger", id)
+	} else {
+		a.errorf("%s %s: %v", what, id, err)
+	}
+	return 1
+}
+
+// withManager runs a ctl command's f with the ledger open.
+func (a *app) withManager(ctx context.Context, f func(*lifecycle.Manager) int) int {
 	cfg, err := a.loadConfig()
 	if err != nil {
 		a.errorf("%v", err)
-		return nil, 1
+		return 1
 	}
 	m, err := lifecycle.Open(ctx, cfg, lifecycle.Options{})
 	if err != nil {
 		a.errorf("%v", err)
-		return nil, 1
+		return 1
 	}
-	return m, 0
+	defer m.Close()
+	return f(m)
 }
 
 func (a *app) printJSON(v any) {
@@ -40,169 +51,147 @@ func (a *app) printJSON(v any) {
 
 func (a *app) ctlSessions(ctx context.Context, args []string) int {
 	var asJSON bool
-	if _, code, ok := a.args(cli.Spec{Name: "sessions", Define: jsonFlag(&asJSON)}, args); !ok {
+	if _, code, ok := a.args(cli.Spec{Name: "sessions", Define: cli.JSONFlag(&asJSON)}, args); !ok {
 		return code
 	}
-	m, code := a.openManager(ctx)
-	if m == nil {
-		return code
-	}
-	defer m.Close()
-	out, err := m.Sessions(ctx)
-	if err != nil {
-		a.errorf("sessions: %v", err)
-		return 1
-	}
-	if asJSON {
-		a.printJSON(out)
+	return a.withManager(ctx, func(m *lifecycle.Manager) int {
+		out, err := m.Sessions(ctx)
+		if err != nil {
+			a.errorf("sessions: %v", err)
+			return 1
+		}
+		if asJSON {
+			a.printJSON(out)
+			return 0
+		}
+		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SESSION\tSTATUS\tGEN\tCOMMITS\tTURNS\tEND\tLAST SEEN\tCWD")
+		for _, s := range out {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", s.ID, s.Status, s.Generation, s.Commits, s.TotalTurns, s.EndReason, s.LastSeen, s.Cwd)
+		}
+		_ = tw.Flush()
 		return 0
-	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tSTATUS\tGEN\tCOMMITS\tTURNS\tEND\tLAST SEEN\tCWD")
-	for _, s := range out {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", s.ID, s.Status, s.Generation, s.Commits, s.TotalTurns, s.EndReason, s.LastSeen, s.Cwd)
-	}
-	_ = tw.Flush()
-	return 0
+	})
 }
 
 func (a *app) ctlStatus(ctx context.Context, args []string) int {
 	var asJSON bool
-	if _, code, ok := a.args(cli.Spec{Name: "status", Define: jsonFlag(&asJSON)}, args); !ok {
+	if _, code, ok := a.args(cli.Spec{Name: "status", Define: cli.JSONFlag(&asJSON)}, args); !ok {
 		return code
 	}
-	m, code := a.openManager(ctx)
-	if m == nil {
-		return code
-	}
-	defer m.Close()
-	out, err := m.Status(ctx)
-	if err != nil {
-		a.errorf("status: %v", err)
-		return 1
-	}
-	if asJSON {
-		a.printJSON(out)
+	return a.withManager(ctx, func(m *lifecycle.Manager) int {
+		out, err := m.Status(ctx)
+		if err != nil {
+			a.errorf("status: %v", err)
+			return 1
+		}
+		if asJSON {
+			a.printJSON(out)
+			return 0
+		}
+		fmt.Fprintf(a.stdout, "ledger: %s\n", out.Ledger)
+		fmt.Fprintf(a.stdout, "runs: %d running\n", len(out.Runs))
+		for _, r := range out.Runs {
+			fmt.Fprintf(a.stdout, "  %s pid %d codex %d (%s) sinks %v since %s\n", r.ID, r.PID, r.CodexPID, r.Version, r.Sinks, r.StartedAt)
+		}
+		fmt.Fprintf(a.stdout, "live sessions: %d\n", len(out.LiveSessions))
+		for _, s := range out.LiveSessions {
+			fmt.Fprintf(a.stdout, "  %s g%d turns %d run %s\n", s.ID, s.Generation, s.Turns, s.RunID)
+		}
+		fmt.Fprintf(a.stdout, "pending jobs: %d\n", len(out.Pending))
+		for _, j := range out.Pending {
+			fmt.Fprintf(a.stdout, "  #%d %s %s g%d → %s (%s, attempts %d) %s\n", j.ID, j.Kind, j.SessionID, j.Generation, j.Sink, j.State, j.Attempts, j.LastError)
+		}
+		fmt.Fprintf(a.stdout, "parked jobs: %d\n", len(out.Parked))
+		for _, j := range out.Parked {
+			fmt.Fprintf(a.stdout, "  #%d %s %s g%d → %s after %d attempts: %s (cx ctl retry %d)\n", j.ID, j.Kind, j.SessionID, j.Generation, j.Sink, j.Attempts, j.LastError, j.ID)
+		}
 		return 0
-	}
-	fmt.Fprintf(a.stdout, "ledger: %s\n", out.Ledger)
-	fmt.Fprintf(a.stdout, "runs: %d running\n", len(out.Runs))
-	for _, r := range out.Runs {
-		fmt.Fprintf(a.stdout, "  %s pid %d codex %d (%s) sinks %v since %s\n", r.ID, r.PID, r.CodexPID, r.Version, r.Sinks, r.StartedAt)
-	}
-	fmt.Fprintf(a.stdout, "live sessions: %d\n", len(out.LiveSessions))
-	for _, s := range out.LiveSessions {
-		fmt.Fprintf(a.stdout, "  %s g%d turns %d run %s\n", s.ID, s.Generation, s.Turns, s.RunID)
-	}
-	fmt.Fprintf(a.stdout, "pending jobs: %d\n", len(out.Pending))
-	for _, j := range out.Pending {
-		fmt.Fprintf(a.stdout, "  #%d %s %s g%d → %s (%s, attempts %d) %s\n", j.ID, j.Kind, j.SessionID, j.Generation, j.Sink, j.State, j.Attempts, j.LastError)
-	}
-	fmt.Fprintf(a.stdout, "parked jobs: %d\n", len(out.Parked))
-	for _, j := range out.Parked {
-		fmt.Fprintf(a.stdout, "  #%d %s %s g%d → %s after %d attempts: %s (cx ctl retry %d)\n", j.ID, j.Kind, j.SessionID, j.Generation, j.Sink, j.Attempts, j.LastError, j.ID)
-	}
-	return 0
+	})
 }
 
 func (a *app) ctlShow(ctx context.Context, args []string) int {
 	var asJSON bool
-	pos, code, ok := a.args(cli.Spec{Name: "show", Synopsis: "<session>", Min: 1, Max: 1, Define: jsonFlag(&asJSON)}, args)
+	pos, code, ok := a.args(cli.Spec{Name: "show", Synopsis: "<session>", Min: 1, Max: 1, Define: cli.JSONFlag(&asJSON)}, args)
 	if !ok {
 		return code
 	}
-	m, code := a.openManager(ctx)
-	if m == nil {
-		return code
-	}
-	defer m.Close()
-	id := pos[0]
-	out, err := m.Show(ctx, id)
-	if errors.Is(err, lifecycle.ErrNoSession) {
-		a.errorf("no session %s in the ledger", id)
-		return 1
-	}
-	if err != nil {
-		a.errorf("show %s: %v", id, err)
-		return 1
-	}
-	if asJSON {
-		a.printJSON(out)
+	return a.withManager(ctx, func(m *lifecycle.Manager) int {
+		id := pos[0]
+		out, err := m.Show(ctx, id)
+		if err != nil {
+			return a.sessionFailed("show", id, err)
+		}
+		if asJSON {
+			a.printJSON(out)
+			return 0
+		}
+		ss := out.Session
+		runID := ss.RunID
+		if runID == "" {
+			runID = "none (Codex ran without cx)"
+		}
+		fmt.Fprintf(a.stdout, "session %s\n  status %s (generation %d, %d committed)  end reason %q\n  run %s  sinks %v\n  rollout %s\n  cwd %s\n  turns %d in this generation, %d in all; %d interrupted, %d compactions, %d unreadable lines\n",
+			ss.ID, ss.Status, ss.Generation, ss.Commits, ss.EndReason, runID, ss.Sinks, ss.TranscriptPath, ss.Cwd, ss.Turns, ss.TotalTurns, ss.Interrupted, ss.Compactions, ss.Placeholders)
+		for _, g := range out.Generations {
+			fmt.Fprintf(a.stdout, "  g%d %s (%s) turns %d ended %s\n", g.Generation, g.Status, g.EndReason, g.Turns, g.EndedAt)
+		}
+		for _, j := range out.Jobs {
+			line := fmt.Sprintf("  job #%d %s g%d → %s: %s (attempts %d)", j.ID, j.Kind, j.Generation, j.Sink, j.State, j.Attempts)
+			if j.LastError != "" {
+				line += " " + j.LastError
+			}
+			fmt.Fprintln(a.stdout, line)
+		}
+		for _, ar := range out.Archives {
+			var turns []map[string]any
+			_ = json.Unmarshal(ar.Turns, &turns)
+			fmt.Fprintf(a.stdout, "  archive g%d: %d turns (stored %s)\n", ar.Generation, len(turns), ar.StoredAt)
+			for _, t := range turns {
+				fmt.Fprintf(a.stdout, "    › %s\n", rollout.OneLine(fmt.Sprint(t["user"]), 101))
+			}
+		}
+		if n := len(out.Archives); n > 0 && len(out.Archives[n-1].Checkpoint) > 0 {
+			var cp checkpoint.Checkpoint
+			if json.Unmarshal(out.Archives[n-1].Checkpoint, &cp) == nil {
+				fmt.Fprintf(a.stdout, "\ncheckpoint (generation %d):\n%s", out.Archives[n-1].Generation, checkpoint.View(cp, checkpoint.DefaultViewCaps, nil))
+			}
+		}
 		return 0
-	}
-	ss := out.Session
-	runID := ss.RunID
-	if runID == "" {
-		runID = "none (Codex ran without cx)"
-	}
-	fmt.Fprintf(a.stdout, "session %s\n  status %s (generation %d, %d committed)  end reason %q\n  run %s  sinks %v\n  rollout %s\n  cwd %s\n  turns %d in this generation, %d in all; %d interrupted, %d compactions, %d unreadable lines\n",
-		ss.ID, ss.Status, ss.Generation, ss.Commits, ss.EndReason, runID, ss.Sinks, ss.TranscriptPath, ss.Cwd, ss.Turns, ss.TotalTurns, ss.Interrupted, ss.Compactions, ss.Placeholders)
-	for _, g := range out.Generations {
-		fmt.Fprintf(a.stdout, "  g%d %s (%s) turns %d ended %s\n", g.Generation, g.Status, g.EndReason, g.Turns, g.EndedAt)
-	}
-	for _, j := range out.Jobs {
-		line := fmt.Sprintf("  job #%d %s g%d → %s: %s (attempts %d)", j.ID, j.Kind, j.Generation, j.Sink, j.State, j.Attempts)
-		if j.LastError != "" {
-			line += " " + j.LastError
-		}
-		fmt.Fprintln(a.stdout, line)
-	}
-	for _, ar := range out.Archives {
-		var turns []map[string]any
-		_ = json.Unmarshal(ar.Turns, &turns)
-		fmt.Fprintf(a.stdout, "  archive g%d: %d turns (stored %s)\n", ar.Generation, len(turns), ar.StoredAt)
-		for _, t := range turns {
-			fmt.Fprintf(a.stdout, "    › %s\n", rollout.OneLine(fmt.Sprint(t["user"]), 101))
-		}
-	}
-	if n := len(out.Archives); n > 0 && len(out.Archives[n-1].Checkpoint) > 0 {
-		var cp checkpoint.Checkpoint
-		if json.Unmarshal(out.Archives[n-1].Checkpoint, &cp) == nil {
-			fmt.Fprintf(a.stdout, "\ncheckpoint (generation %d):\n%s", out.Archives[n-1].Generation, checkpoint.View(cp, checkpoint.DefaultViewCaps, nil))
-		}
-	}
-	return 0
+	})
 }
 
 func (a *app) ctlCommit(ctx context.Context, args []string) int {
 	var asJSON bool
-	pos, code, ok := a.args(cli.Spec{Name: "commit", Synopsis: "<session>", Min: 1, Max: 1, Define: jsonFlag(&asJSON)}, args)
+	pos, code, ok := a.args(cli.Spec{Name: "commit", Synopsis: "<session>", Min: 1, Max: 1, Define: cli.JSONFlag(&asJSON)}, args)
 	if !ok {
 		return code
 	}
 	id := pos[0]
-	m, code := a.openManager(ctx)
-	if m == nil {
-		return code
-	}
-	defer m.Close()
-	out, err := m.CommitNow(ctx, id)
-	if errors.Is(err, lifecycle.ErrNoSession) {
-		a.errorf("no session %s in the ledger", id)
-		return 1
-	}
-	if err != nil {
-		a.errorf("commit %s: %v", id, err)
-		return 1
-	}
-	if asJSON {
-		a.printJSON(out)
+	return a.withManager(ctx, func(m *lifecycle.Manager) int {
+		out, err := m.CommitNow(ctx, id)
+		if err != nil {
+			return a.sessionFailed("commit", id, err)
+		}
+		if asJSON {
+			a.printJSON(out)
+			return 0
+		}
+		s := out.Session
+		if out.Ended {
+			fmt.Fprintf(a.stdout, "%s: generation %d ended (%s), status %s\n", s.ID, s.Generation, lifecycle.ReasonManual, s.Status)
+		} else {
+			fmt.Fprintf(a.stdout, "%s: nothing live to end (status %s, generation %d)\n", s.ID, s.Status, s.Generation)
+		}
 		return 0
-	}
-	s := out.Session
-	if out.Ended {
-		fmt.Fprintf(a.stdout, "%s: generation %d ended (%s), status %s\n", s.ID, s.Generation, lifecycle.ReasonManual, s.Status)
-	} else {
-		fmt.Fprintf(a.stdout, "%s: nothing live to end (status %s, generation %d)\n", s.ID, s.Status, s.Generation)
-	}
-	return 0
+	})
 }
 
 func (a *app) ctlSweep(ctx context.Context, args []string) int {
 	var background, asJSON bool
 	if _, code, ok := a.args(cli.Spec{Name: "sweep", Define: func(fs *flag.FlagSet) {
 		fs.BoolVar(&background, "background", false, "run quietly as the single background sweeper")
-		jsonFlag(&asJSON)(fs)
+		cli.JSONFlag(&asJSON)(fs)
 	}}, args); !ok {
 		return code
 	}
@@ -237,7 +226,7 @@ func (a *app) ctlRetry(ctx context.Context, args []string) int {
 	var ids []int64
 	spec := cli.Spec{Name: "retry", Synopsis: "<job id>…", Min: 0, Max: -1, Define: func(fs *flag.FlagSet) {
 		fs.BoolVar(&all, "all", false, "every parked job")
-		jsonFlag(&asJSON)(fs)
+		cli.JSONFlag(&asJSON)(fs)
 	}, Check: func(pos []string) error {
 		if all == (len(pos) > 0) {
 			return errors.New("name job ids or --all (one of the two)")
@@ -254,36 +243,28 @@ func (a *app) ctlRetry(ctx context.Context, args []string) int {
 	if _, code, ok := a.args(spec, args); !ok {
 		return code
 	}
-	m, code := a.openManager(ctx)
-	if m == nil {
-		return code
-	}
-	defer m.Close()
-	n, err := m.Retry(ctx, ids, all)
-	if err != nil {
-		a.errorf("retry: %v", err)
-		return 1
-	}
-	if len(ids) > 0 && n == 0 {
-		a.errorf("retry: none of the jobs named is parked (see `cx ctl status`)")
-		return 1
-	}
-	worked := 0
-	if n > 0 {
-		if worked, err = m.WorkOutbox(ctx, nil); err != nil {
+	return a.withManager(ctx, func(m *lifecycle.Manager) int {
+		n, err := m.Retry(ctx, ids, all)
+		if err != nil {
 			a.errorf("retry: %v", err)
 			return 1
 		}
-	}
-	if asJSON {
-		a.printJSON(map[string]int{"requeued": n, "jobs_worked": worked})
+		if len(ids) > 0 && n == 0 {
+			a.errorf("retry: none of the jobs named is parked (see `cx ctl status`)")
+			return 1
+		}
+		worked := 0
+		if n > 0 {
+			if worked, err = m.WorkOutbox(ctx, nil); err != nil {
+				a.errorf("retry: %v", err)
+				return 1
+			}
+		}
+		if asJSON {
+			a.printJSON(map[string]int{"requeued": n, "jobs_worked": worked})
+			return 0
+		}
+		fmt.Fprintf(a.stdout, "%d parked job(s) back in the outbox\n", n)
 		return 0
-	}
-	fmt.Fprintf(a.stdout, "%d parked job(s) back in the outbox\n", n)
-	return 0
-}
-
-// jsonFlag defines --json.
-func jsonFlag(p *bool) func(*flag.FlagSet) {
-	return func(fs *flag.FlagSet) { fs.BoolVar(p, "json", false, "print one JSON document") }
+	})
 }

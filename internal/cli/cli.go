@@ -127,6 +127,11 @@ func orDefault(s, d string) string {
 	return s
 }
 
+// JSONFlag defines --json, which every ctl command has.
+func JSONFlag(p *bool) func(*flag.FlagSet) {
+	return func(fs *flag.FlagSet) { fs.BoolVar(p, "json", false, "print one JSON document") }
+}
+
 // Version is cx's version: linked (set at link time), else the module version
 // `go install module@version` records, else — a build from a checkout —
 // "devel" with the VCS revision and dirty flag Go records in the build info.
