@@ -42,7 +42,7 @@ func (in *Installer) Active(ctx context.Context) (bool, string) {
 // installed SessionStart command run the way Codex runs it).
 func (in *Installer) Checks(ctx context.Context, cwd string) []health.Check {
 	var out []health.Check
-	st, err := in.Inspect(ctx)
+	st, err := in.inspect(ctx)
 	switch {
 	case err != nil:
 		out = append(out, health.Check{Name: "hooks installed", Detail: err.Error(), Fix: "fix the file, then `cx ctl install`"})

@@ -33,9 +33,9 @@ func Command(cxPath, event string) string {
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// IsOurs reports whether a hook command is cx's handler for event: "<…/cx>
+// isOurs reports whether a hook command is cx's handler for event: "<…/cx>
 // ctl hook <event>", whatever path cx had when it was installed.
-func IsOurs(command, event string) bool {
+func isOurs(command, event string) bool {
 	c := strings.TrimSpace(command)
 	if !strings.HasSuffix(c, " ctl hook "+event) {
 		return false
@@ -136,7 +136,7 @@ func Merge(path string, src []byte, cxPath string) ([]byte, bool, error) {
 		for _, g := range arr.elems {
 			for _, h := range g.get("hooks").elemsOrNil() {
 				c := h.get("command")
-				if c == nil || c.kind != '"' || !IsOurs(c.str, e.Event) {
+				if c == nil || c.kind != '"' || !isOurs(c.str, e.Event) {
 					continue
 				}
 				found = true
@@ -248,7 +248,7 @@ func Remove(path string, src []byte, dropEmpty func(event string) bool) ([]byte,
 			hs := g.get("hooks").elemsOrNil()
 			ours := 0
 			for _, h := range hs {
-				if c := h.get("command"); c != nil && c.kind == '"' && IsOurs(c.str, m.key) {
+				if c := h.get("command"); c != nil && c.kind == '"' && isOurs(c.str, m.key) {
 					ours++
 				}
 			}
@@ -259,7 +259,7 @@ func Remove(path string, src []byte, dropEmpty func(event string) bool) ([]byte,
 				keep = append(keep, g)
 				edits = append(edits, removeElems(g.get("hooks"), func(h *node) bool {
 					c := h.get("command")
-					return c != nil && c.kind == '"' && IsOurs(c.str, m.key)
+					return c != nil && c.kind == '"' && isOurs(c.str, m.key)
 				})...)
 			default:
 				keep = append(keep, g)

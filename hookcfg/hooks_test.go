@@ -204,7 +204,7 @@ trusted_hash = "sha256:bbb"
 trust_level = "trusted"
 `
 	os.WriteFile(p, []byte(in), 0o600)
-	if err := RemoveTrustEntries(p, []string{"/h/hooks.json:stop:0:1"}); err != nil {
+	if err := removeTrustEntries(p, []string{"/h/hooks.json:stop:0:1"}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(p)
@@ -231,7 +231,7 @@ func TestRemoveEmptyTables(t *testing.T) {
 			if err := os.WriteFile(p, []byte(c.in), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if err := RemoveEmptyTables(p, []string{"hooks.state", "hooks"}); err != nil {
+			if err := removeEmptyTables(p, []string{"hooks.state", "hooks"}); err != nil {
 				t.Fatal(err)
 			}
 			got, _ := os.ReadFile(p)

@@ -201,7 +201,7 @@ func (in *Installer) trustOurs(ctx context.Context) ([]string, error) {
 	var ours []codex.Hook
 	var keys []string
 	for _, h := range hooks {
-		if h.SourcePath == in.HooksPath() && IsOurs(h.Command, codex.EventName(h.EventName)) {
+		if h.SourcePath == in.HooksPath() && isOurs(h.Command, codex.EventName(h.EventName)) {
 			keys = append(keys, h.Key)
 			if h.TrustStatus != "trusted" {
 				ours = append(ours, h)
@@ -225,8 +225,8 @@ type Status struct {
 	Trust     map[string]string // event → Codex's trust status (when Codex has trust)
 }
 
-// Inspect reads hooks.json (and, with trust, asks Codex) without changing anything.
-func (in *Installer) Inspect(ctx context.Context) (Status, error) {
+// inspect reads hooks.json (and, with trust, asks Codex) without changing anything.
+func (in *Installer) inspect(ctx context.Context) (Status, error) {
 	st, err := in.inspectFile()
 	if err != nil {
 		return st, err
@@ -242,7 +242,7 @@ func (in *Installer) Inspect(ctx context.Context) (Status, error) {
 			return st, err
 		}
 		for _, h := range hooks {
-			if h.SourcePath == in.HooksPath() && IsOurs(h.Command, codex.EventName(h.EventName)) {
+			if h.SourcePath == in.HooksPath() && isOurs(h.Command, codex.EventName(h.EventName)) {
 				st.Trust[codex.EventName(h.EventName)] = h.TrustStatus
 			}
 		}
@@ -250,7 +250,7 @@ func (in *Installer) Inspect(ctx context.Context) (Status, error) {
 	return st, nil
 }
 
-// inspectFile is Inspect from hooks.json alone.
+// inspectFile is inspect from hooks.json alone.
 func (in *Installer) inspectFile() (Status, error) {
 	st := Status{Trust: map[string]string{}}
 	data, err := os.ReadFile(in.HooksPath())
@@ -267,7 +267,7 @@ func (in *Installer) inspectFile() (Status, error) {
 		for _, e := range Entries {
 			for _, g := range hooks.get(e.Event).elemsOrNil() {
 				for _, h := range g.get("hooks").elemsOrNil() {
-					if c := h.get("command"); c != nil && IsOurs(c.str, e.Event) {
+					if c := h.get("command"); c != nil && isOurs(c.str, e.Event) {
 						found[e.Event] = c.str
 					}
 				}
@@ -355,11 +355,11 @@ func (in *Installer) Uninstall(ctx context.Context) (Result, error) {
 		// them, and its trust is re-recorded right after.
 		var ourKeys []string
 		for _, h := range before {
-			if h.SourcePath == in.HooksPath() && IsOurs(h.Command, codex.EventName(h.EventName)) {
+			if h.SourcePath == in.HooksPath() && isOurs(h.Command, codex.EventName(h.EventName)) {
 				ourKeys = append(ourKeys, h.Key)
 			}
 		}
-		if err := RemoveTrustEntries(in.ConfigPath(), ourKeys); err != nil {
+		if err := removeTrustEntries(in.ConfigPath(), ourKeys); err != nil {
 			res.Warnings = append(res.Warnings, err.Error())
 		}
 		var added []string
@@ -368,7 +368,7 @@ func (in *Installer) Uninstall(ctx context.Context) (Result, error) {
 				added = append(added, t)
 			}
 		}
-		if err := RemoveEmptyTables(in.ConfigPath(), added); err != nil {
+		if err := removeEmptyTables(in.ConfigPath(), added); err != nil {
 			res.Warnings = append(res.Warnings, err.Error())
 		}
 		if err := in.keepTrust(ctx, before); err != nil {
@@ -392,7 +392,7 @@ func (in *Installer) listHooks(ctx context.Context) ([]codex.Hook, error) {
 func (in *Installer) keepTrust(ctx context.Context, before []codex.Hook) error {
 	wasTrusted := map[string]bool{}
 	for _, h := range before {
-		if h.TrustStatus == "trusted" && !IsOurs(h.Command, codex.EventName(h.EventName)) {
+		if h.TrustStatus == "trusted" && !isOurs(h.Command, codex.EventName(h.EventName)) {
 			wasTrusted[h.EventName+"\x00"+h.Command+"\x00"+h.CurrentHash] = true
 		}
 	}
@@ -432,11 +432,11 @@ func (in *Installer) trustTables() []string {
 	return out
 }
 
-// RemoveEmptyTables deletes the headers [name] of the given tables from
+// removeEmptyTables deletes the headers [name] of the given tables from
 // config.toml when nothing lives under them (no key before the next
 // header), with the blank line that set each apart — a line edit, the
 // result re-parsed.
-func RemoveEmptyTables(path string, names []string) error {
+func removeEmptyTables(path string, names []string) error {
 	if len(names) == 0 {
 		return nil
 	}
@@ -484,10 +484,10 @@ func RemoveEmptyTables(path string, names []string) error {
 	return fsutil.WriteAtomic(path, []byte(result), 0o600)
 }
 
-// RemoveTrustEntries deletes the trust tables (codex.TrustStateHeader) of the given
+// removeTrustEntries deletes the trust tables (codex.TrustStateHeader) of the given
 // keys from config.toml as line edits (comments and order kept) and proves
 // the result still parses.
-func RemoveTrustEntries(path string, keys []string) error {
+func removeTrustEntries(path string, keys []string) error {
 	if len(keys) == 0 {
 		return nil
 	}

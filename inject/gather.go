@@ -67,7 +67,7 @@ func ForSessionStart(ctx context.Context, r Request) string {
 			in.Checkpoint, in.CheckpointOf = &cp, "this session"
 		}
 		if r.Source == "resume" {
-			in.Present = PresentIn(rolloutBytes)
+			in.Present = presentIn(rolloutBytes)
 			in.Overview = overview(ctx, r.Ledger, r.SessionID)
 			if r.RemoteOverview != nil {
 				if o := r.RemoteOverview(ctx, r.SessionID); o != "" {
@@ -84,7 +84,7 @@ func ForSessionStart(ctx context.Context, r Request) string {
 		disk = checkpoint.OSDisk(in.Checkpoint.Cwd)
 	}
 	in.Disk = disk
-	return Build(in)
+	return build(in)
 }
 
 // ForCompaction is the fresh checkpoint of the session after a compaction.
@@ -94,7 +94,7 @@ func ForCompaction(r Request) string {
 		return ""
 	}
 	cp := checkpoint.FromRollout(data, checkpoint.DefaultCaps)
-	return Build(Input{Source: "compact", Checkpoint: &cp, CheckpointOf: "this session", Disk: checkpoint.OSDisk(cp.Cwd), MaxChars: r.MaxChars})
+	return build(Input{Source: "compact", Checkpoint: &cp, CheckpointOf: "this session", Disk: checkpoint.OSDisk(cp.Cwd), MaxChars: r.MaxChars})
 }
 
 // latestOfProject is the checkpoint archived by the most recent other

@@ -53,8 +53,8 @@ type Input struct {
 	Present map[string]bool
 }
 
-// Build renders the block; "" when there is nothing (new) to give.
-func Build(in Input) string {
+// build renders the block; "" when there is nothing (new) to give.
+func build(in Input) string {
 	var secs []Section
 	add := func(name, title, body string) {
 		body = strings.TrimSpace(redact.String(body))
@@ -129,8 +129,8 @@ var sectionsRE = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`<cx-context source=\\?"[^"\\]*\\?" sections=\\?"([^"\\]*)\\?"`)
 })
 
-// PresentIn finds the section hashes of cx blocks already in a rollout.
-func PresentIn(rollout []byte) map[string]bool {
+// presentIn finds the section hashes of cx blocks already in a rollout.
+func presentIn(rollout []byte) map[string]bool {
 	out := map[string]bool{}
 	for _, m := range sectionsRE().FindAllSubmatch(rollout, -1) {
 		for _, h := range strings.Split(string(m[1]), ",") {

@@ -12,7 +12,7 @@ import (
 func TestBlockBoundaryBudgetAndDeterminism(t *testing.T) {
 	in := Input{Source: "startup", WorktreeContinuity: strings.Repeat("worktree line\n", 300),
 		ProjectContinuity: strings.Repeat("project line\n", 300), MaxChars: 2000}
-	a, b := Build(in), Build(in)
+	a, b := build(in), build(in)
 	if a != b {
 		t.Fatal("not deterministic")
 	}
@@ -33,20 +33,20 @@ func TestBlockBoundaryBudgetAndDeterminism(t *testing.T) {
 
 func TestResumeInjectsOnlyWhatIsNew(t *testing.T) {
 	in := Input{Source: "resume", WorktreeContinuity: "goal: x", ProjectContinuity: "works: make"}
-	first := Build(in)
-	in.Present = PresentIn([]byte(`{"text":"` + strings.ReplaceAll(first, `"`, `\"`) + `"}`))
-	if got := Build(in); got != "" {
+	first := build(in)
+	in.Present = presentIn([]byte(`{"text":"` + strings.ReplaceAll(first, `"`, `\"`) + `"}`))
+	if got := build(in); got != "" {
 		t.Fatalf("everything was present, yet injected:\n%s", got)
 	}
 	in.WorktreeContinuity = "goal: y"
-	got := Build(in)
+	got := build(in)
 	if !strings.Contains(got, "goal: y") || strings.Contains(got, "works: make") {
 		t.Fatalf("want only the changed section:\n%s", got)
 	}
 }
 
 func TestSecretsNeverInjected(t *testing.T) {
-	got := Build(Input{Source: "startup", WorktreeContinuity: "deploy with OPENAI_API_KEY=sk-proj-0123456789abcdefghijklmnop"})
+	got := build(Input{Source: "startup", WorktreeContinuity: "deploy with OPENAI_API_KEY=sk-proj-0123456789abcdefghijklmnop"})
 	if strings.Contains(got, "sk-proj-0123456789") {
 		t.Fatalf("secret injected:\n%s", got)
 	}
@@ -54,7 +54,7 @@ func TestSecretsNeverInjected(t *testing.T) {
 
 func TestCompactionCarriesOnlyTheCheckpoint(t *testing.T) {
 	cp := checkpoint.Checkpoint{SchemaVersion: 1, SessionID: "s", Stats: checkpoint.Stats{Turns: 1}, Task: &checkpoint.Task{Text: "ship it"}}
-	got := Build(Input{Source: "compact", Checkpoint: &cp, CheckpointOf: "this session", WorktreeContinuity: "w"})
+	got := build(Input{Source: "compact", Checkpoint: &cp, CheckpointOf: "this session", WorktreeContinuity: "w"})
 	if !strings.Contains(got, "ship it") || strings.Contains(got, "Continuity") {
 		t.Fatalf("compaction block:\n%s", got)
 	}

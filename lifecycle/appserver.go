@@ -53,10 +53,10 @@ func NewAppServerTap() *AppServerTap {
 	return t
 }
 
-// Bind attaches the tap to its run (the ledger is opened beside Codex's
+// bind attaches the tap to its run (the ledger is opened beside Codex's
 // launch; frames seen before wait). A nil run (no ledger) makes the tap
 // count frames and record nothing.
-func (t *AppServerTap) Bind(r *Run) {
+func (t *AppServerTap) bind(r *Run) {
 	t.run = r
 	if r != nil {
 		r.tap = t
@@ -258,7 +258,7 @@ func (t *AppServerTap) end(ctx context.Context, id string) {
 	if id == "" {
 		return
 	}
-	if _, err := t.run.m.End(ctx, id, t.run.m.endReason(ctx, t.run.info.ID, ReasonSessionEnd), EndOptions{}); err != nil {
+	if _, err := t.run.m.End(ctx, id, t.run.m.endReason(ctx, t.run.info.ID, reasonSessionEnd), EndOptions{}); err != nil {
 		t.run.m.Log.Printf("app-server: end %s: %v", id, err)
 	}
 }

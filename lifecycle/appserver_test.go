@@ -13,7 +13,7 @@ func FuzzAppServerTap(f *testing.F) {
 	f.Add([]byte("\n\n\n"), 1)
 	f.Fuzz(func(t *testing.T, data []byte, split int) {
 		tap := NewAppServerTap()
-		tap.Bind(nil)
+		tap.bind(nil)
 		if split <= 0 {
 			split = 1
 		}
@@ -41,7 +41,7 @@ func FuzzAppServerTap(f *testing.F) {
 func TestTapSurvivesPanics(t *testing.T) {
 	t.Setenv("CX_TEST_PANIC_AT", "tap-frame")
 	tap := NewAppServerTap()
-	tap.Bind(nil)
+	tap.bind(nil)
 	for i := 0; i < 3; i++ {
 		tap.FromChild([]byte(`{"method":"turn/completed","params":{"threadId":"x"}}` + "\n"))
 	}

@@ -52,7 +52,7 @@ func checkUnrecorded(home, recoveredNote string) health.Check {
 	crumbs := Unrecorded(home)
 	if len(crumbs) > 0 {
 		return health.Check{Name: "unrecorded runs", Detail: fmt.Sprintf("%d run(s) since %s could not write the ledger; their sessions are safe in Codex's rollouts",
-			len(crumbs), RFC3339(crumbs[0].Started)), Fix: "once the ledger can be written: cx ctl sweep (records and commits them; the next cx start does too)"}
+			len(crumbs), rfc3339(crumbs[0].Started)), Fix: "once the ledger can be written: cx ctl sweep (records and commits them; the next cx start does too)"}
 	}
 	detail := "every run was recorded"
 	if recoveredNote != "" {
@@ -77,7 +77,7 @@ func checkLedger(ctx context.Context, cfg config.Config) (c health.Check, recove
 		return health.Check{Name: "ledger", Detail: err.Error(), Fix: "move the ledger aside"}, ""
 	}
 	if e, err := db.LastEvent(ctx, "rollouts.recovered"); err == nil {
-		recovered = fmt.Sprintf("last on %s: %s recorded late from their rollouts", RFC3339(e.At), e.Detail)
+		recovered = fmt.Sprintf("last on %s: %s recorded late from their rollouts", rfc3339(e.At), e.Detail)
 	}
 	pending, _ := db.Jobs(ctx, ledger.JobPending, ledger.JobLeased)
 	parked, _ := db.Jobs(ctx, ledger.JobParked)

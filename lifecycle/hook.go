@@ -17,17 +17,17 @@ import (
 
 // Hook events cx handles (Codex's spelling).
 const (
-	EvSessionStart     = "SessionStart"
-	EvUserPromptSubmit = "UserPromptSubmit"
-	EvStop             = "Stop"
-	EvPreCompact       = "PreCompact"
-	EvPostCompact      = "PostCompact"
-	EvSessionEnd       = "SessionEnd"
-	EvInterrupt        = "Interrupt"
+	evSessionStart     = "SessionStart"
+	evUserPromptSubmit = "UserPromptSubmit"
+	evStop             = "Stop"
+	evPreCompact       = "PreCompact"
+	evPostCompact      = "PostCompact"
+	evSessionEnd       = "SessionEnd"
+	evInterrupt        = "Interrupt"
 )
 
-// KnownEvents are the events with a handler.
-var KnownEvents = []string{EvSessionStart, EvUserPromptSubmit, EvStop, EvPreCompact, EvPostCompact, EvSessionEnd, EvInterrupt}
+// knownEvents are the events with a handler.
+var knownEvents = []string{evSessionStart, evUserPromptSubmit, evStop, evPreCompact, evPostCompact, evSessionEnd, evInterrupt}
 
 // HookPayload is the JSON Codex gives a hook on stdin.
 type HookPayload struct {
@@ -61,18 +61,18 @@ type parsedHook struct {
 	err     error
 }
 
-// Parse validates the input and settles its event name (ParseHook), once:
-// later calls, and HandleHook given this input, reuse the result.
+// Parse validates the input and settles its event name (parseHook), once:
+// later calls, and handleHook given this input, reuse the result.
 func (in *HookInput) Parse() (string, HookPayload, error) {
 	if in.parsed == nil {
-		ev, p, err := ParseHook(*in)
+		ev, p, err := parseHook(*in)
 		in.parsed = &parsedHook{ev, p, err}
 	}
 	return in.parsed.event, in.parsed.payload, in.parsed.err
 }
 
-// ParseHook validates a hook's input and settles its event name.
-func ParseHook(in HookInput) (string, HookPayload, error) {
+// parseHook validates a hook's input and settles its event name.
+func parseHook(in HookInput) (string, HookPayload, error) {
 	var p HookPayload
 	if len(strings.TrimSpace(string(in.Payload))) == 0 {
 		return in.Event, p, errors.New("empty hook input")
@@ -85,7 +85,7 @@ func ParseHook(in HookInput) (string, HookPayload, error) {
 		ev = p.HookEventName
 	}
 	known := false
-	for _, k := range KnownEvents {
+	for _, k := range knownEvents {
 		known = known || k == ev
 	}
 	if !known {
@@ -107,9 +107,9 @@ type HookResult struct {
 	InjectCheckpoint bool
 }
 
-// HandleHook acts on one hook event. It never blocks for long: slow work
+// handleHook acts on one hook event. It never blocks for long: slow work
 // (commits) is left in the outbox.
-func (m *Manager) HandleHook(ctx context.Context, in HookInput) (HookResult, error) {
+func (m *Manager) handleHook(ctx context.Context, in HookInput) (HookResult, error) {
 	ev, p, err := in.Parse()
 	res := HookResult{Event: ev, Payload: p}
 	if err != nil {
@@ -132,7 +132,7 @@ func (m *Manager) HandleHook(ctx context.Context, in HookInput) (HookResult, err
 		}
 		changed := false
 		if owned && s.RunID != run.ID {
-			adoptable := s.RunID == "" || ev == EvSessionStart
+			adoptable := s.RunID == "" || ev == evSessionStart
 			if !adoptable {
 				if prev, err := tx.Run(ctx, s.RunID); err != nil || prev.EndedAt != nil {
 					adoptable = true
@@ -143,13 +143,13 @@ func (m *Manager) HandleHook(ctx context.Context, in HookInput) (HookResult, err
 				changed = true
 			}
 		}
-		if ev == EvSessionStart && p.Source == "resume" && s.Status != ledger.Live {
+		if ev == evSessionStart && p.Source == "resume" && s.Status != ledger.Live {
 			// The session is live again under this run; a resume without a
 			// turn leaves it as it was (see endLive).
 			m.openNext(&s, tx, s.Cursor.Seen)
 			changed = true
 		}
-		if ev == EvUserPromptSubmit || ev == EvStop {
+		if ev == evUserPromptSubmit || ev == evStop {
 			s.LastSeen = tx.Now()
 			changed = true
 		}
@@ -157,7 +157,7 @@ func (m *Manager) HandleHook(ctx context.Context, in HookInput) (HookResult, err
 		if p.Source != "" {
 			detail += "(" + p.Source + ")"
 		}
-		if ev == EvInterrupt && p.TurnID != "" {
+		if ev == evInterrupt && p.TurnID != "" {
 			detail += " turn " + p.TurnID
 		}
 		_ = tx.AddEvent(ctx, "hook", s.ID, run.ID, detail)
@@ -171,12 +171,12 @@ func (m *Manager) HandleHook(ctx context.Context, in HookInput) (HookResult, err
 	}
 
 	switch ev {
-	case EvSessionStart:
+	case evSessionStart:
 		switch p.Source {
 		case "startup", "clear":
-			reason := ReasonNew
+			reason := reasonNew
 			if p.Source == "clear" {
-				reason = ReasonClear
+				reason = reasonClear
 			}
 			if owned && run.Mode == ModeAppServer {
 				return res, nil // a daemon's threads run side by side
@@ -195,23 +195,23 @@ func (m *Manager) HandleHook(ctx context.Context, in HookInput) (HookResult, err
 			_, err := m.markCompactionInjected(ctx, s.ID)
 			return res, err
 		}
-	case EvUserPromptSubmit:
+	case evUserPromptSubmit:
 		due, err := m.markCompactionInjected(ctx, s.ID)
 		res.InjectCheckpoint = due
 		return res, err
-	case EvStop:
+	case evStop:
 		s, err := m.catchUp(ctx, s.ID)
 		if err != nil {
 			return res, err
 		}
 		return res, m.armAppends(ctx, s)
-	case EvPreCompact:
+	case evPreCompact:
 		if _, err := m.catchUp(ctx, s.ID); err != nil {
 			return res, err
 		}
 		return res, m.compact(ctx, s.ID)
-	case EvSessionEnd:
-		_, err := m.End(ctx, s.ID, m.endReason(ctx, s.RunID, ReasonSessionEnd), EndOptions{})
+	case evSessionEnd:
+		_, err := m.End(ctx, s.ID, m.endReason(ctx, s.RunID, reasonSessionEnd), EndOptions{})
 		return res, err
 	}
 	return res, nil
@@ -269,7 +269,7 @@ func (m *Manager) compact(ctx context.Context, id string) error {
 	if err != nil || s.Status != ledger.Live || s.Turns == 0 {
 		return err
 	}
-	ended, err := m.endLive(ctx, id, ReasonCompact, EndOptions{OnlyGeneration: s.Generation})
+	ended, err := m.endLive(ctx, id, reasonCompact, EndOptions{OnlyGeneration: s.Generation})
 	if err != nil || !ended {
 		return err
 	}

@@ -51,9 +51,9 @@ type HookCall struct {
 // within 2.5 s whatever stdin does).
 func hookBudget(event string) time.Duration {
 	switch event {
-	case EvUserPromptSubmit:
+	case evUserPromptSubmit:
 		return 6 * time.Second
-	case EvSessionStart, EvStop, EvPreCompact, EvPostCompact:
+	case evSessionStart, evStop, evPreCompact, evPostCompact:
 		return 8 * time.Second
 	}
 	// SessionEnd, Interrupt, and anything not known: the tightest clamp.
@@ -154,25 +154,25 @@ func ServeHook(ctx context.Context, c HookCall) (code int) {
 			logger.Printf("hook %s %s: %v", ev, p.SessionID, err)
 			// The next start or sweep that can write the ledger records
 			// this session from its rollout.
-			_ = MarkUnrecorded(cfg.Home, codex.Home(c.Getenv), c.Start)
+			_ = markUnrecorded(cfg.Home, codex.Home(c.Getenv), c.Start)
 			return
 		}
 		// Not closed: closing the last connection checkpoints and removes
 		// the WAL (milliseconds on every hook); the process exits right after
 		// and SQLite's WAL is safe without it.
-		res, err := m.HandleHook(wctx, in)
+		res, err := m.handleHook(wctx, in)
 		if err != nil {
 			logger.Printf("hook %s %s: %v", ev, p.SessionID, err)
 		}
 		if cfg.Inject.Enabled && c.Inject != nil {
 			switch {
-			case ev == EvSessionStart:
+			case ev == evSessionStart:
 				injection = c.Inject.ForSessionStart(wctx, m.injectRequest(wctx, p))
 			case res.InjectCheckpoint:
 				injection = c.Inject.ForCompaction(m.injectRequest(wctx, p))
 			}
 		}
-		if _, err := m.RecoverOrphans(wctx); err != nil {
+		if _, err := m.recoverOrphans(wctx); err != nil {
 			logger.Printf("hook %s: orphan recovery: %v", ev, err)
 		}
 		due, _ = m.DB.DueJobs(wctx, time.Now().UTC())
@@ -286,9 +286,9 @@ func recordHookEvent(cfg config.Config, start time.Time, au hookAudit) {
 		}
 	}
 	switch au.Event {
-	case EvUserPromptSubmit:
+	case evUserPromptSubmit:
 		rec["prompt_chars"] = utf8.RuneCountInString(au.Parsed.Prompt)
-	case EvStop:
+	case evStop:
 		rec["assistant_chars"] = utf8.RuneCountInString(au.Parsed.LastAssistantMessage)
 	}
 	if au.Answered > 0 {

@@ -33,13 +33,13 @@ import (
 
 // End reasons (DESIGN: "End reasons").
 const (
-	ReasonSessionEnd = "session_end"
-	ReasonExit       = "exit"
-	ReasonNew        = "new"
-	ReasonClear      = "clear"
-	ReasonCompact    = "compact"
-	ReasonOrphan     = "orphan"
-	ReasonIdle       = "idle"
+	reasonSessionEnd = "session_end"
+	reasonExit       = "exit"
+	reasonNew        = "new"
+	reasonClear      = "clear"
+	reasonCompact    = "compact"
+	reasonOrphan     = "orphan"
+	reasonIdle       = "idle"
 	ReasonManual     = "manual"
 )
 

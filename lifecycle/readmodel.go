@@ -38,8 +38,8 @@ type SessionView struct {
 	EndedAt        *string  `json:"ended_at"`
 }
 
-// ViewSession is the view of one ledger session.
-func (m *Manager) ViewSession(ctx context.Context, s ledger.Session) SessionView {
+// viewSession is the view of one ledger session.
+func (m *Manager) viewSession(ctx context.Context, s ledger.Session) SessionView {
 	commits, _ := m.DB.Commits(ctx, s.ID)
 	total, _ := m.DB.TotalTurns(ctx, s.ID)
 	sinks := s.Sinks
@@ -49,7 +49,7 @@ func (m *Manager) ViewSession(ctx context.Context, s ledger.Session) SessionView
 	return SessionView{ID: s.ID, Status: s.Status, EndReason: s.EndReason, RunID: s.RunID, Generation: s.Generation,
 		Commits: commits, Turns: s.Turns, TotalTurns: total, TranscriptPath: s.TranscriptPath, Cwd: s.Cwd, Sinks: sinks,
 		Interrupted: s.Interrupted, Compactions: s.Compactions, Placeholders: s.Placeholders,
-		CreatedAt: RFC3339(s.CreatedAt), LastSeen: RFC3339(s.LastSeen), EndedAt: RFC3339Ptr(s.EndedAt)}
+		CreatedAt: rfc3339(s.CreatedAt), LastSeen: rfc3339(s.LastSeen), EndedAt: rfc3339Ptr(s.EndedAt)}
 }
 
 // JobView is one outbox job.
@@ -69,8 +69,8 @@ type JobView struct {
 
 func viewJob(j ledger.Job) JobView {
 	return JobView{ID: j.ID, Kind: j.Kind, SessionID: j.SessionID, Generation: j.Generation, Sink: j.Sink, State: j.State,
-		Attempts: j.Attempts, NextAttempt: RFC3339(j.NextAttemptAt), LastError: j.LastError, LeaseUntil: RFC3339Ptr(j.LeaseUntil),
-		UpdatedAt: RFC3339(j.UpdatedAt)}
+		Attempts: j.Attempts, NextAttempt: rfc3339(j.NextAttemptAt), LastError: j.LastError, LeaseUntil: rfc3339Ptr(j.LeaseUntil),
+		UpdatedAt: rfc3339(j.UpdatedAt)}
 }
 
 // RunView is one supervised run.
@@ -106,7 +106,7 @@ func (m *Manager) Sessions(ctx context.Context) ([]SessionView, error) {
 	}
 	out := make([]SessionView, 0, len(sessions))
 	for _, s := range sessions {
-		out = append(out, m.ViewSession(ctx, s))
+		out = append(out, m.viewSession(ctx, s))
 	}
 	return out, nil
 }
@@ -120,7 +120,7 @@ func (m *Manager) Status(ctx context.Context) (StatusView, error) {
 	}
 	for _, r := range runs {
 		out.Runs = append(out.Runs, RunView{ID: r.ID, PID: r.PID, CodexPID: r.CodexPID, Version: r.CodexVersion, Sinks: r.Sinks, Cwd: r.Cwd,
-			Foreground: r.Foreground, StartedAt: RFC3339(r.StartedAt), EndedAt: RFC3339Ptr(r.EndedAt), ExitCode: r.ExitCode, EndReason: r.EndReason})
+			Foreground: r.Foreground, StartedAt: rfc3339(r.StartedAt), EndedAt: rfc3339Ptr(r.EndedAt), ExitCode: r.ExitCode, EndReason: r.EndReason})
 	}
 	counts, _ := m.DB.SessionCounts(ctx)
 	for st, n := range counts {
@@ -128,7 +128,7 @@ func (m *Manager) Status(ctx context.Context) (StatusView, error) {
 	}
 	live, _ := m.DB.LiveSessions(ctx)
 	for _, s := range live {
-		out.LiveSessions = append(out.LiveSessions, m.ViewSession(ctx, s))
+		out.LiveSessions = append(out.LiveSessions, m.viewSession(ctx, s))
 	}
 	jobs, _ := m.DB.Jobs(ctx, ledger.JobPending, ledger.JobLeased, ledger.JobParked)
 	for _, j := range jobs {
@@ -185,10 +185,10 @@ func (m *Manager) Show(ctx context.Context, id string) (ShowView, error) {
 	if err != nil {
 		return ShowView{}, err
 	}
-	out := ShowView{Session: m.ViewSession(ctx, s), Generations: []GenerationView{}, Jobs: []JobView{}, Archives: []ArchiveView{}, Events: []EventView{}}
+	out := ShowView{Session: m.viewSession(ctx, s), Generations: []GenerationView{}, Jobs: []JobView{}, Archives: []ArchiveView{}, Events: []EventView{}}
 	gens, _ := m.DB.Generations(ctx, id)
 	for _, g := range gens {
-		out.Generations = append(out.Generations, GenerationView{g.Generation, g.Status, g.EndReason, g.Turns, g.ExitStatus, RFC3339(g.EndedAt), RFC3339Ptr(g.CommittedAt)})
+		out.Generations = append(out.Generations, GenerationView{g.Generation, g.Status, g.EndReason, g.Turns, g.ExitStatus, rfc3339(g.EndedAt), rfc3339Ptr(g.CommittedAt)})
 	}
 	jobs, _ := m.DB.SessionJobs(ctx, id)
 	for _, j := range jobs {
@@ -196,7 +196,7 @@ func (m *Manager) Show(ctx context.Context, id string) (ShowView, error) {
 	}
 	archives, _ := m.DB.Archives(ctx, id)
 	for _, ar := range archives {
-		av := ArchiveView{Generation: ar.Generation, StoredAt: RFC3339(ar.StoredAt), Turns: json.RawMessage(ar.Turns), Continuity: ar.Continuity}
+		av := ArchiveView{Generation: ar.Generation, StoredAt: rfc3339(ar.StoredAt), Turns: json.RawMessage(ar.Turns), Continuity: ar.Continuity}
 		if json.Valid([]byte(ar.Checkpoint)) {
 			av.Checkpoint = json.RawMessage(ar.Checkpoint)
 		}
@@ -204,7 +204,7 @@ func (m *Manager) Show(ctx context.Context, id string) (ShowView, error) {
 	}
 	events, _ := m.DB.Events(ctx, id)
 	for _, e := range events {
-		out.Events = append(out.Events, EventView{RFC3339(e.At), e.Kind, e.RunID, e.Detail})
+		out.Events = append(out.Events, EventView{rfc3339(e.At), e.Kind, e.RunID, e.Detail})
 	}
 	return out, nil
 }
@@ -234,7 +234,7 @@ func (m *Manager) CommitNow(ctx context.Context, id string) (CommitView, error) 
 	if err != nil {
 		return out, err
 	}
-	out.Session = m.ViewSession(ctx, s)
+	out.Session = m.viewSession(ctx, s)
 	return out, nil
 }
 
@@ -247,19 +247,19 @@ func (m *Manager) session(ctx context.Context, id string) (ledger.Session, error
 	return s, err
 }
 
-// RFC3339 is how every time in cx's output is written (UTC); "" for none.
-func RFC3339(t time.Time) string {
+// rfc3339 is how every time in cx's output is written (UTC); "" for none.
+func rfc3339(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
 	return t.UTC().Format(time.RFC3339)
 }
 
-// RFC3339Ptr is RFC3339 for an optional time: nil stays null.
-func RFC3339Ptr(t *time.Time) *string {
+// rfc3339Ptr is rfc3339 for an optional time: nil stays null.
+func rfc3339Ptr(t *time.Time) *string {
 	if t == nil {
 		return nil
 	}
-	s := RFC3339(*t)
+	s := rfc3339(*t)
 	return &s
 }

@@ -26,10 +26,10 @@ const ReasonRecovered = "recovered"
 // named <start unix nanos>-<base64url of the Codex home>.
 const unrecordedDir = "unrecorded"
 
-// MarkUnrecorded leaves the breadcrumb that a run which started at started
+// markUnrecorded leaves the breadcrumb that a run which started at started
 // on codexHome could not record its sessions; the next start or sweep that
 // can write the ledger recovers them from the rollouts.
-func MarkUnrecorded(home, codexHome string, started time.Time) error {
+func markUnrecorded(home, codexHome string, started time.Time) error {
 	dir := filepath.Join(home, unrecordedDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -66,7 +66,7 @@ func Unrecorded(home string) []Breadcrumb {
 	return out
 }
 
-// RecoverUnrecorded records and commits, once each, the sessions Codex
+// recoverUnrecorded records and commits, once each, the sessions Codex
 // wrote in codexHome while the ledger could not be written: rollouts
 // touched since the last such scan (or since the earliest breadcrumb of an
 // unrecorded run) that the ledger does not know. A rollout that may still
@@ -74,7 +74,7 @@ func Unrecorded(home string) []Breadcrumb {
 // waits for a later scan. The first scan of a Codex home with no breadcrumb
 // only notes where it stands: sessions from before cx are `cx ctl import`'s
 // business, not this.
-func (m *Manager) RecoverUnrecorded(ctx context.Context, codexHome string) (int, error) {
+func (m *Manager) recoverUnrecorded(ctx context.Context, codexHome string) (int, error) {
 	if codexHome == "" {
 		return 0, nil
 	}

@@ -46,7 +46,7 @@ func (e ExitInfo) Reason() string {
 	case e.Signal != "":
 		return "killed:" + e.Signal
 	}
-	return ReasonExit
+	return reasonExit
 }
 
 // Run is the lifecycle side of one cx process supervising one Codex.
@@ -72,9 +72,9 @@ type Run struct {
 	started    time.Time
 }
 
-// BeginRun records the run in the background (Codex's launch never waits
+// beginRun records the run in the background (Codex's launch never waits
 // for the ledger) and returns at once.
-func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
+func (m *Manager) beginRun(ctx context.Context, info RunInfo) *Run {
 	r := &Run{m: m, info: info, recorded: make(chan struct{}), known: map[string]bool{}, candidates: map[string]bool{}, started: time.Now(),
 		logs: codex.NewLogWatch(info.CodexHome)}
 	go func() {
@@ -106,9 +106,9 @@ func redactArgs(args []string) []string {
 // ID is the run id (CX_RUN_ID).
 func (r *Run) ID() string { return r.info.ID }
 
-// ChildStarted records Codex's pid and start time and starts learning the
+// childStarted records Codex's pid and start time and starts learning the
 // sessions it holds.
-func (r *Run) ChildStarted(pid int) {
+func (r *Run) childStarted(pid int) {
 	start := proc.StartTime(pid)
 	r.mu.Lock()
 	r.codexPID = pid

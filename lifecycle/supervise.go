@@ -26,7 +26,7 @@ type Supervision struct {
 	m         *Manager
 	run       *Run
 	err       error
-	started   chan struct{} // ChildStarted has been handed to the run
+	started   chan struct{} // childStarted has been handed to the run
 	launched  chan struct{} // the child is running (or could not start)
 	pid       int
 }
@@ -52,7 +52,7 @@ func Supervise(ctx context.Context, cfg config.Config, info RunInfo, tap *AppSer
 				s.m = nil // a panic half way: nothing to finish
 			}
 			if tap != nil && !bound {
-				tap.Bind(nil) // the tap counts frames and records nothing
+				tap.bind(nil) // the tap counts frames and records nothing
 			}
 		}()
 		testpoint.Panic("supervise-open")
@@ -60,9 +60,9 @@ func Supervise(ctx context.Context, cfg config.Config, info RunInfo, tap *AppSer
 		if s.err != nil {
 			return
 		}
-		s.run = s.m.BeginRun(ctx, info)
+		s.run = s.m.beginRun(ctx, info)
 		if tap != nil {
-			tap.Bind(s.run)
+			tap.bind(s.run)
 			bound = true
 		}
 	}()
@@ -74,10 +74,10 @@ func Supervise(ctx context.Context, cfg config.Config, info RunInfo, tap *AppSer
 		if s.m == nil {
 			return
 		}
-		if _, err := s.m.RecoverOrphans(ctx); err != nil {
+		if _, err := s.m.recoverOrphans(ctx); err != nil {
 			s.m.Log.Printf("orphan recovery at start: %v", err)
 		}
-		if n, err := s.m.RecoverUnrecorded(ctx, info.CodexHome); err != nil {
+		if n, err := s.m.recoverUnrecorded(ctx, info.CodexHome); err != nil {
 			s.m.Log.Printf("recovering unrecorded sessions at start: %v", err)
 		} else if n > 0 {
 			s.m.Log.Printf("recorded %d session(s) an earlier run could not record", n)
@@ -100,7 +100,7 @@ func (s *Supervision) Started(pid int, _ wrapper.Mode) {
 		defer s.log.Recover("child started")
 		<-s.ready
 		if s.run != nil {
-			s.run.ChildStarted(pid)
+			s.run.childStarted(pid)
 		}
 	}()
 }
@@ -144,7 +144,7 @@ func (s *Supervision) Finish(ctx context.Context, ex wrapper.Exit) {
 	}
 	<-s.ready
 	if s.err != nil || s.run == nil {
-		_ = MarkUnrecorded(s.home, s.info.CodexHome, s.startedAt)
+		_ = markUnrecorded(s.home, s.info.CodexHome, s.startedAt)
 		s.warn("warning: %v: this run's sessions are not recorded (their rollouts are intact; see `cx ctl doctor`)", s.err)
 		return
 	}
@@ -159,7 +159,7 @@ func (s *Supervision) Finish(ctx context.Context, ex wrapper.Exit) {
 	}
 	testpoint.Panic("supervise-finish")
 	if err := s.run.Finish(ctx, info); err != nil {
-		_ = MarkUnrecorded(s.home, s.info.CodexHome, s.startedAt)
+		_ = markUnrecorded(s.home, s.info.CodexHome, s.startedAt)
 		s.m.Log.Printf("finish run %s: %v", s.run.ID(), err)
 		s.warn("warning: ending this run's sessions: %v (a later `cx ctl sweep` finishes it)", err)
 	}

@@ -22,9 +22,9 @@ type SweepResult struct {
 	Recovered int
 }
 
-// RecoverOrphans ends the live sessions of runs whose cx died (pid gone, or
+// recoverOrphans ends the live sessions of runs whose cx died (pid gone, or
 // reused by another process), as `orphan`, and closes those runs.
-func (m *Manager) RecoverOrphans(ctx context.Context) (SweepResult, error) {
+func (m *Manager) recoverOrphans(ctx context.Context) (SweepResult, error) {
 	var res SweepResult
 	runs, err := m.DB.Runs(ctx, true)
 	if err != nil {
@@ -43,7 +43,7 @@ func (m *Manager) RecoverOrphans(ctx context.Context) (SweepResult, error) {
 			return res, err
 		}
 		for _, s := range sessions {
-			ended, err := m.End(ctx, s.ID, ReasonOrphan, EndOptions{})
+			ended, err := m.End(ctx, s.ID, reasonOrphan, EndOptions{})
 			if err != nil {
 				return res, err
 			}
@@ -57,7 +57,7 @@ func (m *Manager) RecoverOrphans(ctx context.Context) (SweepResult, error) {
 				return err
 			}
 			now := tx.Now()
-			cur.EndedAt, cur.EndReason = &now, ReasonOrphan
+			cur.EndedAt, cur.EndReason = &now, reasonOrphan
 			_ = tx.AddEvent(ctx, "run.orphaned", "", r.ID, fmt.Sprintf("pid %d gone", r.PID))
 			return tx.PutRun(ctx, cur)
 		})
@@ -71,11 +71,11 @@ func (m *Manager) RecoverOrphans(ctx context.Context) (SweepResult, error) {
 // Sweep recovers orphans, ends un-owned sessions idle past the TTL and
 // sessions still live under ended runs, then works the outbox.
 func (m *Manager) Sweep(ctx context.Context) (SweepResult, error) {
-	res, err := m.RecoverOrphans(ctx)
+	res, err := m.recoverOrphans(ctx)
 	if err != nil {
 		return res, err
 	}
-	n, err := m.RecoverUnrecorded(ctx, m.codexHome())
+	n, err := m.recoverUnrecorded(ctx, m.codexHome())
 	res.Recovered = n
 	if err != nil {
 		return res, err
@@ -89,15 +89,15 @@ func (m *Manager) Sweep(ctx context.Context) (SweepResult, error) {
 		reason := ""
 		switch {
 		case s.RunID == "" && s.Status == ledger.Live && s.LastSeen.Before(cutoff):
-			reason = ReasonIdle
+			reason = reasonIdle
 		case s.RunID != "":
 			run, err := m.DB.Run(ctx, s.RunID)
 			if err == nil && run.EndedAt != nil {
 				// The run is over: its sessions may have turns left to commit
 				// (a crash between the exit's catch-up and its end).
 				if s.Status == ledger.Live || hasNewBytes(s) {
-					reason = ReasonOrphan
-					if run.EndReason != ReasonOrphan && run.EndReason != "" {
+					reason = reasonOrphan
+					if run.EndReason != reasonOrphan && run.EndReason != "" {
 						reason = run.EndReason
 					}
 				}

@@ -46,7 +46,7 @@ func BenchmarkReadReduce(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cp := FromCapture(c, DefaultCaps)
+		cp := fromCapture(c, DefaultCaps)
 		if cp.Stats.Turns == 0 {
 			b.Fatal("no turns")
 		}

@@ -106,11 +106,11 @@ type Stats struct {
 // FromRollout reduces complete rollout bytes to a checkpoint.
 func FromRollout(data []byte, caps Caps) Checkpoint {
 	c := rollout.Assemble(data, rollout.Options{MaxToolChars: 4000})
-	return FromCapture(c, caps)
+	return fromCapture(c, caps)
 }
 
-// FromCapture reduces an assembled capture.
-func FromCapture(c rollout.Capture, caps Caps) Checkpoint {
+// fromCapture reduces an assembled capture.
+func fromCapture(c rollout.Capture, caps Caps) Checkpoint {
 	cp := Checkpoint{SchemaVersion: SchemaVersion, Decisions: []Decision{}, Facts: map[string]Fact{},
 		Artifacts: map[string]Artifact{}, RecentArtifacts: []string{}, Plan: Plan{Steps: []PlanStep{}, Done: map[string]bool{}}}
 	if c.Meta != nil {

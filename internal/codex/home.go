@@ -6,13 +6,13 @@ import (
 	"strings"
 )
 
-// HomeVar is the variable naming Codex's home.
-const HomeVar = "CODEX_HOME"
+// homeVar is the variable naming Codex's home.
+const homeVar = "CODEX_HOME"
 
 // Home is the CODEX_HOME Codex will use, absolute: $CODEX_HOME, else
 // ~/.codex ("" when neither can be known).
 func Home(getenv func(string) (string, bool)) string {
-	if v, ok := getenv(HomeVar); ok && v != "" {
+	if v, ok := getenv(homeVar); ok && v != "" {
 		if abs, err := filepath.Abs(v); err == nil {
 			return abs
 		}
@@ -31,7 +31,7 @@ func Home(getenv func(string) (string, bool)) string {
 const HomeFlagUsage = "Codex's home `DIR` (default $CODEX_HOME, else ~/.codex)"
 
 // HomeEnv is the KEY=VALUE that points a Codex process at home.
-func HomeEnv(home string) string { return HomeVar + "=" + home }
+func HomeEnv(home string) string { return homeVar + "=" + home }
 
 // Env is the environment of a Codex process cx starts, the one recipe for
 // every such process: base without the keys of set and of unset; PATH with

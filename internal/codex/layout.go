@@ -33,8 +33,8 @@ func RolloutID(path string) string {
 	return ""
 }
 
-// ArchivedDir is where Codex moves archived sessions' rollouts.
-func ArchivedDir(home string) string { return filepath.Join(home, "archived_sessions") }
+// archivedDir is where Codex moves archived sessions' rollouts.
+func archivedDir(home string) string { return filepath.Join(home, "archived_sessions") }
 
 // FindRollout finds a session's rollout: where it was recorded, else —
 // Codex moves an archived thread's rollout to archived_sessions/, same
@@ -46,7 +46,7 @@ func FindRollout(codexHome, id, recorded string) string {
 			return recorded
 		}
 		if codexHome != "" {
-			moved := filepath.Join(ArchivedDir(codexHome), filepath.Base(recorded))
+			moved := filepath.Join(archivedDir(codexHome), filepath.Base(recorded))
 			if _, err := os.Stat(moved); err == nil {
 				return moved
 			}
@@ -81,7 +81,7 @@ func RolloutsSince(home string, since time.Time) map[string]string {
 	for day := since.Local().AddDate(0, 0, -1); !day.After(time.Now().AddDate(0, 0, 1)); day = day.AddDate(0, 0, 1) {
 		dirs = append(dirs, filepath.Join(home, "sessions", day.Format("2006"), day.Format("01"), day.Format("02")))
 	}
-	dirs = append(dirs, ArchivedDir(home))
+	dirs = append(dirs, archivedDir(home))
 	for _, d := range dirs {
 		entries, _ := os.ReadDir(d)
 		for _, e := range entries {

@@ -14,9 +14,9 @@ func TestLayout(t *testing.T) {
 	day := time.Now()
 	dayDir := filepath.Join(home, "sessions", day.Format("2006"), day.Format("01"), day.Format("02"))
 	os.MkdirAll(dayDir, 0o700)
-	os.MkdirAll(ArchivedDir(home), 0o700)
+	os.MkdirAll(archivedDir(home), 0o700)
 	live := filepath.Join(dayDir, "rollout-2026-11-22T10-00-00-019a-live.jsonl")
-	archived := filepath.Join(ArchivedDir(home), "rollout-2026-11-20T09-00-00-019a-old.jsonl")
+	archived := filepath.Join(archivedDir(home), "rollout-2026-11-20T09-00-00-019a-old.jsonl")
 	os.WriteFile(live, nil, 0o600)
 	os.WriteFile(archived, nil, 0o600)
 	os.WriteFile(filepath.Join(dayDir, "notes.txt"), nil, 0o600)
@@ -57,10 +57,10 @@ func TestLayout(t *testing.T) {
 // The trust key of a SessionStart handler, as 0.169's hooks/list names it.
 func TestTrustKeys(t *testing.T) {
 	key := "/h/.codex/hooks.json:session_start:0:0"
-	if p := TrustKeyPrefix("/h/.codex/hooks.json", "SessionStart"); !strings.HasPrefix(key, p) || p != "/h/.codex/hooks.json:session_start:" {
+	if p := trustKeyPrefix("/h/.codex/hooks.json", "SessionStart"); !strings.HasPrefix(key, p) || p != "/h/.codex/hooks.json:session_start:" {
 		t.Fatalf("prefix %q", p)
 	}
-	if p := TrustKeyPrefix("/h/hooks.json", "UserPromptSubmit"); p != "/h/hooks.json:user_prompt_submit:" {
+	if p := trustKeyPrefix("/h/hooks.json", "UserPromptSubmit"); p != "/h/hooks.json:user_prompt_submit:" {
 		t.Fatalf("prefix %q", p)
 	}
 	if h := TrustStateHeader(key); h != `[hooks.state."/h/.codex/hooks.json:session_start:0:0"]` {

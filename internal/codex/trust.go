@@ -20,9 +20,9 @@ func TrustStateHeader(key string) string {
 	return "[hooks.state." + string(q) + "]"
 }
 
-// TrustKeyPrefix is how the trust keys of an event's handlers in a hooks.json
+// trustKeyPrefix is how the trust keys of an event's handlers in a hooks.json
 // begin, e.g. "/home/u/.codex/hooks.json:session_start:".
-func TrustKeyPrefix(hooksPath, event string) string {
+func trustKeyPrefix(hooksPath, event string) string {
 	var b strings.Builder
 	for i, r := range event {
 		if r >= 'A' && r <= 'Z' {
@@ -40,7 +40,7 @@ func TrustKeyPrefix(hooksPath, event string) string {
 // handler of the event in that hooks.json (a text check, no parse: the
 // fallback asks it on every start; `cx ctl doctor` asks Codex).
 func TrustRecorded(configText, hooksPath, event string) bool {
-	return strings.Contains(configText, TrustKeyPrefix(hooksPath, event))
+	return strings.Contains(configText, trustKeyPrefix(hooksPath, event))
 }
 
 // EventName maps hooks/list's camelCase event names to hooks.json's.

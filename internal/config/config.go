@@ -185,7 +185,7 @@ func Load(getenv Getenv) (Config, error) {
 		}
 	}
 	if v, ok := getenv("CX_SINKS"); ok && v != "" {
-		c.Sinks = ParseSinks(v)
+		c.Sinks = parseSinks(v)
 		c.SinksFromEnv = true
 	}
 	if v, ok := getenv("CX_CODEX_BIN"); ok && v != "" {
@@ -210,11 +210,11 @@ func (c *Config) decode(data string) error {
 	return nil
 }
 
-// KnownSinks are the sink names cx understands.
-var KnownSinks = []string{"local", "openviking", "exec"}
+// knownSinks are the sink names cx understands.
+var knownSinks = []string{"local", "openviking", "exec"}
 
-// ParseSinks splits a CX_SINKS value; "none" (or empty) means no sinks.
-func ParseSinks(v string) []string {
+// parseSinks splits a CX_SINKS value; "none" (or empty) means no sinks.
+func parseSinks(v string) []string {
 	out := []string{}
 	for _, s := range strings.Split(v, ",") {
 		s = strings.TrimSpace(s)
@@ -229,11 +229,11 @@ func ParseSinks(v string) []string {
 func (c *Config) validate() error {
 	for _, s := range c.Sinks {
 		ok := false
-		for _, k := range KnownSinks {
+		for _, k := range knownSinks {
 			ok = ok || s == k
 		}
 		if !ok {
-			return fmt.Errorf("config %s: unknown sink %q (known: %s)", c.Path, s, strings.Join(KnownSinks, ", "))
+			return fmt.Errorf("config %s: unknown sink %q (known: %s)", c.Path, s, strings.Join(knownSinks, ", "))
 		}
 	}
 	if c.Capture.MaxToolChars <= 0 || c.Capture.MaxLineBytes <= 0 || c.Lifecycle.MaxAttempts <= 0 || c.Inject.MaxChars <= 0 || c.OpenViking.MaxToolChars <= 0 {

@@ -31,7 +31,7 @@ func TestMergeKeepsHandEditsAndMovesOutcomes(t *testing.T) {
 	if _, _, err := s.Update(id, ev); err != nil {
 		t.Fatal(err)
 	}
-	pp, wp := s.Paths(id)
+	pp, wp := s.paths(id)
 	// A person edits both files.
 	pt, _ := os.ReadFile(pp)
 	edited := strings.Replace(string(pt), "## Tried and failed\n", "## Tried and failed\n\n- bisecting by hand took an hour (note by a person)\n", 1) + "\n## My notes\n\nkeep this\n"
@@ -64,7 +64,7 @@ func TestMergeKeepsHandEditsAndMovesOutcomes(t *testing.T) {
 
 func TestParseRenderRoundTrip(t *testing.T) {
 	in := "# Continuity — x\n\nintro\n\n## Goal\n\ndo it\n\n## Confirmed working\n\n- `make`\n\n## Elsewhere\n\nfree text\n"
-	if out := Parse(in).Render(); out != in {
+	if out := Parse(in).render(); out != in {
 		t.Fatalf("round trip:\n%q\n%q", in, out)
 	}
 }
@@ -158,7 +158,7 @@ func TestProjectHeaderHasNoCredentials(t *testing.T) {
 	if _, _, err := s.Update(id, Evidence{SessionID: "s1", EndReason: "exit", Turns: []rollout.Turn{turn("do it", cmd("make", 0))}}); err != nil {
 		t.Fatal(err)
 	}
-	pp, _ := s.Paths(id)
+	pp, _ := s.paths(id)
 	b, _ := os.ReadFile(pp)
 	if strings.Contains(string(b), "ghp_abcdef") || !strings.Contains(string(b), "github.com/x/y.git") {
 		t.Fatalf("project file:\n%s", b)

@@ -16,16 +16,16 @@ import (
 
 // Section names, in the order they are written.
 const (
-	SecGoal       = "Goal"
-	SecWorking    = "Confirmed working"
-	SecFailed     = "Tried and failed"
-	SecNotTried   = "Not yet tried"
-	SecNext       = "Incomplete / next"
-	SecFilesEtc   = "Files, decisions, environment"
+	secGoal       = "Goal"
+	secWorking    = "Confirmed working"
+	secFailed     = "Tried and failed"
+	secNotTried   = "Not yet tried"
+	secNext       = "Incomplete / next"
+	secFilesEtc   = "Files, decisions, environment"
 	maxListLength = 20
 )
 
-var sectionOrder = []string{SecGoal, SecWorking, SecFailed, SecNotTried, SecNext, SecFilesEtc}
+var sectionOrder = []string{secGoal, secWorking, secFailed, secNotTried, secNext, secFilesEtc}
 
 // Doc is a continuity file: a title, known sections (lines as written) and
 // anything else a person added, kept verbatim.
@@ -82,9 +82,9 @@ func canonical(name string) string {
 	}
 	switch {
 	case strings.HasPrefix(l, "incomplete"), strings.HasPrefix(l, "next"):
-		return SecNext
+		return secNext
 	case strings.HasPrefix(l, "files"):
-		return SecFilesEtc
+		return secFilesEtc
 	}
 	return ""
 }
@@ -99,8 +99,8 @@ func trimBlank(lines []string) []string {
 	return lines
 }
 
-// Render writes the document back; a section never touched is written empty.
-func (d Doc) Render() string {
+// render writes the document back; a section never touched is written empty.
+func (d Doc) render() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n", d.Title)
 	if len(d.Preamble) > 0 {
@@ -181,10 +181,10 @@ func capList(lines []string, n int) []string {
 	return out
 }
 
-// ApplyProject merges a generation's command outcomes into the project
+// applyProject merges a generation's command outcomes into the project
 // layer: a command's latest outcome decides its list.
-func (d *Doc) ApplyProject(ev Evidence) {
-	for _, s := range []string{SecWorking, SecFailed} {
+func (d *Doc) applyProject(ev Evidence) {
+	for _, s := range []string{secWorking, secFailed} {
 		if _, ok := d.Sections[s]; !ok {
 			d.Sections[s] = nil
 		}
@@ -195,24 +195,24 @@ func (d *Doc) ApplyProject(ev Evidence) {
 				continue
 			}
 			cmd := firstLine(tc.Command)
-			d.Sections[SecWorking] = removeCmd(d.Sections[SecWorking], cmd)
-			d.Sections[SecFailed] = removeCmd(d.Sections[SecFailed], cmd)
-			sec := SecWorking
+			d.Sections[secWorking] = removeCmd(d.Sections[secWorking], cmd)
+			d.Sections[secFailed] = removeCmd(d.Sections[secFailed], cmd)
+			sec := secWorking
 			if *tc.ExitCode != 0 {
-				sec = SecFailed
+				sec = secFailed
 			}
 			d.Sections[sec] = append(d.Sections[sec], cmdBullet(cmd, tc.ExitCode))
 		}
 	}
-	d.Sections[SecWorking] = capList(d.Sections[SecWorking], maxListLength)
-	d.Sections[SecFailed] = capList(d.Sections[SecFailed], maxListLength)
+	d.Sections[secWorking] = capList(d.Sections[secWorking], maxListLength)
+	d.Sections[secFailed] = capList(d.Sections[secFailed], maxListLength)
 }
 
-// ApplyWorktree merges the goal, the open plan and the files into the
+// applyWorktree merges the goal, the open plan and the files into the
 // worktree layer. A vague request ("continue") never replaces the goal, and
 // without a plan nothing is invented as a next step.
-func (d *Doc) ApplyWorktree(ev Evidence) {
-	for _, s := range []string{SecGoal, SecNotTried, SecNext, SecFilesEtc} {
+func (d *Doc) applyWorktree(ev Evidence) {
+	for _, s := range []string{secGoal, secNotTried, secNext, secFilesEtc} {
 		if _, ok := d.Sections[s]; !ok {
 			d.Sections[s] = nil
 		}
@@ -220,7 +220,7 @@ func (d *Doc) ApplyWorktree(ev Evidence) {
 	for i := len(ev.Turns) - 1; i >= 0; i-- {
 		u := strings.TrimSpace(ev.Turns[i].User)
 		if u != "" && !checkpoint.IsVague(u) {
-			d.Sections[SecGoal] = []string{rollout.OneLine(u, 400)}
+			d.Sections[secGoal] = []string{rollout.OneLine(u, 400)}
 			break
 		}
 	}
@@ -234,7 +234,7 @@ func (d *Doc) ApplyWorktree(ev Evidence) {
 			}
 			return out
 		}
-		notTried, next := keep(d.Sections[SecNotTried]), keep(d.Sections[SecNext])
+		notTried, next := keep(d.Sections[secNotTried]), keep(d.Sections[secNext])
 		for _, s := range ev.Plan {
 			switch s.Status {
 			case "pending":
@@ -243,9 +243,9 @@ func (d *Doc) ApplyWorktree(ev Evidence) {
 				next = append(next, "- [>] "+s.Text)
 			}
 		}
-		d.Sections[SecNotTried], d.Sections[SecNext] = notTried, next
+		d.Sections[secNotTried], d.Sections[secNext] = notTried, next
 	}
-	files := d.Sections[SecFilesEtc]
+	files := d.Sections[secFilesEtc]
 	for _, t := range ev.Turns {
 		for _, f := range t.Files {
 			bullet := fmt.Sprintf("- `%s` (%s)", f.Path, f.Op)
@@ -253,7 +253,7 @@ func (d *Doc) ApplyWorktree(ev Evidence) {
 			files = append(files, bullet)
 		}
 	}
-	d.Sections[SecFilesEtc] = capList(files, maxListLength)
+	d.Sections[secFilesEtc] = capList(files, maxListLength)
 }
 
 func firstLine(s string) string { return rollout.OneLine(checkpoint.FirstLine(s), 200) }
@@ -261,15 +261,15 @@ func firstLine(s string) string { return rollout.OneLine(checkpoint.FirstLine(s)
 // Store is where continuity files live: CX_HOME/projects/<project id>/.
 type Store struct{ Home string }
 
-// Paths returns the project and worktree files of an identity.
-func (s Store) Paths(id Identity) (project, worktree string) {
+// paths returns the project and worktree files of an identity.
+func (s Store) paths(id Identity) (project, worktree string) {
 	base := filepath.Join(s.Home, "projects", id.ProjectID)
 	return filepath.Join(base, "continuity.md"), filepath.Join(base, "worktrees", id.WorktreeID, "continuity.md")
 }
 
 // Read returns the project and worktree documents ("" when absent).
 func (s Store) Read(id Identity) (project, worktree string) {
-	p, w := s.Paths(id)
+	p, w := s.paths(id)
 	pb, _ := os.ReadFile(p)
 	wb, _ := os.ReadFile(w)
 	return string(pb), string(wb)
@@ -278,7 +278,7 @@ func (s Store) Read(id Identity) (project, worktree string) {
 // Update merges one generation's evidence into both layers, under a lock
 // and with atomic writes. It returns the new worktree document.
 func (s Store) Update(id Identity, ev Evidence) (string, string, error) {
-	p, w := s.Paths(id)
+	p, w := s.paths(id)
 	if err := os.MkdirAll(filepath.Dir(w), 0o700); err != nil {
 		return "", "", fmt.Errorf("continuity dir: %w", err)
 	}
@@ -296,12 +296,12 @@ func (s Store) Update(id Identity, ev Evidence) (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	pd.ApplyProject(ev)
-	wd.ApplyWorktree(ev)
+	pd.applyProject(ev)
+	wd.applyWorktree(ev)
 	if ev.SessionID != "" {
-		wd.Sections[SecFilesEtc] = setLine(wd.Sections[SecFilesEtc], "- Last session: ", fmt.Sprintf("- Last session: `%s` (ended: %s)", ev.SessionID, ev.EndReason))
+		wd.Sections[secFilesEtc] = setLine(wd.Sections[secFilesEtc], "- Last session: ", fmt.Sprintf("- Last session: `%s` (ended: %s)", ev.SessionID, ev.EndReason))
 	}
-	pt, wt := pd.Render(), wd.Render()
+	pt, wt := pd.render(), wd.render()
 	if err := fsutil.WriteAtomic(p, []byte(pt), 0o600); err != nil {
 		return "", "", err
 	}

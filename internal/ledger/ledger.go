@@ -74,8 +74,8 @@ func isDamage(err error) bool {
 	return strings.Contains(s, "not a database") || strings.Contains(s, "malformed") || strings.Contains(s, "SQLITE_CORRUPT") || strings.Contains(s, "SQLITE_NOTADB")
 }
 
-// IsBusy reports whether err is SQLite's "database is locked".
-func IsBusy(err error) bool {
+// isBusy reports whether err is SQLite's "database is locked".
+func isBusy(err error) bool {
 	if err == nil {
 		return false
 	}

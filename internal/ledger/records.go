@@ -441,8 +441,8 @@ func (tx *Tx) UnownedLive(ctx context.Context) ([]Session, error) {
 	return listSessions(ctx, tx.tx, `WHERE run_id = '' AND status = ? ORDER BY last_seen DESC`, Live)
 }
 
-// OpenRuns returns runs not yet ended.
-func (tx *Tx) OpenRuns(ctx context.Context) ([]Run, error) {
+// openRuns returns runs not yet ended.
+func (tx *Tx) openRuns(ctx context.Context) ([]Run, error) {
 	return listRuns(ctx, tx.tx, `WHERE ended_at IS NULL ORDER BY started_at`)
 }
 

@@ -37,8 +37,8 @@ type Settings struct {
 // doctor.
 type Source map[string]string
 
-// DefaultURL is the server's default address.
-const DefaultURL = "http://127.0.0.1:1933"
+// defaultURL is the server's default address.
+const defaultURL = "http://127.0.0.1:1933"
 
 // Resolve fills the settings cx's own config left empty the way the
 // OpenViking tools read theirs: the environment (OPENVIKING_URL,
@@ -84,7 +84,7 @@ func Resolve(s Settings, keyEnv string, getenv func(string) (string, bool), home
 	const cx = "cx config [openviking]"
 	confName := "ovcli.conf (" + confPath + ")"
 	s.URL = pick("url", cand{s.URL, cx}, cand{env("OPENVIKING_URL"), "$OPENVIKING_URL"}, cand{env("OPENVIKING_BASE_URL"), "$OPENVIKING_BASE_URL"},
-		cand{cf("url"), confName}, cand{DefaultURL, "default"})
+		cand{cf("url"), confName}, cand{defaultURL, "default"})
 	s.URL = strings.TrimRight(s.URL, "/")
 	s.APIKey = pick("api_key", cand{env(keyEnv), "$" + keyEnv}, cand{env("OPENVIKING_API_KEY"), "$OPENVIKING_API_KEY"},
 		cand{env("OPENVIKING_BEARER_TOKEN"), "$OPENVIKING_BEARER_TOKEN"}, cand{cf("api_key"), confName})
@@ -95,14 +95,14 @@ func Resolve(s Settings, keyEnv string, getenv func(string) (string, bool), home
 	s.Peer = pick("peer", cand{s.Peer, cx}, cand{env("OPENVIKING_PEER_ID"), "$OPENVIKING_PEER_ID"},
 		cand{cf("peer_id"), confName}, cand{cf("actor_peer_id"), confName})
 	if s.Timeout <= 0 {
-		s.Timeout = DefaultTimeout
+		s.Timeout = defaultTimeout
 	}
 	return s, src
 }
 
-// DefaultTimeout outlasts the server's 30 s session lock, so an answer that
+// defaultTimeout outlasts the server's 30 s session lock, so an answer that
 // is coming is not given up on.
-const DefaultTimeout = 35 * time.Second
+const defaultTimeout = 35 * time.Second
 
 // ServerHold is how long the server may still act on a request after the
 // client stopped waiting: a request queued behind a session's lock (up to

@@ -52,7 +52,7 @@ func TestResolvePrecedence(t *testing.T) {
 			}
 		})
 	}
-	if s, _ := Resolve(Settings{}, "", func(string) (string, bool) { return "", false }, t.TempDir()); s.URL != DefaultURL || s.Timeout != DefaultTimeout {
+	if s, _ := Resolve(Settings{}, "", func(string) (string, bool) { return "", false }, t.TempDir()); s.URL != defaultURL || s.Timeout != defaultTimeout {
 		t.Fatalf("defaults: %+v", s)
 	}
 }

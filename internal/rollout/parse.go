@@ -55,9 +55,9 @@ type PatchFile struct {
 	HasBytes bool   // Content is the complete file (add)
 }
 
-// ParsePatch reads the files of an apply_patch body ("*** Begin Patch" …
+// parsePatch reads the files of an apply_patch body ("*** Begin Patch" …
 // "*** End Patch"). Unknown lines are ignored; it never fails.
-func ParsePatch(body string) []PatchFile {
+func parsePatch(body string) []PatchFile {
 	var out []PatchFile
 	var cur *PatchFile
 	var content strings.Builder

@@ -24,14 +24,14 @@ type Cursor struct {
 	Seen   int64  // everything before this was read (and counted) already; ≥ Offset
 	Inode  uint64 // the file's inode when read
 	Size   int64  // the file's size when read
-	Head   string // sha256 of the first min(Seen, HeadBytes) bytes
+	Head   string // sha256 of the first min(Seen, headBytes) bytes
 }
 
-// HeadBytes is how much of the file's start the cursor fingerprints.
-const HeadBytes = 4096
+// headBytes is how much of the file's start the cursor fingerprints.
+const headBytes = 4096
 
-// DefaultMaxLine is the default longest line read whole ([capture] max_line_bytes).
-const DefaultMaxLine = 16 << 20
+// defaultMaxLine is the default longest line read whole ([capture] max_line_bytes).
+const defaultMaxLine = 16 << 20
 
 // Line is one complete line of the file.
 type Line struct {
@@ -50,13 +50,13 @@ type ReadResult struct {
 	Bytes     int64 // bytes consumed
 }
 
-// ReadLines calls fn for each complete line from cur onwards and returns the
+// readLines calls fn for each complete line from cur onwards and returns the
 // new cursor. A last line without its newline is left for the next read.
 // Lines longer than maxLine are reported with TooLong and no data, without
 // holding them in memory. Line.Data is only valid during the call.
-func ReadLines(path string, cur Cursor, maxLine int, fn func(Line) error) (ReadResult, error) {
+func readLines(path string, cur Cursor, maxLine int, fn func(Line) error) (ReadResult, error) {
 	if maxLine <= 0 {
-		maxLine = DefaultMaxLine
+		maxLine = defaultMaxLine
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -162,7 +162,7 @@ func sameFile(f *os.File, fi os.FileInfo, inode uint64, cur Cursor) bool {
 }
 
 func headHash(f *os.File, upTo int64) (string, error) {
-	n := min(upTo, HeadBytes)
+	n := min(upTo, headBytes)
 	buf := make([]byte, n)
 	if _, err := f.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
 		return "", fmt.Errorf("read head: %w", err)
@@ -180,5 +180,5 @@ func inodeOf(fi os.FileInfo) uint64 {
 
 var newline = []byte{'\n'}
 
-// CountLines counts complete lines in b (tests and benchmarks).
-func CountLines(b []byte) int { return bytes.Count(b, newline) }
+// countLines counts complete lines in b (tests and benchmarks).
+func countLines(b []byte) int { return bytes.Count(b, newline) }

@@ -8,9 +8,9 @@ import (
 // Placeholder kinds: a line that could not be used is kept as a counted
 // placeholder, never dropped silently and never an error.
 const (
-	PlaceholderTooLong     = "too_long"
-	PlaceholderInvalidUTF8 = "invalid_utf8"
-	PlaceholderInvalidJSON = "invalid_json"
+	placeholderTooLong     = "too_long"
+	placeholderInvalidUTF8 = "invalid_utf8"
+	placeholderInvalidJSON = "invalid_json"
 )
 
 // Record is one rollout line: {"timestamp", "ordinal"?, "type", "payload", "metadata"?}.
@@ -30,15 +30,15 @@ type envelope struct {
 	Payload   json.RawMessage `json:"payload"`
 }
 
-// ParseLine turns a line into a record; an unusable line becomes a placeholder.
-func ParseLine(l Line) Record {
+// parseLine turns a line into a record; an unusable line becomes a placeholder.
+func parseLine(l Line) Record {
 	r := Record{Offset: l.Offset, Size: l.Size}
 	switch {
 	case l.TooLong:
-		r.Placeholder = PlaceholderTooLong
+		r.Placeholder = placeholderTooLong
 		return r
 	case !utf8.Valid(l.Data):
-		r.Placeholder = PlaceholderInvalidUTF8
+		r.Placeholder = placeholderInvalidUTF8
 		return r
 	}
 	if ts, typ, payload, ok := scanEnvelope(l.Data); ok {
@@ -50,7 +50,7 @@ func ParseLine(l Line) Record {
 	}
 	var env envelope
 	if err := json.Unmarshal(l.Data, &env); err != nil || env.Type == "" {
-		r.Placeholder = PlaceholderInvalidJSON
+		r.Placeholder = placeholderInvalidJSON
 		return r
 	}
 	r.Timestamp, r.Type, r.Payload = env.Timestamp, env.Type, env.Payload

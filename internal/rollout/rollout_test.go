@@ -175,7 +175,7 @@ func TestExitCodeFormats(t *testing.T) {
 
 func TestParsePatch(t *testing.T) {
 	body := "*** Begin Patch\n*** Add File: a/new.go\n+package a\n+\n*** Update File: b.txt\n*** Move to: c.txt\n@@\n-x\n+y\n*** Delete File: d.txt\n*** End Patch\n"
-	got := ParsePatch(body)
+	got := parsePatch(body)
 	if len(got) != 3 || got[0].Content != "package a\n\n" || got[1].MoveTo != "c.txt" || got[2].Op != "delete" {
 		t.Fatalf("%+v", got)
 	}
@@ -187,7 +187,7 @@ func FuzzParseLine(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		b = bytes.ReplaceAll(b, []byte{'\n'}, []byte{' '})
-		r := ParseLine(Line{Data: b, Size: int64(len(b))})
+		r := parseLine(Line{Data: b, Size: int64(len(b))})
 		if r.Placeholder == "" && r.Type == "" {
 			t.Fatalf("a parsed record without a type: %q", b)
 		}
@@ -211,7 +211,7 @@ func FuzzParsePatch(f *testing.F) {
 	f.Add("*** Begin Patch\n*** Add File: a\n+x\n*** End Patch\n")
 	f.Add("*** Update File: b\n*** Move to: c\n@@\n-a\n+b\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		for _, pf := range ParsePatch(s) {
+		for _, pf := range parsePatch(s) {
 			if pf.Op != "add" && pf.Op != "update" && pf.Op != "delete" {
 				t.Fatalf("op %q", pf.Op)
 			}
@@ -248,7 +248,7 @@ func FuzzEnvelope(f *testing.F) {
 	f.Add([]byte(`{"type":"a\"b","payload":{"x":"}"},"timestamp":"t\\"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ts, typ, payload, ok := scanEnvelope(b)
-		if !ok || !json.Valid(b) || !utf8.Valid(b) { // ParseLine checks UTF-8 first
+		if !ok || !json.Valid(b) || !utf8.Valid(b) { // parseLine checks UTF-8 first
 			return
 		}
 		// encoding/json also takes keys in other letter cases; Codex writes

@@ -92,13 +92,13 @@ type Capture struct {
 
 // Options bound what capture keeps.
 type Options struct {
-	MaxLineBytes int // default DefaultMaxLine
+	MaxLineBytes int // default defaultMaxLine
 	MaxToolChars int // default 2000
 }
 
 func (o Options) withDefaults() Options {
 	if o.MaxLineBytes <= 0 {
-		o.MaxLineBytes = DefaultMaxLine
+		o.MaxLineBytes = defaultMaxLine
 	}
 	if o.MaxToolChars <= 0 {
 		o.MaxToolChars = 2000
@@ -113,8 +113,8 @@ func CaptureFile(path string, cur Cursor, meta *SessionMeta, opts Options) (Capt
 	opts = opts.withDefaults()
 	a := newAssembler(opts, meta)
 	a.seen = max(cur.Seen, cur.Offset)
-	res, err := ReadLines(path, cur, opts.MaxLineBytes, func(l Line) error {
-		a.add(ParseLine(l), l.Offset+l.Size+1)
+	res, err := readLines(path, cur, opts.MaxLineBytes, func(l Line) error {
+		a.add(parseLine(l), l.Offset+l.Size+1)
 		return nil
 	})
 	if err != nil {
@@ -124,8 +124,8 @@ func CaptureFile(path string, cur Cursor, meta *SessionMeta, opts Options) (Capt
 		// Read again from the start with a fresh assembler: the file changed
 		// under the cursor. Callers dedupe turns by key.
 		a = newAssembler(opts, nil)
-		res, err = ReadLines(path, Cursor{}, opts.MaxLineBytes, func(l Line) error {
-			a.add(ParseLine(l), l.Offset+l.Size+1)
+		res, err = readLines(path, Cursor{}, opts.MaxLineBytes, func(l Line) error {
+			a.add(parseLine(l), l.Offset+l.Size+1)
 			return nil
 		})
 		if err != nil {
@@ -159,7 +159,7 @@ func Assemble(data []byte, opts Options) Capture {
 		if i > opts.MaxLineBytes {
 			l.Data, l.TooLong = nil, true
 		}
-		a.add(ParseLine(l), off+int64(i)+1)
+		a.add(parseLine(l), off+int64(i)+1)
 		data = data[i+1:]
 		off += int64(i) + 1
 	}
@@ -604,7 +604,7 @@ func shellCommand(name, input string, action json.RawMessage) string {
 }
 
 func (a *assembler) patch(body string) {
-	for _, pf := range ParsePatch(body) {
+	for _, pf := range parsePatch(body) {
 		fe := FileEdit{Path: a.rel(pf.Path), Op: pf.Op}
 		if pf.MoveTo != "" {
 			fe.MoveTo = a.rel(pf.MoveTo)
