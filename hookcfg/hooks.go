@@ -2,7 +2,10 @@
 // Codex's hooks.json (added after everything already there, edited as
 // text so nothing else moves), their trust (recorded by asking Codex's own
 // app-server, for cx's entries only), and the few lines of config.toml cx
-// ever touches.
+// ever touches; and doctor's checks of the installed hooks (installed,
+// trusted, firing).
+//
+// It imports internal/codex, internal/fsutil, internal/health and toml.
 package hookcfg
 
 import (

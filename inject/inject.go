@@ -6,7 +6,13 @@
 // <cx-context> boundary that capture strips; it says plainly that it is
 // reference material from earlier sessions, not instructions.
 //
-// inject decides what and how; it never writes the ledger.
+// inject decides what and how, and at launch, when hooks cannot give the
+// block, where it goes instead (Codex's developer instructions); it reads
+// the ledger through a read-only view and never writes it.
+//
+// It imports internal/checkpoint, internal/continuity, internal/codex,
+// internal/config, internal/ledger (its types), internal/redact,
+// internal/rollout and hookcfg (whether the hooks are active).
 package inject
 
 import (

@@ -1,6 +1,11 @@
 // Command cx runs the OpenAI Codex CLI under supervision: `cx [codex args…]`
 // runs Codex, `cx ctl …` runs cx's own commands. This is the only place that
-// calls os.Exit.
+// calls os.Exit. It parses flags, renders and wires; what cx does lives in
+// the packages below it.
+//
+// It imports wrapper, lifecycle, hookcfg, inject, internal/config and leaf
+// helpers (internal/cli, internal/codex, internal/checkpoint,
+// internal/health, internal/rollout); never the ledger or a sink's client.
 package main
 
 import (

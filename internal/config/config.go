@@ -4,6 +4,8 @@
 //
 // It lives under internal/ (not hookcfg/) because the supervisor, the
 // lifecycle and injection all read it and dependencies point down.
+//
+// It imports toml and internal/health (its doctor check).
 package config
 
 import (

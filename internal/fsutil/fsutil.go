@@ -1,4 +1,7 @@
-// Package fsutil holds the one atomic file write every writer of cx uses.
+// Package fsutil holds the one atomic file write every writer of cx uses,
+// and the one file lock (Lock, LockContext, Held) for every lock cx takes.
+//
+// It imports only the standard library and x/sys/unix.
 package fsutil
 
 import (

@@ -3,6 +3,8 @@
 // Many short hook processes and several cx processes use it at once: WAL,
 // a busy timeout, and write transactions that take the write lock up front
 // (BEGIN IMMEDIATE), so a read-then-write decision is never raced.
+//
+// It imports only the standard library and the sqlite driver.
 package ledger
 
 import (

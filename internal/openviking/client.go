@@ -2,7 +2,11 @@
 // messages (batch, falling back to one at a time on older servers), commit,
 // read a session's info and context, health. It follows the server's
 // envelope and error contract and classifies failures as retryable or not
-// (the rule of OpenViking's own Codex plugin).
+// (the rule of OpenViking's own Codex plugin). It also resolves the
+// settings the user already has for OpenViking and detects its Codex
+// plugin.
+//
+// It imports only the standard library and toml.
 package openviking
 
 import (

@@ -2,6 +2,8 @@
 // start times (to tell a live process from a reused pid), parents (to check
 // which process a hook came from) and open files (to learn which sessions a
 // Codex process holds); and it starts cx detached (the background sweeper).
+//
+// It imports only the standard library.
 package proc
 
 import (

@@ -1,6 +1,8 @@
 // Package redact removes secrets from text before cx stores, sends or
 // injects it: provider API keys and tokens, private key blocks,
 // Authorization headers, and KEY=secret assignments of secret-looking names.
+//
+// It imports only the standard library.
 package redact
 
 import (

@@ -3,6 +3,8 @@
 // proportional to the new bytes. It notices a file that shrank or was
 // rewritten, turns unreadable or oversized lines into counted placeholders,
 // and assembles records into turns (see turns.go).
+//
+// It imports only the standard library.
 package rollout
 
 import (

@@ -6,7 +6,7 @@
 // checks the server and the plugin for `cx ctl doctor` and install.
 //
 // It imports internal/sink, internal/openviking (the client), internal/ledger,
-// internal/rollout, internal/testpoint and internal/health.
+// internal/rollout, internal/config, internal/testpoint and internal/health.
 package openviking
 
 import (
