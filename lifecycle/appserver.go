@@ -30,12 +30,14 @@ type AppServerTap struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	queue   []tapFrame
+	queued  int // bytes in queue
 	closing bool
 	done    chan struct{}
-	partial [2][]byte
+	streams [2]tapStream
 
 	pending  map[string]string // request id → method, for the requests whose results name a thread
 	unparsed atomic.Int64
+	skipped  atomic.Int64 // frames over the bounds, relayed but not watched
 	frames   atomic.Int64
 	panics   atomic.Int64 // frames whose handling panicked (a bug; logged)
 }
@@ -70,13 +72,33 @@ func (t *AppServerTap) FromParent(b []byte) { t.feed(0, b) }
 // FromChild implements wrapper.Tap.
 func (t *AppServerTap) FromChild(b []byte) { t.feed(1, b) }
 
-// Frames and Unparsed count what the tap saw.
+// Frames, Unparsed, Skipped and Panics count what the tap saw.
 func (t *AppServerTap) Frames() int64   { return t.frames.Load() }
 func (t *AppServerTap) Unparsed() int64 { return t.unparsed.Load() }
+func (t *AppServerTap) Skipped() int64  { return t.skipped.Load() }
 func (t *AppServerTap) Panics() int64   { return t.panics.Load() }
 
-// feed splits a chunk into complete lines (a frame may arrive in pieces)
-// and queues them; it never blocks the relay for long.
+// Bounds of what the tap holds, so relaying never costs more than the
+// bytes: a frame longer than maxTapFrame is skipped by the tap (counted and
+// logged; the relay passes it on whole), and complete frames waiting for
+// the tap's worker past maxTapQueue bytes are dropped the same way rather
+// than making the relay wait. The frames the tap acts on are small
+// (thread/start results, notifications); a thread/resume result carries the
+// whole history and its thread is learned from the hooks instead.
+var (
+	maxTapFrame = 4 << 20
+	maxTapQueue = 16 << 20
+)
+
+// tapStream is one direction's frame in progress.
+type tapStream struct {
+	partial  []byte
+	skipping bool // past maxTapFrame: its bytes are dropped up to its newline
+}
+
+// feed splits a chunk into complete lines as it arrives — each byte is
+// looked at and copied once — and queues them for the worker; it never
+// waits for the worker.
 func (t *AppServerTap) feed(dir int, b []byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -85,26 +107,41 @@ func (t *AppServerTap) feed(dir int, b []byte) {
 		// wrapper would stop Codex). The frame in progress is lost to the tap.
 		if r := recover(); r != nil {
 			t.unparsed.Add(1)
-			t.partial[dir] = nil
+			t.streams[dir] = tapStream{}
 		}
 	}()
-	buf := append(t.partial[dir], b...)
-	for {
-		i := bytes.IndexByte(buf, '\n')
+	st := &t.streams[dir]
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		piece := b
+		if i >= 0 {
+			piece = b[:i]
+		}
+		if !st.skipping {
+			if len(st.partial)+len(piece) > maxTapFrame {
+				st.skipping, st.partial = true, nil
+				t.skipped.Add(1)
+			} else {
+				st.partial = append(st.partial, piece...)
+			}
+		}
 		if i < 0 {
 			break
 		}
-		if len(bytes.TrimSpace(buf[:i])) > 0 {
-			t.queue = append(t.queue, tapFrame{fromChild: dir == 1, line: append([]byte(nil), buf[:i]...)})
+		if !st.skipping && len(bytes.TrimSpace(st.partial)) > 0 {
+			if t.queued+len(st.partial) > maxTapQueue {
+				t.skipped.Add(1)
+			} else {
+				t.queue = append(t.queue, tapFrame{fromChild: dir == 1, line: st.partial})
+				t.queued += len(st.partial)
+			}
+			st.partial = nil // the queue owns it now
+		} else {
+			st.partial = st.partial[:0]
 		}
-		buf = buf[i+1:]
+		st.skipping = false
+		b = b[i+1:]
 	}
-	if len(buf) > 16<<20 {
-		// A frame with no end in sight: count it, keep nothing of it.
-		t.unparsed.Add(1)
-		buf = nil
-	}
-	t.partial[dir] = append([]byte(nil), buf...)
 	t.cond.Signal()
 }
 
@@ -124,17 +161,23 @@ func (t *AppServerTap) Close() {
 func (t *AppServerTap) work() {
 	<-t.bound
 	defer close(t.done)
+	var logged int64
 	for {
 		t.mu.Lock()
 		for len(t.queue) == 0 && !t.closing {
 			t.cond.Wait()
 		}
 		q := t.queue
-		t.queue = nil
+		t.queue, t.queued = nil, 0
 		closing := t.closing
 		t.mu.Unlock()
 		for _, f := range q {
 			t.safeFrame(f)
+		}
+		if n := t.skipped.Load(); n > logged && t.run != nil {
+			t.run.m.Log.Printf("app-server tap of %s: %d frame(s) over %d MiB (or past the tap's %d MiB queue) relayed but not watched",
+				t.run.info.ID, n, maxTapFrame>>20, maxTapQueue>>20)
+			logged = n
 		}
 		if closing && len(q) == 0 {
 			return

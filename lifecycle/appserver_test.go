@@ -50,3 +50,56 @@ func TestTapSurvivesPanics(t *testing.T) {
 		t.Fatalf("frames %d panics %d, want 3 and 3", tap.Frames(), tap.Panics())
 	}
 }
+
+// A frame past the tap's bound is skipped by the tap — counted, nothing of
+// it kept — while the frames around it, split anywhere, are watched whole;
+// the work per chunk is that chunk's, whatever is in progress.
+func TestTapSkipsOversizedFrames(t *testing.T) {
+	tap := NewAppServerTap()
+	var got [][]byte
+	tap.bind(nil)
+	small := []byte(`{"method":"turn/completed","params":{"threadId":"x"}}`)
+	stream := append(append([]byte{}, small...), '\n')
+	huge := bytes.Repeat([]byte("a"), maxTapFrame+1)
+	stream = append(append(append(stream, `{"result":"`...), huge...), "\"}\n"...)
+	stream = append(append(stream, small...), '\n')
+	for i := 0; i < len(stream); i += 65536 {
+		tap.FromChild(stream[i:min(len(stream), i+65536)])
+		tap.mu.Lock()
+		if n := len(tap.streams[1].partial); n > maxTapFrame {
+			t.Fatalf("%d bytes held for one frame, bound %d", n, maxTapFrame)
+		}
+		for _, f := range tap.queue {
+			got = append(got, f.line)
+		}
+		tap.mu.Unlock()
+	}
+	tap.Close()
+	if tap.Frames() != 2 || tap.Skipped() != 1 {
+		t.Fatalf("frames %d skipped %d, want 2 and 1", tap.Frames(), tap.Skipped())
+	}
+	for _, l := range got {
+		if !bytes.Equal(l, small) {
+			t.Fatalf("watched %q…, want only the small frames", l[:min(len(l), 40)])
+		}
+	}
+}
+
+// Frames waiting for the tap's worker past its queue bound are dropped by
+// the tap (counted), never waited for.
+func TestTapQueueBounded(t *testing.T) {
+	tap := NewAppServerTap() // not bound: its worker waits, the queue fills
+	line := append(bytes.Repeat([]byte("b"), 1<<20), '\n')
+	n := maxTapQueue/len(line) + 3
+	for range n {
+		tap.FromChild(line)
+	}
+	tap.mu.Lock()
+	queued, frames := tap.queued, len(tap.queue)
+	tap.mu.Unlock()
+	if queued > maxTapQueue || tap.Skipped() == 0 || frames+int(tap.Skipped()) != n {
+		t.Fatalf("queued %d bytes in %d frames, skipped %d of %d (bound %d)", queued, frames, tap.Skipped(), n, maxTapQueue)
+	}
+	tap.bind(nil)
+	tap.Close()
+}

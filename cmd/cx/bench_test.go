@@ -32,10 +32,27 @@ func fakeCodexMain(args []string) int {
 	case "--version":
 		fmt.Println("codex-cli 0.0.0-bench")
 	case "--help":
-		fmt.Println("Commands:\n  exec  Run\n\nOptions:\n  -h, --help\n          Print help")
+		fmt.Println("Commands:\n  exec        Run\n  app-server  Run the app server\n\nOptions:\n  -h, --help\n          Print help")
 	case "trivial":
 		// The launch instant, for the start-overhead benchmark.
 		fmt.Println(time.Now().UnixNano())
+	case "app-server":
+		// One JSON-RPC result line of FAKE_FRAME_BYTES, shaped like a
+		// thread/resume result carrying a long history, then the stream stays
+		// open until the daemon closes stdin.
+		n, _ := strconv.Atoi(os.Getenv("FAKE_FRAME_BYTES"))
+		head, tail := `{"id":1,"result":{"thread":{"id":"bench","turns":"`, "\"}}}\n"
+		w := bufio.NewWriterSize(os.Stdout, 64<<10)
+		w.WriteString(head)
+		pad := bytes.Repeat([]byte("history "), 8192)
+		for left := n - len(head) - len(tail); left > 0; left -= len(pad) {
+			w.Write(pad[:min(left, len(pad))])
+		}
+		w.WriteString(tail)
+		if w.Flush() != nil {
+			return 1
+		}
+		_, _ = io.Copy(io.Discard, os.Stdin)
 	case "spew":
 		n, _ := strconv.Atoi(args[1])
 		chunk := bytes.Repeat([]byte("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-+\n"), 1024)
@@ -105,13 +122,16 @@ func runOnPTYTo(cmd *exec.Cmd, out io.Writer) (n int64, d time.Duration, rss int
 	return n, d, <-peak, err
 }
 
-func vmRSS(pid int) int64 {
+func vmRSS(pid int) int64 { return procStatusKB(pid, "VmRSS:") }
+
+// procStatusKB reads one kB field of /proc/<pid>/status, in bytes.
+func procStatusKB(pid int, key string) int64 {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, key); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			return kb << 10
 		}
@@ -327,3 +347,59 @@ func BenchmarkHookStdinOpen(b *testing.B) {
 		b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, key)
 	}
 }
+
+// BenchmarkAppServerBigFrame: one 32 MiB JSON-RPC line (a thread/resume
+// result with a long history) from a fake `codex app-server`, read by the
+// daemon side through `cx app-server` (pipe mode: the tapped relay) and
+// from the child directly, alternated; the medians, their ratio, and cx's
+// peak RSS (VmHWM) while relaying. Goal (issue 14): within 2× direct +
+// 100 ms, RSS < 64 MiB.
+func BenchmarkAppServerBigFrame(b *testing.B) {
+	cx := codextest.CX(b)
+	size := 32 << 20
+	env := append(fakeCodexEnv(b), "FAKE_FRAME_BYTES="+strconv.Itoa(size))
+	run := func(name string, args ...string) (time.Duration, int64) {
+		c := exec.Command(name, args...)
+		c.Env = env
+		in, _ := c.StdinPipe()
+		out, _ := c.StdoutPipe()
+		start := time.Now()
+		if err := c.Start(); err != nil {
+			b.Fatal(err)
+		}
+		r := bufio.NewReaderSize(out, 64<<10)
+		line, err := r.ReadSlice('\n')
+		for errors.Is(err, bufio.ErrBufferFull) {
+			line, err = r.ReadSlice('\n') // the line's last piece ends it
+		}
+		d := time.Since(start)
+		if err != nil || !bytes.HasSuffix(line, []byte("}}}\n")) {
+			b.Fatalf("%s: %v (read %q…)", name, err, line[:min(len(line), 40)])
+		}
+		hwm := vmHWM(c.Process.Pid)
+		in.Close()
+		if err := c.Wait(); err != nil {
+			b.Fatalf("%s: %v", name, err)
+		}
+		return d, hwm
+	}
+	var direct, relayed []time.Duration
+	var peak int64
+	for i := 0; i < max(b.N, 7); i++ {
+		d, _ := run(os.Args[0], "app-server")
+		direct = append(direct, d)
+		r, hwm := run(cx, "app-server")
+		relayed, peak = append(relayed, r), max(peak, hwm)
+	}
+	med := func(ds []time.Duration) float64 {
+		slices.Sort(ds)
+		return float64(ds[len(ds)/2].Microseconds()) / 1000
+	}
+	b.ReportMetric(med(direct), "direct-ms")
+	b.ReportMetric(med(relayed), "cx-ms")
+	b.ReportMetric(med(relayed)/med(direct), "cx/direct")
+	b.ReportMetric(float64(peak)/(1<<20), "cx-peak-MiB")
+}
+
+// vmHWM is a live process's peak resident set, in bytes.
+func vmHWM(pid int) int64 { return procStatusKB(pid, "VmHWM:") }
