@@ -11,12 +11,10 @@ package checkpoint
 
 import (
 	"encoding/json"
-	"fmt"
 	"sort"
 	"strings"
 	"unicode/utf8"
 
-	"cx/internal/redact"
 	"cx/internal/rollout"
 )
 
@@ -111,97 +109,15 @@ func FromRollout(data []byte, caps Caps) Checkpoint {
 	return fromCapture(c, caps)
 }
 
-// fromCapture reduces an assembled capture.
+// fromCapture reduces an assembled capture: its turns folded in order.
 func fromCapture(c rollout.Capture, caps Caps) Checkpoint {
-	cp := Checkpoint{SchemaVersion: SchemaVersion, Decisions: []Decision{}, Facts: map[string]Fact{},
-		Artifacts: map[string]Artifact{}, RecentArtifacts: []string{}, Plan: Plan{Steps: []PlanStep{}, Done: map[string]bool{}}}
-	if c.Meta != nil {
-		cp.SessionID, cp.Cwd = c.Meta.ID, c.Meta.Cwd
+	f := NewFold()
+	f.Meta(c.Meta)
+	f.Count(c.Aborted, c.Compactions, len(c.Placeholders))
+	for _, t := range c.Turns {
+		f.Add(t, caps)
 	}
-	cp.Stats = Stats{Aborted: c.Aborted, Compactions: c.Compactions, Placeholders: len(c.Placeholders)}
-	var lastVague *Task
-	var recent []string
-	keys := map[string]string{} // command → its artifact key
-	for i, t := range c.Turns {
-		seq := i + 1
-		cp.Seq = seq
-		cp.Stats.Turns++
-		if text := strings.TrimSpace(t.User); text != "" {
-			task := &Task{Text: text, Turn: t.Key, Seq: seq} // bounded and redacted once, at the end
-			task.Truncate = len(text) > caps.MaxTaskChars && utf8.RuneCountInString(text) > caps.MaxTaskChars
-			if IsVague(text) {
-				task.Vague = true
-				lastVague = task
-			} else {
-				cp.Task = task
-			}
-		}
-		if len(t.Plan) > 0 {
-			cp.Plan = Plan{Steps: []PlanStep{}, Done: map[string]bool{}, Turn: t.Key}
-			for j, s := range t.Plan {
-				if j >= caps.MaxPlanSteps {
-					break
-				}
-				id := fmt.Sprint(j + 1)
-				cp.Plan.Steps = append(cp.Plan.Steps, PlanStep{ID: id, Text: s.Step, Status: s.Status})
-				cp.Plan.Done[id] = s.Status == "completed"
-			}
-		}
-		for _, f := range t.Files {
-			key := "file:" + f.Path
-			a := cp.Artifacts[key]
-			a.URI, a.Kind, a.Op, a.LastSeq = f.Path, "file", f.Op, seq
-			a.Count++
-			if f.MoveTo != "" {
-				a.Op = "move"
-			}
-			switch {
-			case f.Hash != "":
-				a.Hash = f.Hash
-			case f.Op != "add":
-				a.Hash = "" // an update's result is not known from the patch
-			}
-			cp.Artifacts[key] = a
-			recent = append(recent, key)
-		}
-		for _, tc := range t.Tools {
-			cp.Stats.ToolCalls++
-			if tc.Command == "" {
-				continue
-			}
-			cmd, ok := keys[tc.Command]
-			if !ok { // a long session runs the same commands many times
-				cmd = bound(redact.String(FirstLine(tc.Command)), caps.MaxValueChars)
-				keys[tc.Command] = cmd
-			}
-			key := "cmd:" + cmd
-			a := cp.Artifacts[key]
-			a.URI, a.Kind, a.LastSeq, a.ExitCode = cmd, "command", seq, tc.ExitCode
-			a.Count++
-			cp.Artifacts[key] = a
-			recent = append(recent, key)
-		}
-	}
-	if cp.Task == nil && lastVague != nil {
-		cp.Task = lastVague
-	}
-	if cp.Task != nil {
-		cp.Task.Text = bound(redact.String(cp.Task.Text), caps.MaxTaskChars)
-	}
-	for i := range cp.Plan.Steps {
-		cp.Plan.Steps[i].Text = bound(redact.String(cp.Plan.Steps[i].Text), caps.MaxValueChars)
-	}
-	evict(&cp, caps)
-	// Recent: the most recent unique keys still kept, newest first.
-	seen := map[string]bool{}
-	for i := len(recent) - 1; i >= 0 && len(cp.RecentArtifacts) < caps.MaxRecentArtifacts; i-- {
-		k := recent[i]
-		if _, ok := cp.Artifacts[k]; ok && !seen[k] {
-			seen[k] = true
-			cp.RecentArtifacts = append(cp.RecentArtifacts, k)
-		}
-	}
-	return cp
+	return f.Checkpoint(caps)
 }
 
 // evict keeps the MaxArtifacts most recently touched artifacts (ties by key).

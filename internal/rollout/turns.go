@@ -170,7 +170,8 @@ type assembler struct {
 	opts      Options
 	meta      *SessionMeta
 	metas     int
-	forkCopy  bool // inside a fork's copied parent history (0.128)
+	forkCopy  bool  // inside a fork's copied parent history (0.128)
+	forkAt    int64 // where that copy's session_meta starts
 	forkTime  time.Time
 	turns     []Turn
 	cur       *Turn // the open turn
@@ -199,12 +200,19 @@ func (a *assembler) finish() Capture {
 }
 
 // resumeAt is where the next read must start so that an unfinished task is
-// read whole again: its start, or -1 when every task is finished.
+// read whole again (and a fork's copied history known as one): its start,
+// or -1 when every task is finished.
 func (a *assembler) resumeAt() int64 {
+	at := a.taskStart
 	if a.cur != nil && !a.cur.Complete {
-		return a.cur.Offset
+		at = a.cur.Offset
 	}
-	return a.taskStart
+	if a.forkCopy && (at < 0 || a.forkAt < at) {
+		// Inside a fork's copied history the next read must know it is:
+		// it starts again at the copy's session_meta.
+		at = a.forkAt
+	}
+	return at
 }
 
 var turnIDUUID = sync.OnceValue(func() *regexp.Regexp {
@@ -296,7 +304,7 @@ func (a *assembler) sessionMeta(r Record) {
 	if m.ID != "" && m.ID != a.meta.ID {
 		// A second session_meta naming another session: the parent's history
 		// copied into a fork (0.128) follows.
-		a.forkCopy = true
+		a.forkCopy, a.forkAt = true, r.Offset
 	}
 }
 
