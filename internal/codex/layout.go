@@ -99,7 +99,10 @@ func RolloutsSince(home string, since time.Time) map[string]string {
 
 const threadLocksDir = "thread-writer-locks"
 
-var lockFileRE = regexp.MustCompile(`/` + threadLocksDir + `/([^/]+)\.lock$`)
+// lockFileRE names a thread's writer lock file. Codex 0.169 also keeps its
+// own .coordination.lock there (seen in the real-Codex scenarios): a name
+// starting with a dot is never a thread.
+var lockFileRE = regexp.MustCompile(`/` + threadLocksDir + `/([^/.][^/]*)\.lock$`)
 
 // LockFileThread is the thread id a writer lock file's path names.
 func LockFileThread(path string) (string, bool) {
@@ -114,7 +117,7 @@ func ThreadLocks(home string) map[string]bool {
 	out := map[string]bool{}
 	entries, _ := os.ReadDir(filepath.Join(home, threadLocksDir))
 	for _, e := range entries {
-		if id, ok := strings.CutSuffix(e.Name(), ".lock"); ok {
+		if id, ok := strings.CutSuffix(e.Name(), ".lock"); ok && !strings.HasPrefix(id, ".") {
 			out[id] = true
 		}
 	}

@@ -43,8 +43,12 @@ func TestLayout(t *testing.T) {
 	}
 	os.MkdirAll(filepath.Join(home, threadLocksDir), 0o700)
 	os.WriteFile(filepath.Join(home, threadLocksDir, "019a-live.lock"), nil, 0o600)
+	os.WriteFile(filepath.Join(home, threadLocksDir, ".coordination.lock"), nil, 0o600) // Codex's own, not a thread
 	if l := ThreadLocks(home); !l["019a-live"] || len(l) != 1 {
 		t.Fatalf("ThreadLocks = %v", l)
+	}
+	if id, ok := LockFileThread(filepath.Join(home, threadLocksDir, ".coordination.lock")); ok {
+		t.Fatalf("LockFileThread(.coordination.lock) = %q, a thread", id)
 	}
 	if id, ok := LockFileThread(filepath.Join(home, threadLocksDir, "019a-live.lock")); !ok || id != "019a-live" {
 		t.Fatalf("LockFileThread = %q %v", id, ok)
