@@ -22,6 +22,12 @@ type Request struct {
 	Cwd            string
 	TranscriptPath string
 	MaxChars       int
+	// Checkpoint is the session's own checkpoint and Present the cx
+	// sections its history holds, both from the ledger (resume, compact);
+	// when Checkpoint is nil they are read from TranscriptPath (a session
+	// captured before the ledger kept checkpoints).
+	Checkpoint *checkpoint.Checkpoint
+	Present    map[string]bool
 	// RemoteOverview, when set, reads a memory backend's archive overview
 	// of the session (OpenViking's latest_archive_overview) for a resume.
 	RemoteOverview func(ctx context.Context, sessionID string) string
@@ -51,10 +57,6 @@ func (Injector) ForCompaction(r Request) string { return ForCompaction(r) }
 // session's history does not hold yet, plus the archive overview.
 func ForSessionStart(ctx context.Context, r Request) string {
 	in := Input{Source: r.Source, MaxChars: r.MaxChars}
-	var rolloutBytes []byte
-	if r.TranscriptPath != "" {
-		rolloutBytes, _ = os.ReadFile(r.TranscriptPath)
-	}
 	id := continuity.Store{Home: r.Home}.Identify(r.Cwd)
 	if r.Source != "compact" {
 		in.ProjectContinuity, in.WorktreeContinuity = continuity.Store{Home: r.Home}.Read(id)
@@ -62,12 +64,12 @@ func ForSessionStart(ctx context.Context, r Request) string {
 	disk := checkpoint.OSDisk(r.Cwd)
 	switch r.Source {
 	case "resume", "compact":
-		if len(rolloutBytes) > 0 {
-			cp := checkpoint.FromRollout(rolloutBytes, checkpoint.DefaultCaps)
-			in.Checkpoint, in.CheckpointOf = &cp, "this session"
+		cp, present := r.own()
+		if cp != nil {
+			in.Checkpoint, in.CheckpointOf = cp, "this session"
 		}
 		if r.Source == "resume" {
-			in.Present = presentIn(rolloutBytes)
+			in.Present = present
 			in.Overview = overview(ctx, r.Ledger, r.SessionID)
 			if r.RemoteOverview != nil {
 				if o := r.RemoteOverview(ctx, r.SessionID); o != "" {
@@ -87,14 +89,30 @@ func ForSessionStart(ctx context.Context, r Request) string {
 	return build(in)
 }
 
-// ForCompaction is the fresh checkpoint of the session after a compaction.
-func ForCompaction(r Request) string {
-	data, err := os.ReadFile(r.TranscriptPath)
-	if err != nil {
-		return ""
+// own is the session's own checkpoint and the sections its history holds:
+// from the ledger, or read from the rollout when the ledger has none.
+func (r Request) own() (*checkpoint.Checkpoint, map[string]bool) {
+	if r.Checkpoint != nil {
+		return r.Checkpoint, r.Present
+	}
+	if r.TranscriptPath == "" {
+		return nil, map[string]bool{}
+	}
+	data, _ := os.ReadFile(r.TranscriptPath)
+	if len(data) == 0 {
+		return nil, map[string]bool{}
 	}
 	cp := checkpoint.FromRollout(data, checkpoint.DefaultCaps)
-	return build(Input{Source: "compact", Checkpoint: &cp, CheckpointOf: "this session", Disk: checkpoint.OSDisk(cp.Cwd), MaxChars: r.MaxChars})
+	return &cp, presentIn(data)
+}
+
+// ForCompaction is the fresh checkpoint of the session after a compaction.
+func ForCompaction(r Request) string {
+	cp, _ := r.own()
+	if cp == nil {
+		return ""
+	}
+	return build(Input{Source: "compact", Checkpoint: cp, CheckpointOf: "this session", Disk: checkpoint.OSDisk(cp.Cwd), MaxChars: r.MaxChars})
 }
 
 // latestOfProject is the checkpoint archived by the most recent other

@@ -19,13 +19,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"regexp"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"cx/internal/checkpoint"
 	"cx/internal/redact"
+	"cx/internal/rollout"
 )
 
 // Notice is the plain line every block starts with.
@@ -131,19 +130,11 @@ func render(source string, secs []Section, max int) string {
 	return head + strings.Join(parts, "") + tail
 }
 
-var sectionsRE = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`<cx-context source=\\?"[^"\\]*\\?" sections=\\?"([^"\\]*)\\?"`)
-})
-
 // presentIn finds the section hashes of cx blocks already in a rollout.
-func presentIn(rollout []byte) map[string]bool {
+func presentIn(data []byte) map[string]bool {
 	out := map[string]bool{}
-	for _, m := range sectionsRE().FindAllSubmatch(rollout, -1) {
-		for _, h := range strings.Split(string(m[1]), ",") {
-			if h != "" {
-				out[h] = true
-			}
-		}
+	for _, h := range rollout.SectionsIn(data) {
+		out[h] = true
 	}
 	return out
 }

@@ -186,6 +186,12 @@ func (m *Manager) handleHook(ctx context.Context, in HookInput) (HookResult, err
 			}
 			return res, m.activeWindow(ctx, s.ID, reason)
 		case "resume", "fork":
+			if p.Source == "resume" {
+				// What the resumed history holds, for its checkpoint.
+				if _, err := m.catchUp(ctx, s.ID); err != nil {
+					m.Log.Printf("catch up %s on resume: %v", s.ID, err)
+				}
+			}
 			if owned {
 				return res, m.setForeground(ctx, run.ID, s.ID)
 			}

@@ -196,11 +196,16 @@ func ServeHook(ctx context.Context, c HookCall) (code int) {
 }
 
 // injectRequest is what the injector is asked for one hook: the session,
-// a read-only view of the ledger, and the overview of a remote sink the
-// session goes to.
+// its checkpoint as of its last capture (from the ledger), a read-only view
+// of the ledger, and the overview of a remote sink the session goes to.
 func (m *Manager) injectRequest(ctx context.Context, p HookPayload) inject.Request {
 	req := inject.Request{Home: m.Cfg.Home, Ledger: m.DB, Source: p.Source, SessionID: p.SessionID, Cwd: p.Cwd,
 		TranscriptPath: p.TranscriptPath, MaxChars: m.Cfg.Inject.MaxChars}
+	if cp, present, ok, err := checkpointOf(ctx, m.DB, p.SessionID); err != nil {
+		m.Log.Printf("checkpoint of %s from the ledger: %v", p.SessionID, err)
+	} else if ok {
+		req.Checkpoint, req.Present = &cp, present
+	}
 	s, err := m.DB.Session(ctx, p.SessionID)
 	if err != nil {
 		return req

@@ -27,9 +27,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
+	"cx/internal/checkpoint"
 	"cx/internal/codex"
 	"cx/internal/config"
 	"cx/internal/ledger"
@@ -200,8 +202,8 @@ func (m *Manager) catchUp(ctx context.Context, id string) (ledger.Session, error
 		if err != nil {
 			return err
 		}
-		if s.Cursor.Seen > capt.Cursor.Seen && !capt.Rewritten {
-			return nil // another process captured further meanwhile
+		if !capt.Rewritten && (s.Cursor.Offset != cur.Offset || s.Cursor.Seen != cur.Seen) {
+			return nil // another process captured from here meanwhile: its read stands
 		}
 		if s.TranscriptPath != path {
 			s.TranscriptPath = path // first seen, or moved to archived_sessions/
@@ -251,9 +253,88 @@ func (m *Manager) catchUp(ctx context.Context, id string) (ledger.Session, error
 		if capt.Rewritten {
 			_ = tx.AddEvent(ctx, "capture.rewritten", s.ID, s.RunID, path)
 		}
+		if err := foldCapture(ctx, tx, s.ID, cur.Offset, capt); err != nil {
+			return err
+		}
 		return tx.PutSession(ctx, s)
 	})
 	return s, err
+}
+
+// foldCapture folds a read's final turns into the session's checkpoint
+// fold (those before the read's resume point; the rest are read again) and
+// keeps the cx sections it saw. A read from the start (a new or rewritten
+// rollout) starts the fold; a read that does not continue the fold — a
+// session captured before cx kept folds — leaves it absent, and its
+// checkpoint comes from the rollout.
+func foldCapture(ctx context.Context, tx *ledger.Tx, id string, from int64, capt rollout.Capture) error {
+	kept, ok, err := tx.Fold(ctx, id)
+	if err != nil {
+		return err
+	}
+	var f *checkpoint.Fold
+	switch {
+	case capt.Rewritten || (!ok && from == 0):
+		f, kept.Sections = checkpoint.NewFold(), nil
+	case ok && kept.UpTo == from:
+		if f, err = checkpoint.LoadFold([]byte(kept.State)); err != nil {
+			return err
+		}
+	default:
+		return nil
+	}
+	f.Meta(capt.Meta)
+	f.Count(capt.Aborted, capt.Compactions, len(capt.Placeholders))
+	for _, t := range capt.Turns {
+		if t.Offset < capt.Cursor.Offset {
+			f.Add(t, checkpoint.DefaultCaps)
+		}
+	}
+	sections := kept.Sections
+	for _, h := range capt.Sections {
+		if !slices.Contains(sections, h) {
+			sections = append(sections, h)
+		}
+	}
+	return tx.PutFold(ctx, id, ledger.Fold{UpTo: capt.Cursor.Offset, State: string(f.JSON()), Sections: sections})
+}
+
+// checkpointOf is the session's checkpoint as of its last capture — what
+// FromRollout gives for the bytes captured — from the ledger alone: the fold
+// and the turns still open. ok is false when the ledger has no fold for it.
+// present are the cx context sections the rollout already holds.
+func checkpointOf(ctx context.Context, q checkpointReader, id string) (cp checkpoint.Checkpoint, present map[string]bool, ok bool, err error) {
+	kept, ok, err := q.Fold(ctx, id)
+	if err != nil || !ok {
+		return cp, nil, false, err
+	}
+	f, err := checkpoint.LoadFold([]byte(kept.State))
+	if err != nil {
+		return cp, nil, false, err
+	}
+	stored, err := q.TurnsFrom(ctx, id, kept.UpTo)
+	if err != nil {
+		return cp, nil, false, err
+	}
+	open := make([]rollout.Turn, 0, len(stored))
+	for _, st := range stored {
+		var t rollout.Turn
+		if json.Unmarshal([]byte(st.Data), &t) == nil {
+			open = append(open, t)
+		}
+	}
+	present = map[string]bool{}
+	for _, h := range kept.Sections {
+		present[h] = true
+	}
+	return f.Checkpoint(checkpoint.DefaultCaps, open...), present, true, nil
+}
+
+// checkpointReader is the ledger read checkpointOf needs (in a transaction
+// or not).
+type checkpointReader interface {
+	Fold(ctx context.Context, id string) (ledger.Fold, bool, error)
+	TurnsFrom(ctx context.Context, sessionID string, offset int64) ([]ledger.StoredTurn, error)
 }
 
 // openNext makes the session's next generation live.
@@ -317,6 +398,17 @@ func (m *Manager) endLive(ctx context.Context, id, reason string, o EndOptions) 
 		}
 		if err := tx.InsertGeneration(ctx, g); err != nil {
 			return err
+		}
+		if g.Status != ledger.Empty {
+			// The checkpoint at the end, from the ledger: the local sink
+			// archives it without reading the rollout again.
+			if cp, _, ok, err := checkpointOf(ctx, tx, s.ID); err != nil {
+				return err
+			} else if ok {
+				if err := tx.SetGenerationCheckpoint(ctx, s.ID, g.Generation, string(cp.JSON())); err != nil {
+					return err
+				}
+			}
 		}
 		if g.Status == ledger.Ended {
 			for _, sink := range s.Sinks {

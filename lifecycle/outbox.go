@@ -177,7 +177,11 @@ func (m *Manager) commitJob(ctx context.Context, job ledger.Job) error {
 			turns = append(turns, t)
 		}
 	}
-	return sk.Commit(ctx, sink.Request{Session: s, Generation: *g, Turns: turns, Job: job})
+	cp, err := m.DB.GenerationCheckpoint(ctx, job.SessionID, job.Generation)
+	if err != nil {
+		return err
+	}
+	return sk.Commit(ctx, sink.Request{Session: s, Generation: *g, Turns: turns, Job: job, Checkpoint: cp})
 }
 
 // redactTurn removes secrets from everything a turn carries.

@@ -263,6 +263,18 @@ var migrations = []string{
 	ALTER TABLE sink_commits ADD COLUMN total_before INTEGER NOT NULL DEFAULT -1;
 	ALTER TABLE sink_commits ADD COLUMN sent_at TEXT NOT NULL DEFAULT '';
 	ALTER TABLE sink_commits ADD COLUMN archive_uri TEXT NOT NULL DEFAULT '';`,
+	// 5: the checkpoint as a fold kept with the capture, so no hook reads a
+	// rollout beyond the cursor: the fold of the turns before upto, the cx
+	// context sections already in the rollout, and each generation's
+	// checkpoint at its end.
+	`CREATE TABLE session_folds (
+		session_id TEXT PRIMARY KEY,
+		upto INTEGER NOT NULL,
+		fold TEXT NOT NULL,
+		sections TEXT NOT NULL DEFAULT ''
+	);
+	CREATE INDEX turns_offset ON turns(session_id, offset);
+	ALTER TABLE generations ADD COLUMN checkpoint TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this build writes.

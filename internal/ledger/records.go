@@ -848,3 +848,75 @@ func (tx *Tx) PutMeta(ctx context.Context, key, value string) error {
 	_, err := tx.tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, key, value)
 	return err
 }
+
+// Fold is a session's checkpoint fold as capture keeps it.
+type Fold struct {
+	UpTo     int64    // the rollout offset it covers: the turns before it
+	State    string   // checkpoint.Fold JSON
+	Sections []string // cx context sections already in the rollout
+}
+
+func getFold(ctx context.Context, q querier, id string) (Fold, bool, error) {
+	var f Fold
+	var secs string
+	err := q.QueryRowContext(ctx, `SELECT upto, fold, sections FROM session_folds WHERE session_id = ?`, id).Scan(&f.UpTo, &f.State, &secs)
+	if errors.Is(err, sql.ErrNoRows) {
+		return f, false, nil
+	}
+	f.Sections = parseList(secs)
+	return f, err == nil, err
+}
+
+// Fold returns a session's fold (false: none kept).
+func (tx *Tx) Fold(ctx context.Context, id string) (Fold, bool, error) {
+	return getFold(ctx, tx.tx, id)
+}
+
+// Fold returns a session's fold (false: none kept).
+func (db *DB) Fold(ctx context.Context, id string) (Fold, bool, error) {
+	return getFold(ctx, db.db, id)
+}
+
+// PutFold stores a session's fold.
+func (tx *Tx) PutFold(ctx context.Context, id string, f Fold) error {
+	_, err := tx.tx.ExecContext(ctx, `INSERT INTO session_folds (session_id, upto, fold, sections) VALUES (?,?,?,?)
+		ON CONFLICT(session_id) DO UPDATE SET upto=excluded.upto, fold=excluded.fold, sections=excluded.sections`,
+		id, f.UpTo, f.State, jsonList(f.Sections))
+	if err != nil {
+		return fmt.Errorf("put checkpoint fold of %s: %w", id, err)
+	}
+	return nil
+}
+
+// TurnsFrom returns a session's turns starting at or after offset, in
+// rollout order.
+func (tx *Tx) TurnsFrom(ctx context.Context, sessionID string, offset int64) ([]StoredTurn, error) {
+	return turnsFrom(ctx, tx.tx, sessionID, offset)
+}
+
+// TurnsFrom returns a session's turns starting at or after offset, in
+// rollout order.
+func (db *DB) TurnsFrom(ctx context.Context, sessionID string, offset int64) ([]StoredTurn, error) {
+	return turnsFrom(ctx, db.db, sessionID, offset)
+}
+
+func turnsFrom(ctx context.Context, q querier, sessionID string, offset int64) ([]StoredTurn, error) {
+	return list(ctx, q, scanTurn, `SELECT `+turnCols+` FROM turns WHERE session_id = ? AND offset >= ? ORDER BY offset, key`, sessionID, offset)
+}
+
+// SetGenerationCheckpoint records a generation's checkpoint at its end.
+func (tx *Tx) SetGenerationCheckpoint(ctx context.Context, sessionID string, gen int, cp string) error {
+	_, err := tx.tx.ExecContext(ctx, `UPDATE generations SET checkpoint = ? WHERE session_id = ? AND generation = ?`, cp, sessionID, gen)
+	return err
+}
+
+// GenerationCheckpoint is a generation's checkpoint at its end ("" when
+// none was recorded: ended before cx kept folds).
+func (db *DB) GenerationCheckpoint(ctx context.Context, sessionID string, gen int) (string, error) {
+	var cp string
+	err := db.db.QueryRowContext(ctx, `SELECT checkpoint FROM generations WHERE session_id = ? AND generation = ?`, sessionID, gen).Scan(&cp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return cp, err
+}

@@ -88,6 +88,9 @@ type Capture struct {
 	Placeholders []Placeholder
 	Records      int
 	Bytes        int64
+	// Sections are the cx context sections (their hashes) in the lines read:
+	// what a resumed session already holds.
+	Sections []string
 }
 
 // Options bound what capture keeps.
@@ -113,8 +116,10 @@ func CaptureFile(path string, cur Cursor, meta *SessionMeta, opts Options) (Capt
 	opts = opts.withDefaults()
 	a := newAssembler(opts, meta)
 	a.seen = max(cur.Seen, cur.Offset)
+	var sections []string
 	res, err := readLines(path, cur, opts.MaxLineBytes, func(l Line) error {
 		a.add(parseLine(l), l.Offset+l.Size+1)
+		sections = append(sections, SectionsIn(l.Data)...)
 		return nil
 	})
 	if err != nil {
@@ -124,8 +129,10 @@ func CaptureFile(path string, cur Cursor, meta *SessionMeta, opts Options) (Capt
 		// Read again from the start with a fresh assembler: the file changed
 		// under the cursor. Callers dedupe turns by key.
 		a = newAssembler(opts, nil)
+		sections = nil
 		res, err = readLines(path, Cursor{}, opts.MaxLineBytes, func(l Line) error {
 			a.add(parseLine(l), l.Offset+l.Size+1)
+			sections = append(sections, SectionsIn(l.Data)...)
 			return nil
 		})
 		if err != nil {
@@ -134,7 +141,7 @@ func CaptureFile(path string, cur Cursor, meta *SessionMeta, opts Options) (Capt
 		res.Rewritten = true
 	}
 	c := a.finish()
-	c.Rewritten, c.Bytes = res.Rewritten, res.Bytes
+	c.Rewritten, c.Bytes, c.Sections = res.Rewritten, res.Bytes, sections
 	c.Cursor = res.Cursor
 	c.Cursor.Seen = res.Cursor.Offset
 	if at := a.resumeAt(); at >= 0 && at < res.Cursor.Offset {
@@ -213,6 +220,27 @@ func (a *assembler) resumeAt() int64 {
 		at = a.forkAt
 	}
 	return at
+}
+
+var sectionsRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`<cx-context source=\\?"[^"\\]*\\?" sections=\\?"([^"\\]*)\\?"`)
+})
+
+// SectionsIn finds the section hashes of the cx context blocks in b (a
+// rollout's bytes, its JSON escapes and all).
+func SectionsIn(b []byte) []string {
+	if !bytes.Contains(b, []byte("<cx-context ")) {
+		return nil
+	}
+	var out []string
+	for _, m := range sectionsRE().FindAllSubmatch(b, -1) {
+		for _, h := range strings.Split(string(m[1]), ",") {
+			if h != "" {
+				out = append(out, h)
+			}
+		}
+	}
+	return out
 }
 
 var turnIDUUID = sync.OnceValue(func() *regexp.Regexp {

@@ -33,6 +33,9 @@ type Request struct {
 	Generation ledger.Generation
 	Turns      []rollout.Turn
 	Job        ledger.Job
+	// Checkpoint is the generation's checkpoint at its end (JSON), kept by
+	// the ledger; "" for a generation ended before cx kept it.
+	Checkpoint string
 }
 
 // Sink is a memory backend. Commit must be safe to call again after a crash

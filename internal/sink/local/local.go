@@ -29,11 +29,23 @@ func New(h sink.Host) *Sink { return &Sink{h: h} }
 // continuity (merging the same evidence twice changes nothing).
 func (l *Sink) Commit(ctx context.Context, req sink.Request) error {
 	turns, _ := json.Marshal(req.Turns)
-	var cpJSON, cont string
-	path := codex.FindRollout(req.Session.CodexHome, req.Session.ID, req.Session.TranscriptPath)
-	if data, err := readUpTo(path, req.Generation.EndOffset); err == nil {
-		cp := checkpoint.FromRollout(data, checkpoint.DefaultCaps)
-		cpJSON = string(cp.JSON())
+	cpJSON, cont := req.Checkpoint, ""
+	var cp checkpoint.Checkpoint
+	if cpJSON == "" || json.Unmarshal([]byte(cpJSON), &cp) != nil {
+		// Ended before the ledger kept checkpoints: from the rollout, once.
+		path := codex.FindRollout(req.Session.CodexHome, req.Session.ID, req.Session.TranscriptPath)
+		data, err := readUpTo(path, req.Generation.EndOffset)
+		if err != nil {
+			if path != "" {
+				l.h.Log.Printf("local commit %s g%d: rollout: %v (archiving the captured turns only)", req.Session.ID, req.Generation.Generation, err)
+			}
+			cpJSON = ""
+		} else {
+			cp = checkpoint.FromRollout(data, checkpoint.DefaultCaps)
+			cpJSON = string(cp.JSON())
+		}
+	}
+	if cpJSON != "" {
 		cwd := req.Session.Cwd
 		if cwd == "" {
 			cwd = cp.Cwd
@@ -47,8 +59,6 @@ func (l *Sink) Commit(ctx context.Context, req sink.Request) error {
 			}
 			cont = wt
 		}
-	} else if path != "" {
-		l.h.Log.Printf("local commit %s g%d: rollout: %v (archiving the captured turns only)", req.Session.ID, req.Generation.Generation, err)
 	}
 	return l.h.DB.Tx(ctx, func(tx *ledger.Tx) error {
 		return tx.PutArchive(ctx, req.Session.ID, req.Generation.Generation, string(turns), cpJSON, cont)
