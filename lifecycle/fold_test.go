@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"cx/internal/checkpoint"
+	"cx/internal/fsutil"
 )
 
 // Each generation's archived checkpoint is the one the full reduction of
@@ -65,4 +67,40 @@ func jsonEqual(a, b []byte) bool {
 	xa, _ := json.Marshal(x)
 	ya, _ := json.Marshal(y)
 	return bytes.Equal(xa, ya)
+}
+
+// A hook never reads a long unread history on Codex's time: past the
+// bound it answers with what the ledger has, and the background sweeper
+// catches the session up (here held off by its lock until the test lets
+// it, to see the hook's part alone).
+func TestLongHistoryCaughtUpBySweeper(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.run("start A; hook SessionStart A startup; turn A first; exit 0")
+	e.want("A", "committed", "exit", 1, 1)
+	rollouts, _ := filepath.Glob(filepath.Join(e.codexHome, "sessions", "*", "*", "*", "rollout-*-A.jsonl"))
+	for i := range 20 {
+		appendTurn(t, rollouts[0], "A", strings.Repeat("more history ", 10)+strconv.Itoa(i))
+	}
+	unlock, err := fsutil.Lock(filepath.Join(e.cxHome, "sweep.lock"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range []string{"UserPromptSubmit", "Stop"} {
+		out, took := e.hook(ev, map[string]any{"session_id": "A", "hook_event_name": ev, "transcript_path": rollouts[0], "cwd": e.w},
+			"CX_TEST_HOOK_BACKLOG=2000")
+		if strings.TrimSpace(out) != "{}" {
+			t.Fatalf("%s answered %q", ev, out)
+		}
+		if st := e.sessions()["A"]; st.TotalTurns != 1 {
+			t.Fatalf("after %s (%v) the hook captured the long history itself: %d turns", ev, took, st.TotalTurns)
+		}
+	}
+	unlock()
+	if out, code := e.ctl("sweep"); code != 0 {
+		t.Fatalf("sweep: %s", out)
+	}
+	if st := e.sessions()["A"]; st.TotalTurns != 21 {
+		t.Fatalf("after the sweep: %d turns, want 21", st.TotalTurns)
+	}
 }

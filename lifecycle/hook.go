@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -105,6 +106,10 @@ type HookResult struct {
 	// given the fresh checkpoint for yet (0.128 fires no hook for it; cx saw
 	// it in the rollout), so this UserPromptSubmit should carry it.
 	InjectCheckpoint bool
+	// CatchUpDeferred: the session's rollout had more unread history than
+	// a hook reads (a long session cx had not seen); the background sweeper
+	// catches it up and the next hook has it.
+	CatchUpDeferred bool
 }
 
 // handleHook acts on one hook event. It never blocks for long: slow work
@@ -188,7 +193,9 @@ func (m *Manager) handleHook(ctx context.Context, in HookInput) (HookResult, err
 		case "resume", "fork":
 			if p.Source == "resume" {
 				// What the resumed history holds, for its checkpoint.
-				if _, err := m.catchUp(ctx, s.ID); err != nil {
+				_, deferred, err := m.catchUpOnHook(ctx, s.ID)
+				res.CatchUpDeferred = deferred
+				if err != nil {
 					m.Log.Printf("catch up %s on resume: %v", s.ID, err)
 				}
 			}
@@ -202,12 +209,16 @@ func (m *Manager) handleHook(ctx context.Context, in HookInput) (HookResult, err
 			return res, err
 		}
 	case evUserPromptSubmit:
+		_, deferred, err := m.catchUpOnHook(ctx, s.ID)
+		if res.CatchUpDeferred = deferred; err != nil || deferred {
+			return res, err
+		}
 		due, err := m.markCompactionInjected(ctx, s.ID)
 		res.InjectCheckpoint = due
 		return res, err
 	case evStop:
-		s, err := m.catchUp(ctx, s.ID)
-		if err != nil {
+		s, deferred, err := m.catchUpOnHook(ctx, s.ID)
+		if res.CatchUpDeferred = deferred; err != nil || deferred {
 			return res, err
 		}
 		return res, m.armAppends(ctx, s)
@@ -221,6 +232,40 @@ func (m *Manager) handleHook(ctx context.Context, in HookInput) (HookResult, err
 		return res, err
 	}
 	return res, nil
+}
+
+// hookBacklog is the most unread rollout a hook reads: past it (a long
+// history cx has not seen, e.g. a session from before cx was installed),
+// the hook answers with what the ledger has and the background sweeper
+// catches the session up, so a hook costs the new bytes, never the history.
+var hookBacklog int64 = 4 << 20
+
+// catchUpOnHook is catchUp bounded by hookBacklog; deferred says the
+// session was left for the sweeper.
+func (m *Manager) catchUpOnHook(ctx context.Context, id string) (ledger.Session, bool, error) {
+	s, err := m.DB.Session(ctx, id)
+	if err != nil {
+		return s, false, err
+	}
+	if backlog(s) > hookBacklog {
+		return s, true, nil
+	}
+	s, err = m.catchUp(ctx, id)
+	return s, false, err
+}
+
+// backlog is how much of the session's rollout is unread (0 when none,
+// or when it cannot be told).
+func backlog(s ledger.Session) int64 {
+	path := codex.FindRollout(s.CodexHome, s.ID, s.TranscriptPath)
+	if path == "" {
+		return 0
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return max(0, fi.Size()-max(s.Cursor.Seen, s.Cursor.Offset))
 }
 
 // markCompactionInjected catches up and reports whether a compaction is

@@ -176,6 +176,7 @@ func ServeHook(ctx context.Context, c HookCall) (code int) {
 			logger.Printf("hook %s: orphan recovery: %v", ev, err)
 		}
 		due, _ = m.DB.DueJobs(wctx, time.Now().UTC())
+		due = due || res.CatchUpDeferred
 	}()
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
@@ -205,6 +206,10 @@ func (m *Manager) injectRequest(ctx context.Context, p HookPayload) inject.Reque
 		m.Log.Printf("checkpoint of %s from the ledger: %v", p.SessionID, err)
 	} else if ok {
 		req.Checkpoint, req.Present = &cp, present
+	} else if fi, err := os.Stat(p.TranscriptPath); err == nil && fi.Size() > hookBacklog {
+		// No checkpoint kept yet for a long history: none now, rather than
+		// reading it on Codex's time (the sweeper is catching it up).
+		req.TranscriptPath = ""
 	}
 	s, err := m.DB.Session(ctx, p.SessionID)
 	if err != nil {

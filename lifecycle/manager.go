@@ -88,6 +88,9 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*Manager, error
 		Now:    func() time.Time { return time.Now().UTC() },
 		Getenv: os.LookupEnv,
 	}
+	if n, err := strconv.ParseInt(os.Getenv("CX_TEST_HOOK_BACKLOG"), 10, 64); err == nil && n > 0 {
+		hookBacklog = n // the first-sight tests: a long history without 4 MiB of it
+	}
 	if d, err := time.ParseDuration(os.Getenv("CX_TEST_LEASE")); err == nil && d > 0 {
 		m.Lease = d // crash-point tests: a dead worker's lease expires quickly
 	}

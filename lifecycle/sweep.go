@@ -6,7 +6,6 @@ import (
 	"os"
 	"time"
 
-	"cx/internal/codex"
 	"cx/internal/config"
 	"cx/internal/ledger"
 	"cx/internal/proc"
@@ -90,8 +89,13 @@ func (m *Manager) Sweep(ctx context.Context) (SweepResult, error) {
 		switch {
 		case s.RunID == "" && s.Status == ledger.Live && s.LastSeen.Before(cutoff):
 			reason = reasonIdle
+		case s.RunID == "" && s.Status == ledger.Live:
+			m.catchUpDeferred(ctx, s)
 		case s.RunID != "":
 			run, err := m.DB.Run(ctx, s.RunID)
+			if err == nil && run.EndedAt == nil {
+				m.catchUpDeferred(ctx, s)
+			}
 			if err == nil && run.EndedAt != nil {
 				// The run is over: its sessions may have turns left to commit
 				// (a crash between the exit's catch-up and its end).
@@ -118,15 +122,23 @@ func (m *Manager) Sweep(ctx context.Context) (SweepResult, error) {
 	return res, err
 }
 
-// hasNewBytes reports whether the session's rollout grew past its cursor.
-func hasNewBytes(s ledger.Session) bool {
-	path := codex.FindRollout(s.CodexHome, s.ID, s.TranscriptPath)
-	if path == "" {
-		return false
+// catchUpDeferred catches up a session of a running Codex whose long
+// history a hook left for the sweeper.
+func (m *Manager) catchUpDeferred(ctx context.Context, s ledger.Session) {
+	if backlog(s) <= hookBacklog {
+		return
 	}
-	fi, err := os.Stat(path)
-	return err == nil && fi.Size() > s.Cursor.Seen
+	c, err := m.catchUp(ctx, s.ID)
+	if err == nil {
+		err = m.armAppends(ctx, c)
+	}
+	if err != nil {
+		m.Log.Printf("sweep: catch up %s: %v", s.ID, err)
+	}
 }
+
+// hasNewBytes reports whether the session's rollout grew past its cursor.
+func hasNewBytes(s ledger.Session) bool { return backlog(s) > 0 }
 
 // Commit ends a session's live generation now (`cx ctl commit`) and works
 // the outbox for it.
