@@ -228,7 +228,17 @@ func (m *Manager) handleHook(ctx context.Context, in HookInput) (HookResult, err
 		}
 		return res, m.compact(ctx, s.ID)
 	case evSessionEnd:
-		_, err := m.End(ctx, s.ID, m.endReason(ctx, s.RunID, reasonSessionEnd), EndOptions{})
+		reason := m.endReason(ctx, s.RunID, reasonSessionEnd)
+		if backlog(s) > hookBacklog {
+			// The end needs every turn: a long unread history is caught up
+			// and ended by the background sweeper, from the outbox.
+			res.CatchUpDeferred = true
+			return res, m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+				_, err := tx.Enqueue(ctx, JobEnd, s.ID, s.Generation, reason)
+				return err
+			})
+		}
+		_, err := m.End(ctx, s.ID, reason, EndOptions{})
 		return res, err
 	}
 	return res, nil

@@ -19,6 +19,11 @@ import (
 // JobCommit is the kind of a generation's commit job.
 const JobCommit = "commit"
 
+// JobEnd is the kind of a job that ends a generation a hook could not end
+// on Codex's time (SessionEnd on a long unread history): its sink column
+// holds the end reason.
+const JobEnd = "end"
+
 // defaultLease is how long a worker holds a job; an expired lease (the
 // worker died) makes the job due again.
 const defaultLease = 2 * time.Minute
@@ -95,6 +100,9 @@ func (m *Manager) recordOutcome(ctx context.Context, tx *ledger.Tx, job ledger.J
 			return err
 		}
 		_ = tx.AddEvent(ctx, "job.done", job.SessionID, "", fmt.Sprintf("%s g%d %s", job.Kind, job.Generation, job.Sink))
+		if job.Kind != JobCommit {
+			return nil // only commits settle a generation
+		}
 		return m.settleGeneration(ctx, tx, job.SessionID, job.Generation)
 	}
 	job.Attempts++
@@ -139,6 +147,11 @@ func (m *Manager) settleGeneration(ctx context.Context, tx *ledger.Tx, sessionID
 }
 
 func (m *Manager) commitJob(ctx context.Context, job ledger.Job) error {
+	if job.Kind == JobEnd {
+		// What the hook would have ended: whatever is live once caught up.
+		_, err := m.End(ctx, job.SessionID, job.Sink, EndOptions{})
+		return err
+	}
 	sk, ok := m.Sinks[job.Sink]
 	if !ok {
 		return &sink.PermanentError{Err: fmt.Errorf("sink %q is not available in this cx", job.Sink)}
