@@ -35,7 +35,7 @@ type Request struct {
 
 // Ledger is the read-only view of cx's ledger inject works from.
 type Ledger interface {
-	Sessions(ctx context.Context) ([]ledger.Session, error)
+	RecentSessions(ctx context.Context, n int) ([]ledger.Session, error)
 	Archives(ctx context.Context, sessionID string) ([]ledger.Archive, error)
 	Generations(ctx context.Context, sessionID string) ([]ledger.Generation, error)
 }
@@ -121,15 +121,12 @@ func latestOfProject(ctx context.Context, db Ledger, store continuity.Store, id 
 	if db == nil {
 		return nil, ""
 	}
-	sessions, err := db.Sessions(ctx)
+	sessions, err := db.RecentSessions(ctx, 50)
 	if err != nil {
 		return nil, ""
 	}
 	projects := map[string]string{} // cwd → project id (Identify may run git)
-	for i, s := range sessions {
-		if i >= 50 {
-			break
-		}
+	for _, s := range sessions {
 		if s.ID == self || s.Cwd == "" {
 			continue
 		}

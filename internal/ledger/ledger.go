@@ -275,6 +275,8 @@ var migrations = []string{
 	);
 	CREATE INDEX turns_offset ON turns(session_id, offset);
 	ALTER TABLE generations ADD COLUMN checkpoint TEXT NOT NULL DEFAULT '';`,
+	// 6: "the latest sessions" without reading them all (start-time context).
+	`CREATE INDEX sessions_last_seen ON sessions(last_seen DESC, id);`,
 }
 
 // SchemaVersion is the schema version this build writes.

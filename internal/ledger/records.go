@@ -330,6 +330,12 @@ func (db *DB) SessionJobs(ctx context.Context, sessionID string) ([]Job, error) 
 	return listJobs(ctx, db.db, `WHERE session_id = ? ORDER BY id`, sessionID)
 }
 
+// RecentSessions returns the n most recently seen sessions, most recent
+// first.
+func (db *DB) RecentSessions(ctx context.Context, n int) ([]Session, error) {
+	return listSessions(ctx, db.db, `ORDER BY last_seen DESC, id LIMIT ?`, n)
+}
+
 // LiveSessions returns the sessions whose generation is live, most recently
 // seen first.
 func (db *DB) LiveSessions(ctx context.Context) ([]Session, error) {
