@@ -62,6 +62,7 @@ type Run struct {
 	stop     chan struct{}
 	stopped  chan struct{}
 	known    map[string]bool
+	paths    map[string]string // the rollout each known session was learned with
 	// candidates are thread ids from Codex's log database not yet seen on
 	// disk: Codex's own helper threads (0.169's title generation) are
 	// logged too, and only a thread with a lock file or a rollout is a
@@ -75,7 +76,7 @@ type Run struct {
 // beginRun records the run in the background (Codex's launch never waits
 // for the ledger) and returns at once.
 func (m *Manager) beginRun(ctx context.Context, info RunInfo) *Run {
-	r := &Run{m: m, info: info, recorded: make(chan struct{}), known: map[string]bool{}, candidates: map[string]bool{}, started: time.Now(),
+	r := &Run{m: m, info: info, recorded: make(chan struct{}), known: map[string]bool{}, paths: map[string]string{}, candidates: map[string]bool{}, started: time.Now(),
 		logs: codex.NewLogWatch(info.CodexHome)}
 	go func() {
 		defer close(r.recorded) // after a panic is logged
@@ -141,21 +142,41 @@ func (r *Run) childStarted(pid int) {
 // discoverLoop learns the sessions the Codex process holds before any hook
 // names them (SessionStart waits for the first prompt): thread lock files
 // (0.169) and rollout files among its open files, and its rows in Codex's log
-// database (0.128).
+// database (0.128). It looks every 500 ms while it is learning and backs
+// off to every 4 s while nothing changes; a new lock file or rollout wakes
+// it at once (inotify), so an idle Codex costs cx next to nothing.
 func (r *Run) discoverLoop(ctx context.Context, pid int) {
-	t := time.NewTicker(500 * time.Millisecond)
+	const fast, slow = 500 * time.Millisecond, 4 * time.Second
+	watch := codex.WatchThreads(r.info.CodexHome)
+	defer watch.Close()
+	var wake <-chan struct{}
+	if watch != nil {
+		wake = watch.C
+	}
+	every := fast
+	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
-		r.discover(ctx, pid, true)
+		if r.discover(ctx, pid, true) {
+			every = fast
+		} else {
+			every = min(slow, every*2)
+		}
+		watch.Refresh()
+		t.Reset(every)
 		select {
 		case <-r.stop:
 			return
+		case <-wake:
+			every = fast
 		case <-t.C:
 		}
 	}
 }
 
-func (r *Run) discover(ctx context.Context, pid int, withFDs bool) {
+// discover learns what the process holds now; it reports whether it
+// learned anything (and writes the ledger only then).
+func (r *Run) discover(ctx context.Context, pid int, withFDs bool) bool {
 	found := map[string]string{} // id → rollout path (may be "")
 	if withFDs {
 		for _, f := range proc.OpenFiles(pid) {
@@ -193,11 +214,12 @@ func (r *Run) discover(ctx context.Context, pid int, withFDs bool) {
 			delete(r.candidates, id)
 		}
 	}
+	learned := false
 	for id, path := range found {
-		if r.known[id] && path == "" {
-			continue
+		if r.known[id] && (path == "" || r.paths[id] == path) {
+			continue // nothing new of it
 		}
-		r.known[id] = true
+		r.known[id], r.paths[id], learned = true, path, true
 		err := r.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
 			run, err := tx.Run(ctx, r.info.ID)
 			if err != nil {
@@ -222,6 +244,7 @@ func (r *Run) discover(ctx context.Context, pid int, withFDs bool) {
 			r.m.Log.Printf("discover session %s: %v", id, err)
 		}
 	}
+	return learned
 }
 
 // Stopping records that cx is stopping Codex because of a signal: ends

@@ -119,3 +119,24 @@ func TestDeveloperInstructions(t *testing.T) {
 		t.Fatalf("prepended: %q", out)
 	}
 }
+
+// A thread's lock file, or a rollout in today's folder, wakes the watch.
+func TestThreadWatch(t *testing.T) {
+	home := t.TempDir()
+	w := WatchThreads(home)
+	if w == nil {
+		t.Skip("no inotify here")
+	}
+	defer w.Close()
+	locks := filepath.Join(home, threadLocksDir)
+	os.MkdirAll(locks, 0o700)
+	w.Refresh()
+	os.WriteFile(filepath.Join(locks, "019a-new.lock"), nil, 0o600)
+	select {
+	case <-w.C:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no wake-up for a new lock file")
+	}
+	w.Close()
+	w.Close() // twice is fine
+}
