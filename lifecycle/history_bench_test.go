@@ -25,7 +25,7 @@ var turnIDRE = regexp.MustCompile(`"turn_id":"([^"]+)"`)
 // session_meta once, then its records again and again, each copy's turn
 // ids made unique. It returns the session id and one more turn (fresh ids)
 // to append later.
-func buildHistory(b *testing.B, path string, size int) (string, []byte) {
+func buildHistory(b *testing.B, path string, size int) (string, []byte, []byte) {
 	b.Helper()
 	data, err := os.ReadFile(historyTemplate)
 	if err != nil {
@@ -72,7 +72,7 @@ func buildHistory(b *testing.B, path string, size int) (string, []byte) {
 	second := bytes.Index(body, []byte(ids[1]))
 	start := bytes.LastIndexByte(body[:first], '\n') + 1
 	end := bytes.LastIndexByte(body[:second], '\n') + 1
-	return m.Payload.ID, copyOf(body[start:end], n+1)
+	return m.Payload.ID, copyOf(body[start:end], n+1), copyOf(body[start:end], n+2)
 }
 
 // BenchmarkHookHistory runs the hooks of a session as Codex runs them —
@@ -80,7 +80,9 @@ func buildHistory(b *testing.B, path string, size int) (string, []byte) {
 // session at ~1 MB and ~100 MB of history (CX_BENCH_SIZES, in MB), in the
 // order a resumed long session meets them: SessionStart(startup) (cx's
 // first sight of the history), UserPromptSubmit, Stop, Stop after one more
-// turn, SessionStart(resume), SessionEnd. Each round (CX_BENCH_ROUNDS,
+// turn; then — the history caught up by a sweep, as the background sweeper
+// those hooks start does — Stop after another turn, SessionStart(resume),
+// SessionEnd. Each round (CX_BENCH_ROUNDS,
 // default 3) has a fresh CX_HOME; run it with -benchtime 1x.
 // With CX_BENCH_BASELINE_CX=<another cx binary> (e.g. one built from an
 // earlier commit) the same rounds run through it, alternating, as the
@@ -98,7 +100,7 @@ func BenchmarkHookHistory(b *testing.B) {
 	if base := os.Getenv("CX_BENCH_BASELINE_CX"); base != "" {
 		binaries["base"] = base
 	}
-	hooks := []string{"start", "prompt", "stop", "stop+1", "resume", "end"}
+	hooks := []string{"start", "prompt", "stop", "stop+1", "stop+2", "resume", "end"}
 	times := map[string][]time.Duration{}
 	rounds := 3
 	if n, err := strconv.Atoi(os.Getenv("CX_BENCH_ROUNDS")); err == nil && n > 0 {
@@ -116,7 +118,7 @@ func BenchmarkHookHistory(b *testing.B) {
 				dir := filepath.Join(e.codexHome, "sessions", "2026", "11", "22")
 				os.MkdirAll(dir, 0o700)
 				path := filepath.Join(dir, "rollout-2026-11-22T01-32-39-01a200e2-466f-78c1-85cf-e11cb0ec651a.jsonl")
-				id, turn := buildHistory(b, path, mb<<20)
+				id, turn, turn2 := buildHistory(b, path, mb<<20)
 				run := func(hook, event string, extra map[string]any) {
 					p := map[string]any{"session_id": id, "transcript_path": path, "cwd": e.w, "hook_event_name": event}
 					for k, v := range extra {
@@ -142,6 +144,17 @@ func BenchmarkHookHistory(b *testing.B) {
 				f.Write(turn)
 				f.Close()
 				run("stop+1", "Stop", map[string]any{"turn_id": "bench-2", "stop_hook_active": false, "last_assistant_message": "ok"})
+				// The history caught up (untimed), as the sweeper those hooks
+				// started does in the background.
+				sweep := exec.Command(bin, "ctl", "sweep")
+				sweep.Env = e.environ()
+				if out, err := sweep.CombinedOutput(); err != nil {
+					b.Fatalf("%s sweep: %v %s", name, err, out)
+				}
+				f, _ = os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+				f.Write(turn2)
+				f.Close()
+				run("stop+2", "Stop", map[string]any{"turn_id": "bench-3", "stop_hook_active": false, "last_assistant_message": "ok"})
 				run("resume", "SessionStart", map[string]any{"source": "resume", "model": "gpt-5.5"})
 				run("end", "SessionEnd", map[string]any{"reason": "other"})
 				os.RemoveAll(e.cxHome)
