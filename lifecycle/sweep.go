@@ -79,7 +79,11 @@ func (m *Manager) Sweep(ctx context.Context) (SweepResult, error) {
 	if err != nil {
 		return res, err
 	}
-	sessions, err := m.DB.Sessions(ctx)
+	// Live sessions, and the others seen in the last day (a run's end may
+	// have left turns to commit): never every session ever recorded. An
+	// older session Codex resumes is learned again by its hooks or by the
+	// next start's recovery.
+	sessions, err := m.DB.SweepCandidates(ctx, m.Now().Add(-24*time.Hour))
 	if err != nil {
 		return res, err
 	}

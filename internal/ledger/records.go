@@ -330,6 +330,12 @@ func (db *DB) SessionJobs(ctx context.Context, sessionID string) ([]Job, error) 
 	return listJobs(ctx, db.db, `WHERE session_id = ? ORDER BY id`, sessionID)
 }
 
+// SweepCandidates returns the sessions a sweep looks at: every live one,
+// and the others seen since since; most recent first.
+func (db *DB) SweepCandidates(ctx context.Context, since time.Time) ([]Session, error) {
+	return listSessions(ctx, db.db, `WHERE status = ? OR last_seen >= ? ORDER BY last_seen DESC, id`, Live, ts(since))
+}
+
 // RecentSessions returns the n most recently seen sessions, most recent
 // first.
 func (db *DB) RecentSessions(ctx context.Context, n int) ([]Session, error) {
