@@ -39,8 +39,13 @@ func fakeCodexMain(args []string) int {
 	case "app-server":
 		// One JSON-RPC result line of FAKE_FRAME_BYTES, shaped like a
 		// thread/resume result carrying a long history, then the stream stays
-		// open until the daemon closes stdin.
+		// open until the daemon closes stdin; without it, every line the
+		// daemon sends comes back (an echoing server).
 		n, _ := strconv.Atoi(os.Getenv("FAKE_FRAME_BYTES"))
+		if n == 0 {
+			_, _ = io.Copy(os.Stdout, os.Stdin)
+			return 0
+		}
 		head, tail := `{"id":1,"result":{"thread":{"id":"bench","turns":"`, "\"}}}\n"
 		w := bufio.NewWriterSize(os.Stdout, 64<<10)
 		w.WriteString(head)
@@ -403,3 +408,64 @@ func BenchmarkAppServerBigFrame(b *testing.B) {
 
 // vmHWM is a live process's peak resident set, in bytes.
 func vmHWM(pid int) int64 { return procStatusKB(pid, "VmHWM:") }
+
+// BenchmarkAppServerFrameLatency: the round trip of a 1 KiB JSON-RPC frame
+// to an echoing fake `codex app-server`, straight and through `cx
+// app-server` (the tapped relay, the tap parsing every frame), alternated
+// in one run; the p50 and p99 of each and what cx adds. Goal (issue 14):
+// added p99 < 1 ms.
+func BenchmarkAppServerFrameLatency(b *testing.B) {
+	cx := codextest.CX(b)
+	env := fakeCodexEnv(b)
+	params := strings.Repeat("x", 1024-120)
+	frame := []byte(`{"jsonrpc":"2.0","id":1,"method":"turn/start","params":{"threadId":"01a20119-755a-7ec3-b3a7-6d6b815697b3","input":"` + params + `"}}` + "\n")
+	type conn struct {
+		cmd *exec.Cmd
+		in  io.WriteCloser
+		r   *bufio.Reader
+	}
+	start := func(name string, args ...string) conn {
+		c := exec.Command(name, args...)
+		c.Env = env
+		in, _ := c.StdinPipe()
+		out, _ := c.StdoutPipe()
+		if err := c.Start(); err != nil {
+			b.Fatal(err)
+		}
+		return conn{c, in, bufio.NewReader(out)}
+	}
+	direct, relayed := start(os.Args[0], "app-server"), start(cx, "app-server")
+	defer func() {
+		for _, c := range []conn{direct, relayed} {
+			c.in.Close()
+			_ = c.cmd.Wait()
+		}
+	}()
+	trip := func(c conn) time.Duration {
+		t := time.Now()
+		if _, err := c.in.Write(frame); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.r.ReadBytes('\n'); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t)
+	}
+	for range 50 { // warm up both
+		trip(direct)
+		trip(relayed)
+	}
+	var d, r []time.Duration
+	for range max(b.N, 2000) {
+		d, r = append(d, trip(direct)), append(r, trip(relayed))
+	}
+	q := func(ds []time.Duration, p int) float64 {
+		slices.Sort(ds)
+		return float64(ds[len(ds)*p/100].Microseconds()) / 1000
+	}
+	b.ReportMetric(q(d, 50), "direct-p50-ms")
+	b.ReportMetric(q(d, 99), "direct-p99-ms")
+	b.ReportMetric(q(r, 50), "cx-p50-ms")
+	b.ReportMetric(q(r, 99), "cx-p99-ms")
+	b.ReportMetric(q(r, 99)-q(d, 99), "added-p99-ms")
+}
