@@ -143,15 +143,18 @@ func (r *Run) childStarted(pid int) {
 // names them (SessionStart waits for the first prompt): thread lock files
 // (0.169) and rollout files among its open files, and its rows in Codex's log
 // database (0.128). It looks every 500 ms while it is learning and backs
-// off to every 4 s while nothing changes; a new lock file or rollout wakes
-// it at once (inotify), so an idle Codex costs cx next to nothing.
+// off while nothing changes. A thread is a session only once Codex keeps
+// its lock file or rollout, and creating either wakes the loop at once
+// (inotify), so with the watch it backs off to every 30 s (4 s without):
+// an idle Codex costs cx next to nothing.
 func (r *Run) discoverLoop(ctx context.Context, pid int) {
-	const fast, slow = 500 * time.Millisecond, 4 * time.Second
+	const fast = 500 * time.Millisecond
+	slow := 4 * time.Second
 	watch := codex.WatchThreads(r.info.CodexHome)
 	defer watch.Close()
 	var wake <-chan struct{}
 	if watch != nil {
-		wake = watch.C
+		wake, slow = watch.C, 30*time.Second
 	}
 	every := fast
 	t := time.NewTimer(every)
