@@ -138,7 +138,7 @@ func (s *supervisor) run(ctx context.Context) (ex Exit, err error) {
 			_ = rc.Control(func(fd uintptr) { ptmxFD = int(fd) })
 		}
 		out := newRelay(ptmxFD, s.spec.Stdout)
-		out.keepReading = true
+		out.keepReading, out.guard = true, s.guard
 		out.before = func() { testpoint.PanicOn("CX_TEST_PANIC", "output") }
 		outDone := make(chan struct{})
 		go func() {
@@ -147,6 +147,7 @@ func (s *supervisor) run(ctx context.Context) (ex Exit, err error) {
 			out.run()
 		}()
 		in := newRelay(int(s.spec.Stdin.Fd()), s.ptmx)
+		in.guard = s.guard
 		go func() {
 			defer s.guard()
 			in.run()
@@ -327,13 +328,13 @@ func (s *supervisor) startTapped() error {
 	s.target = s.pid
 	s.childIn, s.childOut = inW, outR
 	s.tapIn = newRelay(int(s.spec.Stdin.Fd()), inW)
-	s.tapIn.tap = s.spec.Tap.FromParent
+	s.tapIn.tap, s.tapIn.guard = s.spec.Tap.FromParent, s.guard
 	fd := -1
 	if rc, err := outR.SyscallConn(); err == nil {
 		_ = rc.Control(func(f uintptr) { fd = int(f) })
 	}
 	s.tapOut = newRelay(fd, s.spec.Stdout)
-	s.tapOut.tap = s.spec.Tap.FromChild
+	s.tapOut.tap, s.tapOut.guard = s.spec.Tap.FromChild, s.guard
 	return nil
 }
 
