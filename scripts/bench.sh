@@ -14,7 +14,7 @@ if [ -n "${BASE:-}" ]; then
   (cd "$tmp/src" && go build -o "$tmp/cx-base" ./cmd/cx)
   export CX_BENCH_BASELINE_CX="$tmp/cx-base"
 fi
-go test -run '^$' -bench 'PTYThroughput|StartOverhead|PTYStartOverhead|HookStdinOpen|AppServerBigFrame|AppServerFrameLatency' -benchtime 1x -count "${COUNT:-3}" ./cmd/cx
+go test -run '^$' -bench 'PTYThroughput|StartOverhead|PTYStartOverhead|HookStdinOpen|AppServerBigFrame|AppServerFrameLatency|PTYEchoLatency' -benchtime 1x -count "${COUNT:-3}" ./cmd/cx
 go test -run '^$' -bench 'HookLatency' -benchtime 1x -count "${COUNT:-3}" ./lifecycle
 CX_BENCH_ROUNDS="${ROUNDS:-5}" go test -run '^$' -bench 'HookHistory' -benchtime 1x -timeout 60m -v ./lifecycle
 go test -run '^$' -bench 'ReadReduce|StopCapture' -benchtime 1x -cpu 1 -count "${COUNT:-3}" ./internal/checkpoint

@@ -9,8 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// relay copies one descriptor to a file with a reader and a writer, each on
-// its own OS thread, around a bounded set of buffers: the source is read
+// relay copies one descriptor to a file. Pipelined (the PTY's output to the
+// user's terminal), a reader and a writer each run on their own OS thread
+// around a bounded set of buffers: the source is read
 // while the destination is being written (a terminal that drains 4 KiB at
 // a time no longer stops Codex's side while a 128 KiB write waits), and
 // when every buffer waits to be written the reader stops reading, so
@@ -18,7 +19,9 @@ import (
 // without cx. The reader waits in poll(2) on the source and a wake-up pipe:
 // that is what lets the copy stop on demand without O_NONBLOCK on a
 // descriptor the shell shares (stdin), and keeps the Go scheduler and its
-// netpoller out of the hot path.
+// netpoller out of the hot path. Not pipelined (keystrokes, the app-server's
+// JSON-RPC), one thread reads and writes in turn: no hand-over between
+// threads on the way of a small write.
 //
 // A non-blocking source is read until empty (or the buffer is full) before
 // each hand-over, batching the kernel's small PTY reads into one write.
@@ -33,7 +36,10 @@ type relay struct {
 	before   func()       // called before each write (test hook)
 	tap      func([]byte) // sees every byte relayed, after it was written
 	guard    func()       // deferred first in the writer's goroutine (the supervisor's recover)
-	stopped  chan struct{}
+	// pipelined: the reader and the writer on threads of their own (the
+	// PTY's output to the terminal); otherwise one thread does both.
+	pipelined bool
+	stopped   chan struct{}
 	// keepReading: a failing destination does not end the relay (the child
 	// must never block on a full PTY because the user's terminal is gone).
 	keepReading bool
@@ -65,6 +71,10 @@ const (
 // what was read (or stop was called: what is still queued is dropped).
 func (r *relay) run() {
 	if !r.ok {
+		return
+	}
+	if !r.pipelined {
+		r.runSerial()
 		return
 	}
 	free := make(chan []byte, relayBuffers)
@@ -156,6 +166,50 @@ func (r *relay) write(full <-chan []byte, free chan<- []byte, dstFailed chan str
 			}
 		}
 		free <- b[:cap(b)]
+	}
+}
+
+// runSerial is the relay on one thread, reading and writing in turn: the
+// lowest latency for small, sparse writes (keystrokes, JSON-RPC frames).
+func (r *relay) runSerial() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer unix.Close(r.wakeR)
+	buf := make([]byte, 128<<10)
+	fds := []unix.PollFd{{Fd: int32(r.src), Events: unix.POLLIN}, {Fd: int32(r.wakeR), Events: unix.POLLIN}}
+	dstOK := true
+	for {
+		fds[0].Revents, fds[1].Revents = 0, 0
+		if _, err := unix.Poll(fds, -1); err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return
+		}
+		if fds[1].Revents != 0 {
+			return
+		}
+		if fds[0].Revents&(unix.POLLIN|unix.POLLHUP|unix.POLLERR) == 0 {
+			continue
+		}
+		n, ended := r.fill(buf)
+		if n > 0 && dstOK {
+			if r.before != nil {
+				r.before()
+			}
+			if _, err := r.dst.Write(buf[:n]); err != nil {
+				if !r.keepReading {
+					return
+				}
+				dstOK = false
+			}
+			if r.tap != nil {
+				r.tap(buf[:n])
+			}
+		}
+		if ended {
+			return
+		}
 	}
 }
 

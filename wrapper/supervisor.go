@@ -138,7 +138,7 @@ func (s *supervisor) run(ctx context.Context) (ex Exit, err error) {
 			_ = rc.Control(func(fd uintptr) { ptmxFD = int(fd) })
 		}
 		out := newRelay(ptmxFD, s.spec.Stdout)
-		out.keepReading, out.guard = true, s.guard
+		out.keepReading, out.guard, out.pipelined = true, s.guard, true
 		out.before = func() { testpoint.PanicOn("CX_TEST_PANIC", "output") }
 		outDone := make(chan struct{})
 		go func() {

@@ -12,11 +12,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
+	"golang.org/x/term"
 
 	"cx/internal/codextest"
 )
@@ -58,6 +60,36 @@ func fakeCodexMain(args []string) int {
 			return 1
 		}
 		_, _ = io.Copy(io.Discard, os.Stdin)
+	case "echo":
+		// Every byte typed comes back (raw mode: no line discipline in the
+		// way); with "echo stream" it also prints a steady stream meanwhile.
+		if st, err := term.MakeRaw(0); err == nil {
+			defer term.Restore(0, st)
+		}
+		var mu sync.Mutex
+		if len(args) > 1 && args[1] == "stream" {
+			line := bytes.Repeat([]byte("streaming output of a busy child "), 64)
+			go func() {
+				for {
+					mu.Lock()
+					_, err := os.Stdout.Write(line)
+					mu.Unlock()
+					if err != nil {
+						return
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}()
+		}
+		b := make([]byte, 1)
+		for {
+			if n, err := os.Stdin.Read(b); err != nil || n == 0 || b[0] == 'q' {
+				return 0
+			}
+			mu.Lock()
+			_, _ = os.Stdout.Write(b)
+			mu.Unlock()
+		}
 	case "spew":
 		n, _ := strconv.Atoi(args[1])
 		chunk := bytes.Repeat([]byte("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-+\n"), 1024)
@@ -468,4 +500,82 @@ func BenchmarkAppServerFrameLatency(b *testing.B) {
 	b.ReportMetric(q(r, 50), "cx-p50-ms")
 	b.ReportMetric(q(r, 99), "cx-p99-ms")
 	b.ReportMetric(q(r, 99)-q(d, 99), "added-p99-ms")
+}
+
+// BenchmarkPTYEchoLatency: a byte typed on the terminal comes back through
+// a child that echoes it — straight on the terminal, and through cx (its
+// PTY relay both ways) — idle and while the child streams output, alternated
+// in one run; p50/p99 of each and what cx adds. Goal (issue 15): added p50
+// < 0.2 ms and p99 < 1 ms.
+func BenchmarkPTYEchoLatency(b *testing.B) {
+	cx := codextest.CX(b)
+	env := fakeCodexEnv(b)
+	type pterm struct {
+		master *os.File
+		cmd    *exec.Cmd
+	}
+	start := func(name string, args ...string) pterm {
+		master, slave, err := pty.Open()
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = pty.Setsize(master, &pty.Winsize{Rows: 50, Cols: 200})
+		c := exec.Command(name, args...)
+		c.Env = env
+		c.Stdin, c.Stdout, c.Stderr = slave, slave, slave
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+		if err := c.Start(); err != nil {
+			b.Fatal(err)
+		}
+		slave.Close()
+		return pterm{master, c}
+	}
+	// trip types the marker and reads until it comes back (past any stream).
+	buf := make([]byte, 64<<10)
+	trip := func(t pterm) time.Duration {
+		s := time.Now()
+		if _, err := t.master.Write([]byte{0x01}); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			n, err := t.master.Read(buf)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if bytes.IndexByte(buf[:n], 0x01) >= 0 {
+				return time.Since(s)
+			}
+		}
+	}
+	q := func(ds []time.Duration, p int) float64 {
+		slices.Sort(ds)
+		return float64(ds[len(ds)*p/100].Microseconds()) / 1000
+	}
+	for _, mode := range []string{"idle", "stream"} {
+		args := []string{"echo"}
+		if mode == "stream" {
+			args = append(args, "stream")
+		}
+		direct, relayed := start(os.Args[0], args...), start(cx, args...)
+		for range 50 { // started, and warm
+			trip(direct)
+			trip(relayed)
+		}
+		var d, r []time.Duration
+		for range max(b.N, 1000) {
+			d, r = append(d, trip(direct)), append(r, trip(relayed))
+		}
+		for _, t := range []pterm{direct, relayed} {
+			t.master.Write([]byte("q"))
+			go io.Copy(io.Discard, t.master)
+			_ = t.cmd.Wait()
+			t.master.Close()
+		}
+		b.ReportMetric(q(d, 50), mode+"-direct-p50-ms")
+		b.ReportMetric(q(d, 99), mode+"-direct-p99-ms")
+		b.ReportMetric(q(r, 50), mode+"-cx-p50-ms")
+		b.ReportMetric(q(r, 99), mode+"-cx-p99-ms")
+		b.ReportMetric(q(r, 50)-q(d, 50), mode+"-added-p50-ms")
+		b.ReportMetric(q(r, 99)-q(d, 99), mode+"-added-p99-ms")
+	}
 }
