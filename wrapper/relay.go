@@ -111,18 +111,11 @@ func (r *relay) read(free, full chan []byte, dstFailed chan struct{}) {
 			failed = nil // keep reading; the writer gives buffers back unwritten
 			continue
 		}
-		fds[0].Revents, fds[1].Revents = 0, 0
-		if _, err := unix.Poll(fds, -1); err != nil {
-			free <- buf
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
+		ready, done := r.wait(fds)
+		if done {
 			return
 		}
-		if fds[1].Revents != 0 {
-			return
-		}
-		if fds[0].Revents&(unix.POLLIN|unix.POLLHUP|unix.POLLERR) == 0 {
+		if !ready {
 			free <- buf
 			continue
 		}
@@ -179,17 +172,11 @@ func (r *relay) runSerial() {
 	fds := []unix.PollFd{{Fd: int32(r.src), Events: unix.POLLIN}, {Fd: int32(r.wakeR), Events: unix.POLLIN}}
 	dstOK := true
 	for {
-		fds[0].Revents, fds[1].Revents = 0, 0
-		if _, err := unix.Poll(fds, -1); err != nil {
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
+		ready, done := r.wait(fds)
+		if done {
 			return
 		}
-		if fds[1].Revents != 0 {
-			return
-		}
-		if fds[0].Revents&(unix.POLLIN|unix.POLLHUP|unix.POLLERR) == 0 {
+		if !ready {
 			continue
 		}
 		n, ended := r.fill(buf)
@@ -211,6 +198,20 @@ func (r *relay) runSerial() {
 			return
 		}
 	}
+}
+
+// wait polls the source and the wake pipe: ready when the source can be
+// read (or has ended), done when the relay is to stop (woken, or poll
+// failed for good).
+func (r *relay) wait(fds []unix.PollFd) (ready, done bool) {
+	fds[0].Revents, fds[1].Revents = 0, 0
+	if _, err := unix.Poll(fds, -1); err != nil {
+		return false, !errors.Is(err, unix.EINTR)
+	}
+	if fds[1].Revents != 0 {
+		return false, true
+	}
+	return fds[0].Revents&(unix.POLLIN|unix.POLLHUP|unix.POLLERR) != 0, false
 }
 
 // fill fills buf from the source: once, or until empty for a non-blocking
