@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"cx/internal/config"
 	"cx/internal/health"
@@ -24,8 +23,7 @@ func Doctor(ctx context.Context, cfg config.Config, codexHome string, getenv fun
 		c, recovered := checkLedger(ctx, cfg)
 		out = append(out, c, checkUnrecorded(cfg.Home, recovered))
 	}
-	m := &Manager{Cfg: cfg, Getenv: getenv, Now: nowUTC}
-	sinks := defaultSinks(m.host())
+	sinks := defaultSinks(sink.Host{Cfg: cfg, Getenv: getenv, Now: nowUTC})
 	for _, name := range cfg.Sinks {
 		if ch, ok := sinks[name].(sink.Checker); ok {
 			out = append(out, ch.Check(ctx))
@@ -87,5 +85,3 @@ func checkLedger(ctx context.Context, cfg config.Config) (c health.Check, recove
 	}
 	return c, recovered
 }
-
-func nowUTC() time.Time { return time.Now().UTC() }

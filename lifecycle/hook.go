@@ -205,7 +205,11 @@ func (m *Manager) handleHook(ctx context.Context, in HookInput) (HookResult, err
 		case "compact":
 			// Codex (0.169) fires this after a compaction: the checkpoint is
 			// injected here, so the next prompt must not inject it again.
-			_, err := m.markCompactionInjected(ctx, s.ID)
+			_, deferred, err := m.catchUpOnHook(ctx, s.ID)
+			if res.CatchUpDeferred = deferred; err != nil || deferred {
+				return res, err
+			}
+			_, err = m.markCompactionInjected(ctx, s.ID)
 			return res, err
 		}
 	case evUserPromptSubmit:
@@ -229,7 +233,7 @@ func (m *Manager) handleHook(ctx context.Context, in HookInput) (HookResult, err
 		return res, m.compact(ctx, s.ID)
 	case evSessionEnd:
 		reason := m.endReason(ctx, s.RunID, reasonSessionEnd)
-		if backlog(s) > hookBacklog {
+		if backlog(s) > m.hookBacklog {
 			// The end needs every turn: a long unread history is caught up
 			// and ended by the background sweeper, from the outbox.
 			res.CatchUpDeferred = true
@@ -244,30 +248,14 @@ func (m *Manager) handleHook(ctx context.Context, in HookInput) (HookResult, err
 	return res, nil
 }
 
-// hookBacklog is the most unread rollout a hook reads: past it (a long
-// history cx has not seen, e.g. a session from before cx was installed),
-// the hook answers with what the ledger has and the background sweeper
-// catches the session up, so a hook costs the new bytes, never the history.
-var hookBacklog int64 = 4 << 20
-
-// catchUpOnHook is catchUp bounded by hookBacklog; deferred says the
-// session was left for the sweeper.
-func (m *Manager) catchUpOnHook(ctx context.Context, id string) (ledger.Session, bool, error) {
-	s, err := m.DB.Session(ctx, id)
-	if err != nil {
-		return s, false, err
-	}
-	if backlog(s) > hookBacklog {
-		return s, true, nil
-	}
-	s, err = m.catchUp(ctx, id)
-	return s, false, err
-}
-
 // backlog is how much of the session's rollout is unread (0 when none,
 // or when it cannot be told).
 func backlog(s ledger.Session) int64 {
-	path := codex.FindRollout(s.CodexHome, s.ID, s.TranscriptPath)
+	return unread(codex.FindRollout(s.CodexHome, s.ID, s.TranscriptPath), s)
+}
+
+// unread is how much of the rollout at path lies past the session's cursor.
+func unread(path string, s ledger.Session) int64 {
 	if path == "" {
 		return 0
 	}
@@ -278,12 +266,9 @@ func backlog(s ledger.Session) int64 {
 	return max(0, fi.Size()-max(s.Cursor.Seen, s.Cursor.Offset))
 }
 
-// markCompactionInjected catches up and reports whether a compaction is
-// newer than the last checkpoint injection, recording that it is now given.
+// markCompactionInjected reports whether a compaction captured is newer
+// than the last checkpoint injection, recording that it is now given.
 func (m *Manager) markCompactionInjected(ctx context.Context, id string) (bool, error) {
-	if _, err := m.catchUp(ctx, id); err != nil {
-		return false, err
-	}
 	due := false
 	err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
 		s, err := tx.Session(ctx, id)

@@ -167,9 +167,9 @@ func ServeHook(ctx context.Context, c HookCall) (code int) {
 		if cfg.Inject.Enabled && c.Inject != nil {
 			switch {
 			case ev == evSessionStart:
-				injection = c.Inject.ForSessionStart(wctx, m.injectRequest(wctx, p))
+				injection = c.Inject.ForSessionStart(wctx, m.injectRequest(wctx, p, p.Source == "resume" || p.Source == "compact"))
 			case res.InjectCheckpoint:
-				injection = c.Inject.ForCompaction(m.injectRequest(wctx, p))
+				injection = c.Inject.ForCompaction(m.injectRequest(wctx, p, true))
 			}
 		}
 		if _, err := m.recoverOrphans(wctx); err != nil {
@@ -197,19 +197,26 @@ func ServeHook(ctx context.Context, c HookCall) (code int) {
 }
 
 // injectRequest is what the injector is asked for one hook: the session,
-// its checkpoint as of its last capture (from the ledger), a read-only view
-// of the ledger, and the overview of a remote sink the session goes to.
-func (m *Manager) injectRequest(ctx context.Context, p HookPayload) inject.Request {
+// a read-only view of the ledger and — when the block is about the session
+// itself (own: resume, compaction) — its checkpoint as of its last capture,
+// from the ledger, and on resume the overview of a remote sink it goes to.
+func (m *Manager) injectRequest(ctx context.Context, p HookPayload, own bool) inject.Request {
 	req := inject.Request{Home: m.Cfg.Home, Ledger: m.DB, Source: p.Source, SessionID: p.SessionID, Cwd: p.Cwd,
 		TranscriptPath: p.TranscriptPath, MaxChars: m.Cfg.Inject.MaxChars}
+	if !own {
+		return req
+	}
 	if cp, present, ok, err := checkpointOf(ctx, m.DB, p.SessionID); err != nil {
 		m.Log.Printf("checkpoint of %s from the ledger: %v", p.SessionID, err)
 	} else if ok {
 		req.Checkpoint, req.Present = &cp, present
-	} else if fi, err := os.Stat(p.TranscriptPath); err == nil && fi.Size() > hookBacklog {
+	} else if fi, err := os.Stat(p.TranscriptPath); err == nil && fi.Size() > m.hookBacklog {
 		// No checkpoint kept yet for a long history: none now, rather than
 		// reading it on Codex's time (the sweeper is catching it up).
 		req.TranscriptPath = ""
+	}
+	if p.Source != "resume" {
+		return req
 	}
 	s, err := m.DB.Session(ctx, p.SessionID)
 	if err != nil {

@@ -68,7 +68,15 @@ type Manager struct {
 	// Getenv reads the environment (Codex's home for sessions of Codex started
 	// without cx).
 	Getenv func(string) (string, bool)
+	// hookBacklog is the most unread rollout a hook reads: past it (a long
+	// history cx has not seen, e.g. a session from before cx was
+	// installed) the hook answers with what the ledger has and the
+	// background sweeper catches the session up, so a hook costs the new
+	// bytes, never the history.
+	hookBacklog int64
 }
+
+func nowUTC() time.Time { return time.Now().UTC() }
 
 // Options tune Open.
 type Options struct {
@@ -81,15 +89,16 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*Manager, error
 		return nil, err
 	}
 	m := &Manager{
-		Cfg:    cfg,
-		Log:    logs.New(cfg.Home),
-		Owner:  fmt.Sprintf("pid:%d:%d", os.Getpid(), time.Now().UnixNano()),
-		Lease:  defaultLease,
-		Now:    func() time.Time { return time.Now().UTC() },
-		Getenv: os.LookupEnv,
+		Cfg:         cfg,
+		Log:         logs.New(cfg.Home),
+		Owner:       fmt.Sprintf("pid:%d:%d", os.Getpid(), time.Now().UnixNano()),
+		Lease:       defaultLease,
+		Now:         nowUTC,
+		Getenv:      os.LookupEnv,
+		hookBacklog: 4 << 20,
 	}
 	if n, err := strconv.ParseInt(os.Getenv("CX_TEST_HOOK_BACKLOG"), 10, 64); err == nil && n > 0 {
-		hookBacklog = n // the first-sight tests: a long history without 4 MiB of it
+		m.hookBacklog = n // the first-sight tests: a long history without 4 MiB of it
 	}
 	if d, err := time.ParseDuration(os.Getenv("CX_TEST_LEASE")); err == nil && d > 0 {
 		m.Lease = d // crash-point tests: a dead worker's lease expires quickly
@@ -181,13 +190,29 @@ func adopt(s *ledger.Session, run ledger.Run) {
 // after an ended generation open the next one. It returns the session as
 // stored afterwards.
 func (m *Manager) catchUp(ctx context.Context, id string) (ledger.Session, error) {
+	s, _, err := m.catchUpWithin(ctx, id, 0)
+	return s, err
+}
+
+// catchUpOnHook is catchUp on Codex's time: bounded by hookBacklog;
+// deferred says the session was left to the background sweeper.
+func (m *Manager) catchUpOnHook(ctx context.Context, id string) (s ledger.Session, deferred bool, err error) {
+	return m.catchUpWithin(ctx, id, m.hookBacklog)
+}
+
+// catchUpWithin is catchUp that reads nothing when more than limit bytes
+// (limit > 0) are unread, reporting it deferred.
+func (m *Manager) catchUpWithin(ctx context.Context, id string, limit int64) (ledger.Session, bool, error) {
 	s, err := m.DB.Session(ctx, id)
 	if err != nil {
-		return s, err
+		return s, false, err
 	}
 	path := codex.FindRollout(s.CodexHome, s.ID, s.TranscriptPath)
 	if path == "" {
-		return s, nil // no rollout yet: a session with no turn
+		return s, false, nil // no rollout yet: a session with no turn
+	}
+	if limit > 0 && unread(path, s) > limit {
+		return s, true, nil
 	}
 	var meta *rollout.SessionMeta
 	if s.Meta != "" {
@@ -197,7 +222,7 @@ func (m *Manager) catchUp(ctx context.Context, id string) (ledger.Session, error
 	cur := rollout.Cursor{Offset: s.Cursor.Offset, Seen: s.Cursor.Seen, Inode: s.Cursor.Inode, Size: s.Cursor.Size, Head: s.Cursor.Head}
 	capt, err := rollout.CaptureFile(path, cur, meta, rollout.Options{MaxLineBytes: m.Cfg.Capture.MaxLineBytes, MaxToolChars: m.toolChars(s.Sinks)})
 	if err != nil {
-		return s, fmt.Errorf("capture %s: %w", id, err)
+		return s, false, fmt.Errorf("capture %s: %w", id, err)
 	}
 	testpoint.Crash("capture")
 	err = m.DB.Tx(ctx, func(tx *ledger.Tx) error {
@@ -261,7 +286,7 @@ func (m *Manager) catchUp(ctx context.Context, id string) (ledger.Session, error
 		}
 		return tx.PutSession(ctx, s)
 	})
-	return s, err
+	return s, false, err
 }
 
 // foldCapture folds a read's final turns into the session's checkpoint
@@ -274,6 +299,12 @@ func foldCapture(ctx context.Context, tx *ledger.Tx, id string, from int64, capt
 	kept, ok, err := tx.Fold(ctx, id)
 	if err != nil {
 		return err
+	}
+	if ok && !capt.Rewritten && kept.UpTo == from && capt.Cursor.Offset == from && capt.Aborted == 0 && capt.Compactions == 0 &&
+		len(capt.Placeholders) == 0 && !slices.ContainsFunc(capt.Sections, func(h string) bool { return !slices.Contains(kept.Sections, h) }) {
+		// The resume point did not move (no turn became final: a prompt's
+		// open turn) and nothing was counted or seen anew: the fold stands.
+		return nil
 	}
 	var f *checkpoint.Fold
 	switch {

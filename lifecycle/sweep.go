@@ -129,7 +129,7 @@ func (m *Manager) Sweep(ctx context.Context) (SweepResult, error) {
 // catchUpDeferred catches up a session of a running Codex whose long
 // history a hook left for the sweeper.
 func (m *Manager) catchUpDeferred(ctx context.Context, s ledger.Session) {
-	if backlog(s) <= hookBacklog {
+	if backlog(s) <= m.hookBacklog {
 		return
 	}
 	c, err := m.catchUp(ctx, s.ID)
