@@ -51,6 +51,14 @@ func (st *stopper) loop(ctx context.Context, exited <-chan struct{}) {
 			return
 		case <-ctxDone:
 			ctxDone = nil
+			select {
+			case <-exited:
+				// The run ends because the child exited (the group then
+				// cancels ctx too): nothing to stop, and Ctrl+C keys written
+				// now would only come back as an echo on the user's terminal.
+				return
+			default:
+			}
 			st.request(syscall.SIGTERM)
 		case sig := <-st.s.sigc:
 			st.handle(sig)
