@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
+
+	"cx/internal/codextest"
 )
 
 // BenchmarkHookLatency measures a Stop hook (process start to answer) on the
@@ -40,12 +41,8 @@ func BenchmarkHookLatency(b *testing.B) {
 			nodeT = append(nodeT, time.Since(start))
 		}
 	}
-	med := func(ds []time.Duration) float64 {
-		slices.Sort(ds)
-		return float64(ds[len(ds)/2].Microseconds()) / 1000
-	}
-	b.ReportMetric(med(hook), "hook-median-ms")
+	b.ReportMetric(codextest.Ms(hook, 50), "hook-median-ms")
 	if len(nodeT) > 0 {
-		b.ReportMetric(med(nodeT), "node-e-median-ms")
+		b.ReportMetric(codextest.Ms(nodeT, 50), "node-e-median-ms")
 	}
 }

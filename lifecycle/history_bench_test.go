@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"cx/internal/codextest"
 )
 
 // historyTemplate is a real 0.169 TUI session (five turns, a compaction, an
@@ -168,11 +170,6 @@ func BenchmarkHookHistory(b *testing.B) {
 			}
 		}
 	}
-	med := func(ds []time.Duration) float64 {
-		ds = slices.Clone(ds)
-		slices.Sort(ds)
-		return float64(ds[len(ds)/2].Microseconds()) / 1000
-	}
 	var table strings.Builder
 	fmt.Fprintf(&table, "median ms over %d rounds (process start to answer)\n%-8s", rounds, "hook")
 	for _, mb := range sizes {
@@ -188,16 +185,16 @@ func BenchmarkHookHistory(b *testing.B) {
 		for _, mb := range sizes {
 			for _, name := range []string{"cx", "base"} {
 				if ds := times[fmt.Sprintf("%s/%dMB/%s", name, mb, h)]; len(ds) > 0 {
-					fmt.Fprintf(&table, " %12.1f", med(ds))
-					b.ReportMetric(med(ds), fmt.Sprintf("%s-%dMB-%s-ms", name, mb, h))
+					fmt.Fprintf(&table, " %12.1f", codextest.Ms(ds, 50))
+					b.ReportMetric(codextest.Ms(ds, 50), fmt.Sprintf("%s-%dMB-%s-ms", name, mb, h))
 				}
 			}
 		}
 		table.WriteString("\n")
 	}
 	if ds := times["node"]; len(ds) > 0 {
-		fmt.Fprintf(&table, "node -e '' %.1f\n", med(ds))
-		b.ReportMetric(med(ds), "node-e-ms")
+		fmt.Fprintf(&table, "node -e '' %.1f\n", codextest.Ms(ds, 50))
+		b.ReportMetric(codextest.Ms(ds, 50), "node-e-ms")
 	}
 	b.Log("\n" + table.String())
 }

@@ -141,7 +141,7 @@ func runOnPTYTo(cmd *exec.Cmd, out io.Writer) (n int64, d time.Duration, rss int
 		t := time.NewTicker(5 * time.Millisecond)
 		defer t.Stop()
 		for {
-			if v := vmRSS(cmd.Process.Pid); v > max {
+			if v := codextest.StatusKB(cmd.Process.Pid, "VmRSS:"); v > max {
 				max = v
 			}
 			select {
@@ -157,23 +157,6 @@ func runOnPTYTo(cmd *exec.Cmd, out io.Writer) (n int64, d time.Duration, rss int
 	close(stop)
 	err = cmd.Wait()
 	return n, d, <-peak, err
-}
-
-func vmRSS(pid int) int64 { return procStatusKB(pid, "VmRSS:") }
-
-// procStatusKB reads one kB field of /proc/<pid>/status, in bytes.
-func procStatusKB(pid int, key string) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, key); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 // BenchmarkPTYThroughput relays the same child's output through cx, through
@@ -270,16 +253,12 @@ func BenchmarkStartOverhead(b *testing.B) {
 		l, t = run(cx, "trivial")
 		cLaunch, cTotal = append(cLaunch, l), append(cTotal, t)
 	}
-	med := func(ds []time.Duration) float64 {
-		slices.Sort(ds)
-		return float64(ds[len(ds)/2].Microseconds()) / 1000
-	}
-	b.ReportMetric(med(dLaunch), "direct-launch-ms")
-	b.ReportMetric(med(cLaunch), "cx-launch-ms")
-	b.ReportMetric(med(cLaunch)-med(dLaunch), "launch-overhead-ms")
-	b.ReportMetric(med(dTotal), "direct-total-ms")
-	b.ReportMetric(med(cTotal), "cx-total-ms")
-	b.ReportMetric(med(cTotal)-med(dTotal), "total-overhead-ms")
+	b.ReportMetric(codextest.Ms(dLaunch, 50), "direct-launch-ms")
+	b.ReportMetric(codextest.Ms(cLaunch, 50), "cx-launch-ms")
+	b.ReportMetric(codextest.Ms(cLaunch, 50)-codextest.Ms(dLaunch, 50), "launch-overhead-ms")
+	b.ReportMetric(codextest.Ms(dTotal, 50), "direct-total-ms")
+	b.ReportMetric(codextest.Ms(cTotal, 50), "cx-total-ms")
+	b.ReportMetric(codextest.Ms(cTotal, 50)-codextest.Ms(dTotal, 50), "total-overhead-ms")
 }
 
 // BenchmarkPTYStartOverhead is the start of an interactive run, the way a
@@ -324,15 +303,11 @@ func BenchmarkPTYStartOverhead(b *testing.B) {
 			total[v.name] = append(total[v.name], d)
 		}
 	}
-	med := func(ds []time.Duration) float64 {
-		slices.Sort(ds)
-		return float64(ds[len(ds)/2].Microseconds()) / 1000
-	}
 	for _, v := range variants {
-		b.ReportMetric(med(launch[v.name]), v.name+"-launch-ms")
-		b.ReportMetric(med(total[v.name]), v.name+"-total-ms")
+		b.ReportMetric(codextest.Ms(launch[v.name], 50), v.name+"-launch-ms")
+		b.ReportMetric(codextest.Ms(total[v.name], 50), v.name+"-total-ms")
 	}
-	b.ReportMetric(med(launch["cx"])-med(launch["cx-no-leader"]), "leader-launch-ms")
+	b.ReportMetric(codextest.Ms(launch["cx"], 50)-codextest.Ms(launch["cx-no-leader"], 50), "leader-launch-ms")
 }
 
 // BenchmarkHookStdinOpen times SessionEnd and Interrupt — the hooks Codex
@@ -380,8 +355,7 @@ func BenchmarkHookStdinOpen(b *testing.B) {
 		}
 	}
 	for key, ds := range times {
-		slices.Sort(ds)
-		b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, key)
+		b.ReportMetric(codextest.Ms(ds, 50), key)
 	}
 }
 
@@ -413,7 +387,7 @@ func BenchmarkAppServerBigFrame(b *testing.B) {
 		if err != nil || !bytes.HasSuffix(line, []byte("}}}\n")) {
 			b.Fatalf("%s: %v (read %q…)", name, err, line[:min(len(line), 40)])
 		}
-		hwm := vmHWM(c.Process.Pid)
+		hwm := codextest.StatusKB(c.Process.Pid, "VmHWM:")
 		in.Close()
 		if err := c.Wait(); err != nil {
 			b.Fatalf("%s: %v", name, err)
@@ -428,18 +402,11 @@ func BenchmarkAppServerBigFrame(b *testing.B) {
 		r, hwm := run(cx, "app-server")
 		relayed, peak = append(relayed, r), max(peak, hwm)
 	}
-	med := func(ds []time.Duration) float64 {
-		slices.Sort(ds)
-		return float64(ds[len(ds)/2].Microseconds()) / 1000
-	}
-	b.ReportMetric(med(direct), "direct-ms")
-	b.ReportMetric(med(relayed), "cx-ms")
-	b.ReportMetric(med(relayed)/med(direct), "cx/direct")
+	b.ReportMetric(codextest.Ms(direct, 50), "direct-ms")
+	b.ReportMetric(codextest.Ms(relayed, 50), "cx-ms")
+	b.ReportMetric(codextest.Ms(relayed, 50)/codextest.Ms(direct, 50), "cx/direct")
 	b.ReportMetric(float64(peak)/(1<<20), "cx-peak-MiB")
 }
-
-// vmHWM is a live process's peak resident set, in bytes.
-func vmHWM(pid int) int64 { return procStatusKB(pid, "VmHWM:") }
 
 // BenchmarkAppServerFrameLatency: the round trip of a 1 KiB JSON-RPC frame
 // to an echoing fake `codex app-server`, straight and through `cx
@@ -491,15 +458,11 @@ func BenchmarkAppServerFrameLatency(b *testing.B) {
 	for range max(b.N, 2000) {
 		d, r = append(d, trip(direct)), append(r, trip(relayed))
 	}
-	q := func(ds []time.Duration, p int) float64 {
-		slices.Sort(ds)
-		return float64(ds[len(ds)*p/100].Microseconds()) / 1000
-	}
-	b.ReportMetric(q(d, 50), "direct-p50-ms")
-	b.ReportMetric(q(d, 99), "direct-p99-ms")
-	b.ReportMetric(q(r, 50), "cx-p50-ms")
-	b.ReportMetric(q(r, 99), "cx-p99-ms")
-	b.ReportMetric(q(r, 99)-q(d, 99), "added-p99-ms")
+	b.ReportMetric(codextest.Ms(d, 50), "direct-p50-ms")
+	b.ReportMetric(codextest.Ms(d, 99), "direct-p99-ms")
+	b.ReportMetric(codextest.Ms(r, 50), "cx-p50-ms")
+	b.ReportMetric(codextest.Ms(r, 99), "cx-p99-ms")
+	b.ReportMetric(codextest.Ms(r, 99)-codextest.Ms(d, 99), "added-p99-ms")
 }
 
 // BenchmarkPTYEchoLatency: a byte typed on the terminal comes back through
@@ -547,10 +510,6 @@ func BenchmarkPTYEchoLatency(b *testing.B) {
 			}
 		}
 	}
-	q := func(ds []time.Duration, p int) float64 {
-		slices.Sort(ds)
-		return float64(ds[len(ds)*p/100].Microseconds()) / 1000
-	}
 	for _, mode := range []string{"idle", "stream"} {
 		args := []string{"echo"}
 		if mode == "stream" {
@@ -571,11 +530,11 @@ func BenchmarkPTYEchoLatency(b *testing.B) {
 			_ = t.cmd.Wait()
 			t.master.Close()
 		}
-		b.ReportMetric(q(d, 50), mode+"-direct-p50-ms")
-		b.ReportMetric(q(d, 99), mode+"-direct-p99-ms")
-		b.ReportMetric(q(r, 50), mode+"-cx-p50-ms")
-		b.ReportMetric(q(r, 99), mode+"-cx-p99-ms")
-		b.ReportMetric(q(r, 50)-q(d, 50), mode+"-added-p50-ms")
-		b.ReportMetric(q(r, 99)-q(d, 99), mode+"-added-p99-ms")
+		b.ReportMetric(codextest.Ms(d, 50), mode+"-direct-p50-ms")
+		b.ReportMetric(codextest.Ms(d, 99), mode+"-direct-p99-ms")
+		b.ReportMetric(codextest.Ms(r, 50), mode+"-cx-p50-ms")
+		b.ReportMetric(codextest.Ms(r, 99), mode+"-cx-p99-ms")
+		b.ReportMetric(codextest.Ms(r, 50)-codextest.Ms(d, 50), mode+"-added-p50-ms")
+		b.ReportMetric(codextest.Ms(r, 99)-codextest.Ms(d, 99), mode+"-added-p99-ms")
 	}
 }

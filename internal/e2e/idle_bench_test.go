@@ -1,15 +1,13 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"cx/internal/codextest"
+	"cx/internal/proc"
 )
 
 // BenchmarkIdleCPU: the real Codex TUI through cx, one turn done, then idle
@@ -41,33 +39,19 @@ func BenchmarkIdleCPU(b *testing.B) {
 			b.ReportMetric(float64(cxT), "cx-ticks")
 			b.ReportMetric(float64(cT), "codex-ticks")
 			b.ReportMetric(float64(secs), "seconds")
-			b.ReportMetric(float64(statusKB(cx, "VmRSS:"))/1024, "cx-RSS-MiB")
+			b.ReportMetric(float64(codextest.StatusKB(cx, "VmRSS:"))/(1<<20), "cx-RSS-MiB")
 		})
 	}
 }
 
-// ticks is a process's utime+stime so far (0 for pid 0).
+// ticks is a process's CPU time so far, in clock ticks (0 for pid 0).
 func ticks(b *testing.B, pid int) int64 {
 	if pid == 0 {
 		return 0
 	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := proc.ReadStat(pid)
 	if err != nil {
 		b.Fatalf("pid %d: %v", pid, err)
 	}
-	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + s
-}
-
-func statusKB(pid int, key string) int64 {
-	data, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
-	for _, l := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(l, key); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return n
-		}
-	}
-	return 0
+	return int64(st.CPUTicks)
 }

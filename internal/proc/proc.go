@@ -23,6 +23,7 @@ type Stat struct {
 	State     byte
 	PPID      int
 	StartTime uint64 // clock ticks after boot: with the pid, a process identity
+	CPUTicks  uint64 // user and system time so far, in clock ticks
 }
 
 // ReadStat reads /proc/<pid>/stat.
@@ -49,6 +50,9 @@ func parseStat(pid int, s string) (Stat, error) {
 	st.State = fields[0][0]
 	st.PPID, _ = strconv.Atoi(fields[1])
 	st.StartTime, _ = strconv.ParseUint(fields[19], 10, 64)
+	utime, _ := strconv.ParseUint(fields[11], 10, 64) // field 14
+	stime, _ := strconv.ParseUint(fields[12], 10, 64) // field 15
+	st.CPUTicks = utime + stime
 	return st, nil
 }
 

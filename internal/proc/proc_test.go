@@ -15,6 +15,9 @@ func TestParseStat(t *testing.T) {
 	if st.Comm != "weird ) name" || st.State != 'S' || st.PPID != 17 || st.StartTime != 987654 {
 		t.Fatalf("%+v", st)
 	}
+	if st.CPUTicks != 3 { // utime 1 + stime 2
+		t.Fatalf("CPU ticks %d, want 3", st.CPUTicks)
+	}
 	if _, err := parseStat(1, "garbage"); err == nil {
 		t.Fatal("parsed garbage")
 	}
