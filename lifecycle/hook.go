@@ -238,7 +238,7 @@ func (m *Manager) handleHook(ctx context.Context, in HookInput) (HookResult, err
 			// and ended by the background sweeper, from the outbox.
 			res.CatchUpDeferred = true
 			return res, m.DB.Tx(ctx, func(tx *ledger.Tx) error {
-				_, err := tx.Enqueue(ctx, JobEnd, s.ID, s.Generation, reason)
+				_, err := tx.EnqueueDetail(ctx, JobEnd, s.ID, s.Generation, "", reason)
 				return err
 			})
 		}

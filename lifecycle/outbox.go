@@ -20,8 +20,8 @@ import (
 const JobCommit = "commit"
 
 // JobEnd is the kind of a job that ends a generation a hook could not end
-// on Codex's time (SessionEnd on a long unread history): its sink column
-// holds the end reason.
+// on Codex's time (SessionEnd on a long unread history); it goes to no
+// sink, and its detail is the end reason.
 const JobEnd = "end"
 
 // defaultLease is how long a worker holds a job; an expired lease (the
@@ -149,7 +149,7 @@ func (m *Manager) settleGeneration(ctx context.Context, tx *ledger.Tx, sessionID
 func (m *Manager) commitJob(ctx context.Context, job ledger.Job) error {
 	if job.Kind == JobEnd {
 		// What the hook would have ended: whatever is live once caught up.
-		_, err := m.End(ctx, job.SessionID, job.Sink, EndOptions{})
+		_, err := m.End(ctx, job.SessionID, job.Detail, EndOptions{})
 		return err
 	}
 	sk, ok := m.Sinks[job.Sink]

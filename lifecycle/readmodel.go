@@ -59,6 +59,7 @@ type JobView struct {
 	SessionID   string  `json:"session_id"`
 	Generation  int     `json:"generation"`
 	Sink        string  `json:"sink"`
+	Detail      string  `json:"detail,omitempty"` // a job to no sink: what it is about (an end's reason)
 	State       string  `json:"state"`
 	Attempts    int     `json:"attempts"`
 	NextAttempt string  `json:"next_attempt_at"`
@@ -67,8 +68,17 @@ type JobView struct {
 	UpdatedAt   string  `json:"updated_at"`
 }
 
+// Target is what the job goes to: its sink, or for a job to no sink what it
+// is about (an end job: the end reason).
+func (j JobView) Target() string {
+	if j.Sink == "" {
+		return j.Detail
+	}
+	return j.Sink
+}
+
 func viewJob(j ledger.Job) JobView {
-	return JobView{ID: j.ID, Kind: j.Kind, SessionID: j.SessionID, Generation: j.Generation, Sink: j.Sink, State: j.State,
+	return JobView{ID: j.ID, Kind: j.Kind, SessionID: j.SessionID, Generation: j.Generation, Sink: j.Sink, Detail: j.Detail, State: j.State,
 		Attempts: j.Attempts, NextAttempt: rfc3339(j.NextAttemptAt), LastError: j.LastError, LeaseUntil: rfc3339Ptr(j.LeaseUntil),
 		UpdatedAt: rfc3339(j.UpdatedAt)}
 }

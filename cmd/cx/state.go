@@ -100,11 +100,11 @@ func (a *app) ctlStatus(ctx context.Context, args []string) int {
 		}
 		fmt.Fprintf(a.stdout, "pending jobs: %d\n", len(out.Pending))
 		for _, j := range out.Pending {
-			fmt.Fprintf(a.stdout, "  #%d %s %s g%d → %s (%s, attempts %d) %s\n", j.ID, j.Kind, j.SessionID, j.Generation, j.Sink, j.State, j.Attempts, j.LastError)
+			fmt.Fprintf(a.stdout, "  #%d %s %s g%d → %s (%s, attempts %d) %s\n", j.ID, j.Kind, j.SessionID, j.Generation, j.Target(), j.State, j.Attempts, j.LastError)
 		}
 		fmt.Fprintf(a.stdout, "parked jobs: %d\n", len(out.Parked))
 		for _, j := range out.Parked {
-			fmt.Fprintf(a.stdout, "  #%d %s %s g%d → %s after %d attempts: %s (cx ctl retry %d)\n", j.ID, j.Kind, j.SessionID, j.Generation, j.Sink, j.Attempts, j.LastError, j.ID)
+			fmt.Fprintf(a.stdout, "  #%d %s %s g%d → %s after %d attempts: %s (cx ctl retry %d)\n", j.ID, j.Kind, j.SessionID, j.Generation, j.Target(), j.Attempts, j.LastError, j.ID)
 		}
 		return 0
 	})
@@ -137,7 +137,7 @@ func (a *app) ctlShow(ctx context.Context, args []string) int {
 			fmt.Fprintf(a.stdout, "  g%d %s (%s) turns %d ended %s\n", g.Generation, g.Status, g.EndReason, g.Turns, g.EndedAt)
 		}
 		for _, j := range out.Jobs {
-			line := fmt.Sprintf("  job #%d %s g%d → %s: %s (attempts %d)", j.ID, j.Kind, j.Generation, j.Sink, j.State, j.Attempts)
+			line := fmt.Sprintf("  job #%d %s g%d → %s: %s (attempts %d)", j.ID, j.Kind, j.Generation, j.Target(), j.State, j.Attempts)
 			if j.LastError != "" {
 				line += " " + j.LastError
 			}

@@ -277,6 +277,8 @@ var migrations = []string{
 	ALTER TABLE generations ADD COLUMN checkpoint TEXT NOT NULL DEFAULT '';`,
 	// 6: "the latest sessions" without reading them all (start-time context).
 	`CREATE INDEX sessions_last_seen ON sessions(last_seen DESC, id);`,
+	// 7: what a job that goes to no sink is about (an end job's reason).
+	`ALTER TABLE jobs ADD COLUMN detail TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -104,6 +104,7 @@ type Job struct {
 	SessionID     string
 	Generation    int
 	Sink          string
+	Detail        string // what a job that goes to no sink is about (an end job's reason)
 	State         string
 	Attempts      int
 	NextAttemptAt time.Time
@@ -208,13 +209,13 @@ func scanSession(s scanner) (Session, error) {
 	return x, nil
 }
 
-const jobCols = `id, kind, session_id, generation, sink, state, attempts, next_attempt_at, lease_owner, lease_until, last_error, created_at, updated_at`
+const jobCols = `id, kind, session_id, generation, sink, detail, state, attempts, next_attempt_at, lease_owner, lease_until, last_error, created_at, updated_at`
 
 func scanJob(s scanner) (Job, error) {
 	var j Job
 	var next, created, updated string
 	var lease sql.NullString
-	err := s.Scan(&j.ID, &j.Kind, &j.SessionID, &j.Generation, &j.Sink, &j.State, &j.Attempts, &next, &j.LeaseOwner,
+	err := s.Scan(&j.ID, &j.Kind, &j.SessionID, &j.Generation, &j.Sink, &j.Detail, &j.State, &j.Attempts, &next, &j.LeaseOwner,
 		&lease, &j.LastError, &created, &updated)
 	if err != nil {
 		return j, err
@@ -535,9 +536,15 @@ func (tx *Tx) SetGenerationStatus(ctx context.Context, sessionID string, gen int
 // Enqueue adds a job unless one with the same key exists; it reports
 // whether it added one.
 func (tx *Tx) Enqueue(ctx context.Context, kind, sessionID string, gen int, sink string) (bool, error) {
-	res, err := tx.tx.ExecContext(ctx, `INSERT INTO jobs (kind, session_id, generation, sink, state, next_attempt_at, created_at, updated_at)
-		VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(kind, session_id, generation, sink) DO NOTHING`,
-		kind, sessionID, gen, sink, JobPending, ts(tx.now), ts(tx.now), ts(tx.now))
+	return tx.EnqueueDetail(ctx, kind, sessionID, gen, sink, "")
+}
+
+// EnqueueDetail is Enqueue with what the job is about, for a job that goes
+// to no sink (an end job's reason).
+func (tx *Tx) EnqueueDetail(ctx context.Context, kind, sessionID string, gen int, sink, detail string) (bool, error) {
+	res, err := tx.tx.ExecContext(ctx, `INSERT INTO jobs (kind, session_id, generation, sink, detail, state, next_attempt_at, created_at, updated_at)
+		VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(kind, session_id, generation, sink) DO NOTHING`,
+		kind, sessionID, gen, sink, detail, JobPending, ts(tx.now), ts(tx.now), ts(tx.now))
 	if err != nil {
 		return false, fmt.Errorf("enqueue %s %s/%d %s: %w", kind, sessionID, gen, sink, err)
 	}
