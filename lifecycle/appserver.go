@@ -85,7 +85,7 @@ func (t *AppServerTap) Panics() int64   { return t.panics.Load() }
 // than making the relay wait. The frames the tap acts on are small
 // (thread/start results, notifications); a thread/resume result carries the
 // whole history and its thread is learned from the hooks instead.
-var (
+const (
 	maxTapFrame = 4 << 20
 	maxTapQueue = 16 << 20
 )
