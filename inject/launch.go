@@ -24,11 +24,11 @@ func AtStart(ctx context.Context, cfg config.Config, source, cwd string) (string
 	return ForSessionStart(ctx, Request{Home: cfg.Home, Ledger: db, Source: source, Cwd: cwd, MaxChars: cfg.Inject.MaxChars}), nil
 }
 
-// AtLaunch is what a launch of Codex is given (the user's arguments;
-// codexArgs, what cx starts Codex with) when Codex's hooks will not give the context at session
-// start — not installed, not trusted: the block through Codex's developer
-// instructions, for the interactive TUI and exec (the others start no
-// session of the user's). The note says so to the user ("" when nothing
+// AtLaunch is what a launch of Codex is given (user: the user's arguments;
+// codexArgs: what cx starts Codex with) when Codex's hooks will not give
+// the context at session start — not installed, not trusted: the block
+// through Codex's developer instructions, for the interactive TUI and exec
+// (the others start no session of the user's). The note says so to the user ("" when nothing
 // was added). Checking costs one stat when there is no continuity yet.
 func AtLaunch(ctx context.Context, cfg config.Config, codexHome, cwd string, user, codexArgs []string, caps codex.Caps) ([]string, string) {
 	sub := codex.Subcommand(user, caps)
@@ -41,7 +41,7 @@ func AtLaunch(ctx context.Context, cfg config.Config, codexHome, cwd string, use
 	if ok {
 		return codexArgs, ""
 	}
-	args, given := Fallback(ctx, cfg, codexHome, cwd, codexArgs)
+	args, given := fallbackArgs(ctx, cfg, codexHome, cwd, codexArgs)
 	if !given {
 		return args, ""
 	}
@@ -55,12 +55,12 @@ func hasContinuity(home string) bool {
 	return err == nil
 }
 
-// Fallback gives Codex cx's context at launch, through its developer
+// fallbackArgs gives Codex cx's context at launch, through its developer
 // instructions, when its hooks cannot (not installed, not trusted): merged
 // with the user's own (from their -c, or from config.toml). It reports
 // whether anything was added; the ledger, when it cannot be read, only
 // costs the archive part of the block.
-func Fallback(ctx context.Context, cfg config.Config, codexHome, cwd string, args []string) ([]string, bool) {
+func fallbackArgs(ctx context.Context, cfg config.Config, codexHome, cwd string, args []string) ([]string, bool) {
 	block, err := AtStart(ctx, cfg, "fallback", cwd)
 	if err != nil {
 		block = ForSessionStart(ctx, Request{Home: cfg.Home, Source: "fallback", Cwd: cwd, MaxChars: cfg.Inject.MaxChars})
