@@ -226,14 +226,17 @@ type CommitView struct {
 	Session SessionView `json:"session"`
 }
 
-// CommitNow ends the session's live generation (reason manual) and works
-// its commits.
+// CommitNow ends the session's live generation now (reason manual, `cx
+// ctl commit`) and works the outbox.
 func (m *Manager) CommitNow(ctx context.Context, id string) (CommitView, error) {
 	if _, err := m.session(ctx, id); err != nil {
 		return CommitView{}, err
 	}
-	ended, err := m.Commit(ctx, id)
+	ended, err := m.End(ctx, id, ReasonManual, EndOptions{})
 	if err != nil {
+		return CommitView{}, err
+	}
+	if _, err := m.WorkOutbox(ctx, nil); err != nil {
 		return CommitView{}, err
 	}
 	out := CommitView{Ended: ended}

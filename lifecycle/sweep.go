@@ -144,17 +144,6 @@ func (m *Manager) catchUpDeferred(ctx context.Context, s ledger.Session) {
 // hasNewBytes reports whether the session's rollout grew past its cursor.
 func hasNewBytes(s ledger.Session) bool { return backlog(s) > 0 }
 
-// Commit ends a session's live generation now (`cx ctl commit`) and works
-// the outbox for it.
-func (m *Manager) Commit(ctx context.Context, id string) (bool, error) {
-	ended, err := m.End(ctx, id, ReasonManual, EndOptions{})
-	if err != nil {
-		return false, err
-	}
-	_, err = m.WorkOutbox(ctx, nil)
-	return ended, err
-}
-
 // SweepNow opens the ledger and sweeps once, within five minutes: `cx ctl
 // sweep`, and the background sweeper a hook starts when commits are due
 // (background: it holds the one sweeper's lock, or leaves at once when
