@@ -1,6 +1,7 @@
 // Package codextest finds the real Codex CLI binaries that
 // scripts/install-codex.sh installed, and builds the cx binary for tests
-// that run it as a real process.
+// that run it as a real process; and it holds what the benchmarks share
+// (a percentile in milliseconds, a /proc status field).
 //
 // A test that needs real Codex skips when it is absent — except under
 // CI=true, where absence is a failure, so CI can never pass by skipping.
