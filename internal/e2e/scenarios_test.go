@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"os"
@@ -13,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"cx/internal/checkpoint"
 	"cx/internal/codextest"
+	"cx/internal/ledger"
 	"cx/internal/proc"
 
 	_ "modernc.org/sqlite"
@@ -99,10 +102,43 @@ func committedOnce(t *testing.T, h *H) map[string]SessionState {
 			t.Errorf("cx lists session %s (%s, end %q) that has no rollout", id, st.Status, st.EndReason)
 		}
 	}
+	sameCheckpoints(t, h, states)
 	if t.Failed() {
 		t.Logf("status:\n%s", h.CXCtl("ctl", "status"))
 	}
 	return states
+}
+
+// sameCheckpoints: each generation's checkpoint, which the ledger keeps as
+// capture folds the turns, is byte for byte the full reduction of its
+// rollout up to the generation's end.
+func sameCheckpoints(t *testing.T, h *H, states map[string]SessionState) {
+	t.Helper()
+	db, err := ledger.Open(context.Background(), filepath.Join(h.CXHome, ledger.FileName), ledger.Options{})
+	if err != nil {
+		t.Errorf("open the ledger: %v", err)
+		return
+	}
+	defer db.Close()
+	for id, st := range states {
+		data, err := os.ReadFile(st.TranscriptPath)
+		if err != nil {
+			t.Errorf("rollout of %s: %v", id, err)
+			continue
+		}
+		gens, _ := db.Generations(context.Background(), id)
+		for _, g := range gens {
+			if g.Status == ledger.Empty {
+				continue
+			}
+			kept, err := db.GenerationCheckpoint(context.Background(), id, g.Generation)
+			want := checkpoint.FromRollout(data[:min(len(data), int(g.EndOffset))], checkpoint.DefaultCaps).JSON()
+			if err != nil || kept != string(want) {
+				t.Errorf("session %s g%d: the ledger's checkpoint (%v) is not the full reduction of its rollout up to %d:\n--- kept\n%s\n--- full\n%s",
+					id, g.Generation, err, g.EndOffset, kept, want)
+			}
+		}
+	}
 }
 
 func hasEvent(evs []HookEvent, name string) bool {
