@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"cx/internal/recall"
 	"fmt"
 	"os"
 	"time"
@@ -167,6 +168,11 @@ func SweepNow(ctx context.Context, cfg config.Config, background bool) (SweepRes
 	if err != nil {
 		m.Log.Printf("sweep: %v", err)
 		return res, fmt.Errorf("sweep: %w", err)
+	}
+	// Archives from before the recall index: indexed once, by whoever gets
+	// there first (a sweep, a search).
+	if _, err := recall.Backfill(sctx, m.DB, cfg.Home); err != nil {
+		m.Log.Printf("sweep: %v", err)
 	}
 	return res, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -93,6 +94,33 @@ func RolloutsSince(home string, since time.Time) map[string]string {
 				out[id] = filepath.Join(d, e.Name())
 			}
 		}
+	}
+	return out
+}
+
+// Rollouts returns every rollout of a Codex home (its sessions and its
+// archived sessions) written since since (zero: all), by thread id.
+func Rollouts(home string, since time.Time) map[string]string {
+	out := map[string]string{}
+	if home == "" {
+		return out
+	}
+	for _, root := range []string{filepath.Join(home, "sessions"), archivedDir(home)} {
+		_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return nil // an unreadable folder has nothing to import
+			}
+			id := RolloutID(d.Name())
+			if id == "" {
+				return nil
+			}
+			if fi, err := d.Info(); err == nil && !fi.ModTime().Before(since) {
+				if _, dup := out[id]; !dup {
+					out[id] = path
+				}
+			}
+			return nil
+		})
 	}
 	return out
 }

@@ -279,6 +279,25 @@ var migrations = []string{
 	`CREATE INDEX sessions_last_seen ON sessions(last_seen DESC, id);`,
 	// 7: what a job that goes to no sink is about (an end job's reason).
 	`ALTER TABLE jobs ADD COLUMN detail TEXT NOT NULL DEFAULT '';`,
+	// 8: the recall index: one row per archived turn, its text in FTS5
+	// (rowid = recall_turns.id). The archives stored before it are indexed
+	// once by the backfill this flag asks for (recall.Backfill), in the
+	// transaction that clears it.
+	`CREATE TABLE recall_turns (
+		id INTEGER PRIMARY KEY,
+		session_id TEXT NOT NULL,
+		generation INTEGER NOT NULL,
+		turn INTEGER NOT NULL,
+		key TEXT NOT NULL,
+		at TEXT NOT NULL,
+		cwd TEXT NOT NULL DEFAULT '',
+		project TEXT NOT NULL DEFAULT '',
+		UNIQUE (session_id, generation, key)
+	);
+	CREATE INDEX recall_turns_session ON recall_turns(session_id, turn);
+	CREATE INDEX recall_turns_project ON recall_turns(project, at);
+	CREATE VIRTUAL TABLE recall_text USING fts5(prompt, reply, commands, files, tokenize = 'unicode61 remove_diacritics 2');
+	INSERT INTO meta (key, value) VALUES ('` + RecallBackfillKey + `', 'pending') ON CONFLICT(key) DO UPDATE SET value = excluded.value;`,
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -631,13 +631,17 @@ type Archive struct {
 
 // Archives returns a session's stored archives.
 func (db *DB) Archives(ctx context.Context, sessionID string) ([]Archive, error) {
-	return list(ctx, db.db, func(s scanner) (Archive, error) {
-		var a Archive
-		var at string
-		err := s.Scan(&a.SessionID, &a.Generation, &a.Turns, &a.Checkpoint, &a.Continuity, &at)
-		a.StoredAt = parseTS(at)
-		return a, err
-	}, `SELECT session_id, generation, turns, checkpoint, continuity, stored_at FROM archives WHERE session_id = ? ORDER BY generation`, sessionID)
+	return list(ctx, db.db, scanArchive, `SELECT `+archiveCols+` FROM archives WHERE session_id = ? ORDER BY generation`, sessionID)
+}
+
+const archiveCols = `session_id, generation, turns, checkpoint, continuity, stored_at`
+
+func scanArchive(s scanner) (Archive, error) {
+	var a Archive
+	var at string
+	err := s.Scan(&a.SessionID, &a.Generation, &a.Turns, &a.Checkpoint, &a.Continuity, &at)
+	a.StoredAt = parseTS(at)
+	return a, err
 }
 
 // StoredTurn is a captured turn as the ledger keeps it.

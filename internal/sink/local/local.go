@@ -1,9 +1,9 @@
 // Package local is the local sink: it archives a generation in the ledger —
-// its turns and its checkpoint — and merges its evidence into the
+// its turns, its checkpoint and their recall index rows — and merges its evidence into the
 // project's continuity files.
 //
 // It imports internal/sink, internal/ledger, internal/codex,
-// internal/checkpoint and internal/continuity.
+// internal/checkpoint, internal/continuity and internal/recall.
 package local
 
 import (
@@ -16,6 +16,7 @@ import (
 	"cx/internal/codex"
 	"cx/internal/continuity"
 	"cx/internal/ledger"
+	"cx/internal/recall"
 	"cx/internal/sink"
 )
 
@@ -25,11 +26,17 @@ type Sink struct{ h sink.Host }
 // New returns the local sink.
 func New(h sink.Host) *Sink { return &Sink{h: h} }
 
-// Commit stores the archive (storing it twice is a no-op) after updating
-// continuity (merging the same evidence twice changes nothing).
+// ReasonImport ends the one generation of a session `cx ctl import`
+// recorded from Codex's history: it is archived and indexed, but old work
+// does not rewrite the project's continuity.
+const ReasonImport = "import"
+
+// Commit stores the archive and indexes its turns (storing it twice is a
+// no-op, indexing it twice leaves one copy) after updating continuity
+// (merging the same evidence twice changes nothing).
 func (l *Sink) Commit(ctx context.Context, req sink.Request) error {
 	turns, _ := json.Marshal(req.Turns)
-	cpJSON, cont := req.Checkpoint, ""
+	cpJSON, cont, cwd := req.Checkpoint, "", req.Session.Cwd
 	var cp checkpoint.Checkpoint
 	if cpJSON == "" || json.Unmarshal([]byte(cpJSON), &cp) != nil {
 		// Ended before the ledger kept checkpoints: from the rollout, once.
@@ -46,11 +53,10 @@ func (l *Sink) Commit(ctx context.Context, req sink.Request) error {
 		}
 	}
 	if cpJSON != "" {
-		cwd := req.Session.Cwd
 		if cwd == "" {
 			cwd = cp.Cwd
 		}
-		if cwd != "" && len(req.Turns) > 0 {
+		if cwd != "" && len(req.Turns) > 0 && req.Generation.EndReason != ReasonImport {
 			store := continuity.Store{Home: l.h.Cfg.Home}
 			_, wt, err := store.Update(store.Identify(cwd), continuity.Evidence{
 				SessionID: req.Session.ID, EndReason: req.Generation.EndReason, Turns: req.Turns, Plan: cp.Plan.Steps})
@@ -61,7 +67,10 @@ func (l *Sink) Commit(ctx context.Context, req sink.Request) error {
 		}
 	}
 	return l.h.DB.Tx(ctx, func(tx *ledger.Tx) error {
-		return tx.PutArchive(ctx, req.Session.ID, req.Generation.Generation, string(turns), cpJSON, cont)
+		if err := tx.PutArchive(ctx, req.Session.ID, req.Generation.Generation, string(turns), cpJSON, cont); err != nil {
+			return err
+		}
+		return recall.IndexGeneration(ctx, tx, recall.NewProjects(l.h.Cfg.Home), req.Session.ID, req.Generation.Generation, req.Turns, cwd, tx.Now())
 	})
 }
 

@@ -1,0 +1,191 @@
+// Package recall is the search over cx's archive: what each archived turn
+// puts in the full-text index (redacted again on the way in), the backfill
+// of archives stored before the index, and the read side — search, one
+// turn, one session — that `cx ctl search`, `cx ctl show --turn` and
+// `cx mcp` share.
+//
+// It imports internal/ledger, internal/rollout, internal/checkpoint,
+// internal/continuity and internal/redact.
+package recall
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"cx/internal/checkpoint"
+	"cx/internal/continuity"
+	"cx/internal/ledger"
+	"cx/internal/redact"
+	"cx/internal/rollout"
+)
+
+// maxField bounds each indexed field of a turn: the index finds a turn,
+// `show --turn` shows it.
+const maxField = 64 << 10
+
+// Projects gives the project id of a directory, the identity continuity
+// uses; one per process (finding a root commit runs git once per root).
+type Projects struct {
+	store continuity.Store
+	seen  map[string]string
+}
+
+// NewProjects returns the project identities kept under cx's home.
+func NewProjects(home string) *Projects {
+	return &Projects{store: continuity.Store{Home: home}, seen: map[string]string{}}
+}
+
+// Of returns dir's project id ("" for no dir).
+func (p *Projects) Of(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	if id, ok := p.seen[dir]; ok {
+		return id
+	}
+	id := p.store.Identify(dir).ProjectID
+	p.seen[dir] = id
+	return id
+}
+
+// Docs are the index rows of a generation's archived turns: numbered on
+// from the turns of the generations before it, each field redacted.
+func Docs(sessionID string, gen, before int, turns []rollout.Turn, cwd, project string, fallback time.Time) []ledger.RecallDoc {
+	docs := make([]ledger.RecallDoc, 0, len(turns))
+	for i, t := range turns {
+		at, err := time.Parse(time.RFC3339Nano, t.Time)
+		if err != nil {
+			at = fallback
+		}
+		docs = append(docs, ledger.RecallDoc{
+			SessionID: sessionID, Generation: gen, Turn: before + i + 1, Key: t.Key, At: at.UTC(), Cwd: cwd, Project: project,
+			Prompt:   field(t.User),
+			Reply:    field(strings.Join(t.Assistant, "\n")),
+			Commands: field(commands(t.Tools)),
+			Files:    field(files(t.Files)),
+		})
+	}
+	return docs
+}
+
+func field(s string) string {
+	if len(s) > maxField {
+		s = strings.ToValidUTF8(s[:maxField], "")
+	}
+	return redact.String(s)
+}
+
+// commands is one line per tool call: the command (or the tool and its
+// input) and how it ended.
+func commands(tools []rollout.ToolCall) string {
+	var b strings.Builder
+	for _, c := range tools {
+		line := c.Command
+		if line == "" {
+			line = strings.TrimSpace(c.Name + " " + rollout.OneLine(c.Input, 400))
+		}
+		b.WriteString(line)
+		if c.ExitCode != nil {
+			b.WriteString(" (exit " + strconv.Itoa(*c.ExitCode) + ")")
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func files(edits []rollout.FileEdit) string {
+	var b strings.Builder
+	for _, f := range edits {
+		b.WriteString(f.Path)
+		if f.MoveTo != "" {
+			b.WriteString(" → " + f.MoveTo)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// IndexGeneration puts a generation's archived turns in the index inside
+// the transaction that archives them.
+// A turn with no time of its own gets at.
+func IndexGeneration(ctx context.Context, tx *ledger.Tx, projects *Projects, sessionID string, gen int, turns []rollout.Turn, cwd string, at time.Time) error {
+	before, err := tx.TurnsBefore(ctx, sessionID, gen)
+	if err != nil {
+		return fmt.Errorf("index %s g%d: %w", sessionID, gen, err)
+	}
+	return tx.IndexGeneration(ctx, sessionID, gen, Docs(sessionID, gen, before, turns, cwd, projects.Of(cwd), at))
+}
+
+// backfillBatch is how many archives one backfill transaction indexes, so
+// hooks waiting on the write lock wait for one batch, not the whole.
+const backfillBatch = 200
+
+// Backfill indexes, once, the archives stored before the recall index
+// existed (the migration that made the index asked for it). It returns
+// how many generations it indexed; 0 when there was nothing to do.
+func Backfill(ctx context.Context, db *ledger.DB, home string) (int, error) {
+	pending, err := db.Meta(ctx, ledger.RecallBackfillKey)
+	if err != nil || pending == "" {
+		return 0, err
+	}
+	projects := NewProjects(home)
+	done := 0
+	for {
+		more := false
+		err := db.Tx(ctx, func(tx *ledger.Tx) error {
+			from, err := tx.Meta(ctx, ledger.RecallBackfillKey)
+			if err != nil || from == "" {
+				return err // another process finished it
+			}
+			sid, gens, resumed := strings.Cut(from, "\x00") // where the last batch stopped
+			g, _ := strconv.Atoi(gens)
+			if !resumed {
+				sid, g = "", 0
+			}
+			archives, err := tx.ArchivesFrom(ctx, sid, g, backfillBatch)
+			if err != nil {
+				return err
+			}
+			for _, a := range archives {
+				if err := indexArchive(ctx, tx, projects, a); err != nil {
+					return err
+				}
+			}
+			done += len(archives)
+			if len(archives) < backfillBatch {
+				return tx.DeleteMeta(ctx, ledger.RecallBackfillKey)
+			}
+			last := archives[len(archives)-1]
+			more = true
+			return tx.PutMeta(ctx, ledger.RecallBackfillKey, last.SessionID+"\x00"+strconv.Itoa(last.Generation))
+		})
+		if err != nil {
+			return done, fmt.Errorf("recall backfill: %w", err)
+		}
+		if !more {
+			return done, nil
+		}
+	}
+}
+
+func indexArchive(ctx context.Context, tx *ledger.Tx, projects *Projects, a ledger.Archive) error {
+	var turns []rollout.Turn
+	if err := json.Unmarshal([]byte(a.Turns), &turns); err != nil {
+		return nil // an unreadable archive has nothing to find
+	}
+	cwd := ""
+	if s, err := tx.Session(ctx, a.SessionID); err == nil {
+		cwd = s.Cwd
+	}
+	if cwd == "" && a.Checkpoint != "" {
+		var cp checkpoint.Checkpoint
+		if json.Unmarshal([]byte(a.Checkpoint), &cp) == nil {
+			cwd = cp.Cwd
+		}
+	}
+	return IndexGeneration(ctx, tx, projects, a.SessionID, a.Generation, turns, cwd, a.StoredAt)
+}

@@ -1,0 +1,263 @@
+package recall
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"cx/internal/ledger"
+	"cx/internal/redact/redacttest"
+	"cx/internal/rollout"
+)
+
+func testArchive(t *testing.T) (*Archive, string) {
+	t.Helper()
+	home := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	a, err := Open(ctx, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a, home
+}
+
+func exit(n int) *int { return &n }
+
+// archive stores and indexes one generation, as the local sink does.
+func archive(t *testing.T, a *Archive, sid string, gen int, cwd string, turns []rollout.Turn) {
+	t.Helper()
+	ctx := context.Background()
+	data, _ := json.Marshal(turns)
+	err := a.db.Tx(ctx, func(tx *ledger.Tx) error {
+		if err := tx.InsertGeneration(ctx, ledger.Generation{SessionID: sid, Generation: gen, Status: ledger.Committed, EndReason: "exit", Turns: len(turns), EndedAt: tx.Now()}); err != nil {
+			return err
+		}
+		if err := tx.PutArchive(ctx, sid, gen, string(data), "", ""); err != nil {
+			return err
+		}
+		return IndexGeneration(ctx, tx, a.projects, sid, gen, turns, cwd, tx.Now())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSearchFindsWhatATurnSaidAndDid(t *testing.T) {
+	a, _ := testArchive(t)
+	ctx := context.Background()
+	projA, projB := t.TempDir(), t.TempDir()
+	archive(t, a, "s1", 1, projA, []rollout.Turn{
+		{Key: "t1", Time: "2026-01-02T10:00:00Z", User: "why is the parser test flaky?", Assistant: []string{"it races on the tokenizer cache"}},
+		{Key: "t2", Time: "2026-01-02T10:05:00Z", User: "fix it", Tools: []rollout.ToolCall{{Name: "shell", Command: "go test ./parser -run TestFlaky", ExitCode: exit(1)}},
+			Files: []rollout.FileEdit{{Path: "parser/cache_guard.go", Op: "add"}}},
+	})
+	archive(t, a, "s1", 2, projA, []rollout.Turn{{Key: "t3", Time: "2026-03-01T09:00:00Z", User: "the staging codename is bluefinch"}})
+	archive(t, a, "s2", 1, projB, []rollout.Turn{{Key: "u1", Time: "2026-03-02T09:00:00Z", User: "another project mentions the parser too"}})
+
+	cases := []struct {
+		name, query, project string
+		since                time.Time
+		want                 []string // session/turn of the hits, best first
+	}{
+		{"prompt word", "bluefinch", "", time.Time{}, []string{"s1/3"}},
+		{"reply", "tokenizer", "", time.Time{}, []string{"s1/1"}},
+		{"command", "TestFlaky", "", time.Time{}, []string{"s1/2"}},
+		{"exit code", `"exit 1"`, "", time.Time{}, []string{"s1/2"}},
+		{"file", "cache_guard", "", time.Time{}, []string{"s1/2"}},
+		{"every project", "parser", "", time.Time{}, []string{"s1/1", "s2/1", "s1/2"}},
+		{"one project", "parser", projB, time.Time{}, []string{"s2/1"}},
+		{"since", "parser", "", time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), []string{"s2/1"}},
+		{"punctuation in plain words", "parser-test flaky?", "", time.Time{}, []string{"s1/1"}},
+		{"FTS operators", "bluefinch OR tokenizer", "", time.Time{}, []string{"s1/1", "s1/3"}},
+		{"prefix", "bluefin*", "", time.Time{}, []string{"s1/3"}},
+		{"column", "files:cache_guard", "", time.Time{}, []string{"s1/2"}},
+		{"nothing", "zanzibar", "", time.Time{}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			hits, err := a.Search(ctx, Query{Text: c.query, Project: c.project, Since: c.since, Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, h := range hits {
+				got = append(got, h.Session+"/"+itoa(h.Turn))
+				if !strings.Contains(h.Snippet, "«") || h.More != "cx ctl show "+h.Session+" --turn "+itoa(h.Turn) {
+					t.Errorf("hit %+v: no marked snippet or no way to see more", h)
+				}
+			}
+			if strings.Join(got, " ") != strings.Join(c.want, " ") {
+				if c.name == "every project" || c.name == "FTS operators" {
+					// ranking among equals may differ: compare as sets
+					if sortedJoin(got) == sortedJoin(c.want) {
+						return
+					}
+				}
+				t.Errorf("%q: hits %v, want %v", c.query, got, c.want)
+			}
+		})
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func sortedJoin(s []string) string {
+	c := append([]string(nil), s...)
+	for i := range c {
+		for j := i + 1; j < len(c); j++ {
+			if c[j] < c[i] {
+				c[i], c[j] = c[j], c[i]
+			}
+		}
+	}
+	return strings.Join(c, " ")
+}
+
+func TestBadQueriesGetOneLine(t *testing.T) {
+	a, _ := testArchive(t)
+	archive(t, a, "s1", 1, "", []rollout.Turn{{Key: "t1", User: "hello world"}})
+	for _, q := range []string{"", "   ", `"unterminated`, "(a OR", "a AND", "NEAR(", "--- ...", strings.Repeat("word ", 2100)} {
+		_, err := a.Search(context.Background(), Query{Text: q})
+		if !errors.Is(err, ErrQuery) {
+			t.Errorf("%.30q: err %v, want ErrQuery", q, err)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "\n") || strings.Contains(msg, "SQL") || len(msg) > 200 {
+			t.Errorf("%.30q: error is not one clear line: %q", q, msg)
+		}
+	}
+}
+
+// Every secret of the redaction table, in a prompt, a reply, a command and
+// its output, is neither findable nor shown, and is nowhere in the ledger's
+// index tables.
+func TestSecretsNeverReachTheIndex(t *testing.T) {
+	a, home := testArchive(t)
+	ctx := context.Background()
+	var turns []rollout.Turn
+	for i, s := range redacttest.Secrets {
+		turns = append(turns, rollout.Turn{Key: "k" + itoa(i), User: "marker " + s.In, Assistant: []string{s.In},
+			Tools: []rollout.ToolCall{{Name: "shell", Command: "echo " + s.In, Output: s.In}}})
+	}
+	archive(t, a, "s1", 1, "", turns)
+	for i, s := range redacttest.Secrets {
+		hits, err := a.Search(ctx, Query{Text: `"` + strings.ReplaceAll(s.Secret, `"`, `""`) + `"`, Limit: 50})
+		if err != nil && !errors.Is(err, ErrQuery) {
+			t.Fatal(err)
+		}
+		if len(hits) > 0 {
+			t.Errorf("%s: the secret is findable: %+v", s.Name, hits)
+		}
+		v, err := a.Turn(ctx, "s1", i+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, _ := json.Marshal(v); strings.Contains(string(out)+v.Text(), s.Secret) {
+			t.Errorf("%s: shown in turn view", s.Name)
+		}
+	}
+	// The text FTS5 keeps (its content table), read back whole.
+	rows, err := a.db.SQL().QueryContext(ctx, `SELECT prompt || reply || commands || files FROM recall_text`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var text string
+		_ = rows.Scan(&text)
+		for _, s := range redacttest.Secrets {
+			if strings.Contains(text, s.Secret) {
+				t.Errorf("%s: in the index", s.Name)
+			}
+		}
+	}
+	_ = home
+}
+
+func TestTurnAndSessionViews(t *testing.T) {
+	a, _ := testArchive(t)
+	ctx := context.Background()
+	archive(t, a, "s1", 1, "/w", []rollout.Turn{{Key: "t1", Time: "2026-01-02T10:00:00Z", User: "first"}})
+	archive(t, a, "s1", 2, "/w", []rollout.Turn{{Key: "t2", Time: "2026-01-03T10:00:00Z", User: "second " + strings.Repeat("x", 20000),
+		Tools: []rollout.ToolCall{{Name: "shell", Command: "ls", ExitCode: exit(0), Output: "a\nb\n"}}}})
+	v, err := a.Turn(ctx, "s1", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Generation != 2 || v.Of != 2 || !strings.HasPrefix(v.Prompt, "second") || len(v.Prompt) > maxShown+100 || !strings.Contains(v.Prompt, "more bytes") {
+		t.Errorf("turn view: gen %d of %d prompt %d bytes", v.Generation, v.Of, len(v.Prompt))
+	}
+	if text := v.Text(); !strings.Contains(text, "$ ls  (exit 0)\na\nb\n") {
+		t.Errorf("turn text:\n%s", text)
+	}
+	for _, c := range []struct {
+		id string
+		n  int
+	}{{"s1", 3}, {"s1", 0}, {"nope", 1}} {
+		if _, err := a.Turn(ctx, c.id, c.n); !errors.Is(err, ErrNotFound) {
+			t.Errorf("turn %s/%d: %v, want ErrNotFound", c.id, c.n, err)
+		}
+	}
+	sv, err := a.Session(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sv.TotalTurns != 2 || len(sv.Turns) != 2 || sv.Turns[0].Prompt != "first" {
+		t.Errorf("session view: %+v", sv)
+	}
+	if _, err := a.Session(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown session: %v", err)
+	}
+}
+
+// Archives stored before the index are indexed once, by the backfill the
+// migration asks for; a second backfill does nothing.
+func TestBackfillIndexesOldArchivesOnce(t *testing.T) {
+	home := t.TempDir()
+	ctx := context.Background()
+	db, err := ledger.Open(ctx, filepath.Join(home, ledger.FileName), ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As a ledger from before: archives, and the flag migration 8 leaves.
+	for i := range 450 { // more than two batches
+		data, _ := json.Marshal([]rollout.Turn{{Key: "t", User: "old archive number w" + itoa(i)}})
+		err := db.Tx(ctx, func(tx *ledger.Tx) error {
+			return tx.PutArchive(ctx, "s"+itoa(1000+i), 1, string(data), "", "")
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Tx(ctx, func(tx *ledger.Tx) error { return tx.PutMeta(ctx, ledger.RecallBackfillKey, "pending") }); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	a, err := Open(ctx, home) // backfills
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	hits, err := a.Search(ctx, Query{Text: "w449"})
+	if err != nil || len(hits) != 1 || hits[0].Session != "s1449" {
+		t.Fatalf("after backfill: %+v %v", hits, err)
+	}
+	if n, err := Backfill(ctx, a.db, home); n != 0 || err != nil {
+		t.Errorf("second backfill: %d %v", n, err)
+	}
+	var rows int
+	_ = a.db.SQL().QueryRow(`SELECT count(*) FROM recall_turns`).Scan(&rows)
+	if rows != 450 {
+		t.Errorf("%d index rows, want 450", rows)
+	}
+	if _, err := os.Stat(filepath.Join(home, ledger.FileName)); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,401 @@
+package recall
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"cx/internal/checkpoint"
+	"cx/internal/ledger"
+	"cx/internal/redact"
+	"cx/internal/rollout"
+)
+
+// Archive is the ledger opened for recall.
+type Archive struct {
+	db       *ledger.DB
+	projects *Projects
+}
+
+// Open opens (creating and migrating) the ledger in home and indexes what
+// the index still lacks, so a search sees every archive.
+func Open(ctx context.Context, home string) (*Archive, error) {
+	db, err := ledger.Open(ctx, filepath.Join(home, ledger.FileName), ledger.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := Backfill(ctx, db, home); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Archive{db: db, projects: NewProjects(home)}, nil
+}
+
+// OpenReadOnly opens the ledger in home for reading only (`cx mcp` never
+// writes it).
+func OpenReadOnly(ctx context.Context, home string) (*Archive, error) {
+	db, err := ledger.OpenReadOnly(ctx, filepath.Join(home, ledger.FileName))
+	if err != nil {
+		return nil, err
+	}
+	return &Archive{db: db, projects: NewProjects(home)}, nil
+}
+
+// Close closes the ledger.
+func (a *Archive) Close() error { return a.db.Close() }
+
+// DB is the open ledger (for the commands that also write it).
+func (a *Archive) DB() *ledger.DB { return a.db }
+
+// ProjectOf is the project id of dir, as the index keeps it.
+func (a *Archive) ProjectOf(dir string) string { return a.projects.Of(dir) }
+
+// Query is one search.
+type Query struct {
+	Text    string
+	Project string // a directory whose project to search; "" for every project
+	Since   time.Time
+	Limit   int
+}
+
+// Hit is one turn a search found.
+type Hit struct {
+	Session    string `json:"session"`
+	Generation int    `json:"generation"`
+	Turn       int    `json:"turn"`
+	Time       string `json:"time"`
+	Cwd        string `json:"cwd"`
+	Snippet    string `json:"snippet"`
+	More       string `json:"more"`
+}
+
+// ErrQuery is a query cx will not run: empty, too long, or one the index
+// cannot parse.
+var ErrQuery = errors.New("bad query")
+
+// MaxQuery bounds a query's length.
+const MaxQuery = 4096
+
+// Search finds archived turns, best first.
+func (a *Archive) Search(ctx context.Context, q Query) ([]Hit, error) {
+	match, err := MatchExpr(q.Text)
+	if err != nil {
+		return nil, err
+	}
+	if q.Limit <= 0 {
+		q.Limit = 10
+	}
+	rq := ledger.RecallQuery{Match: match, Since: q.Since, Limit: q.Limit}
+	if q.Project != "" {
+		rq.Project = a.projects.Of(q.Project)
+	}
+	found, err := a.db.Search(ctx, rq)
+	if errors.Is(err, ledger.ErrQuery) {
+		return nil, fmt.Errorf("%w: %s (put words with other characters in double quotes)", ErrQuery, strings.TrimPrefix(err.Error(), ledger.ErrQuery.Error()+": "))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	hits := make([]Hit, 0, len(found))
+	for _, h := range found {
+		hits = append(hits, Hit{Session: h.SessionID, Generation: h.Generation, Turn: h.Turn, Time: h.At.Format(time.RFC3339),
+			Cwd: h.Cwd, Snippet: rollout.OneLine(h.Snippet, 400), More: fmt.Sprintf("cx ctl show %s --turn %d", h.SessionID, h.Turn)})
+	}
+	return hits, nil
+}
+
+// MatchExpr turns what a user typed into an FTS5 query. Plain words (no
+// quotes, parentheses, *, ^, :, or AND/OR/NOT/NEAR) are each searched as
+// a phrase, all of them required, so "don't" or "parse-config" just work;
+// anything else is FTS5 syntax, passed as it is.
+func MatchExpr(text string) (string, error) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return "", fmt.Errorf("%w: the query is empty", ErrQuery)
+	}
+	if len(text) > MaxQuery {
+		return "", fmt.Errorf("%w: the query is %d bytes; at most %d", ErrQuery, len(text), MaxQuery)
+	}
+	words := strings.Fields(text)
+	if isSyntax(text, words) {
+		return text, nil
+	}
+	var phrases []string
+	for _, w := range words {
+		if strings.IndexFunc(w, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0 {
+			continue // no token in it: nothing to find
+		}
+		phrases = append(phrases, `"`+strings.ReplaceAll(w, `"`, `""`)+`"`)
+	}
+	if len(phrases) == 0 {
+		return "", fmt.Errorf("%w: %q has no words to search for", ErrQuery, rollout.OneLine(text, 40))
+	}
+	return strings.Join(phrases, " "), nil
+}
+
+func isSyntax(text string, words []string) bool {
+	if strings.ContainsAny(text, `"():*^`) {
+		return true
+	}
+	for _, w := range words {
+		switch w {
+		case "AND", "OR", "NOT", "NEAR":
+			return true
+		}
+	}
+	return false
+}
+
+// ParseSince reads --since: a duration back from now (90m, 36h, 7d, 2w)
+// or a date (2006-01-02, or RFC 3339).
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if n, unit := strings.TrimRight(s, "dw"), strings.TrimLeft(s, "0123456789"); (unit == "d" || unit == "w") && n != "" {
+		days, err := strconv.Atoi(n)
+		if err == nil {
+			if unit == "w" {
+				days *= 7
+			}
+			return now.AddDate(0, 0, -days), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{"2006-01-02", time.RFC3339, time.RFC3339Nano} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("--since %q: want a duration (90m, 36h, 7d, 2w) or a date (2006-01-02)", s)
+}
+
+// ErrNotFound is an unknown session or turn.
+var ErrNotFound = errors.New("not in the archive")
+
+// maxShown bounds one shown text (a prompt, a reply, a tool's output), so
+// one turn stays readable and a tool result stays within what a model
+// takes.
+const maxShown = 8000
+
+// TurnView is one archived turn, whole but bounded.
+type TurnView struct {
+	Session    string             `json:"session"`
+	Generation int                `json:"generation"`
+	Turn       int                `json:"turn"`
+	Of         int                `json:"of"`
+	Time       string             `json:"time"`
+	Cwd        string             `json:"cwd"`
+	Prompt     string             `json:"prompt"`
+	Replies    []string           `json:"replies,omitempty"`
+	Tools      []ToolView         `json:"tools,omitempty"`
+	Files      []rollout.FileEdit `json:"files,omitempty"`
+	Aborted    bool               `json:"aborted,omitempty"`
+}
+
+// ToolView is one tool call of a shown turn.
+type ToolView struct {
+	Name     string `json:"name"`
+	Command  string `json:"command,omitempty"`
+	Input    string `json:"input,omitempty"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Output   string `json:"output,omitempty"`
+}
+
+// Turn returns turn n (1-based, across generations) of an archived session.
+func (a *Archive) Turn(ctx context.Context, sessionID string, n int) (TurnView, error) {
+	index, err := a.db.RecallTurns(ctx, sessionID)
+	if err != nil {
+		return TurnView{}, err
+	}
+	if len(index) == 0 {
+		return TurnView{}, fmt.Errorf("session %s: %w", sessionID, ErrNotFound)
+	}
+	rt, ok := index[n]
+	if !ok {
+		return TurnView{}, fmt.Errorf("session %s has no turn %d (it has %d): %w", sessionID, n, len(index), ErrNotFound)
+	}
+	turns, err := a.generationTurns(ctx, sessionID, rt.Generation)
+	if err != nil {
+		return TurnView{}, err
+	}
+	for _, t := range turns {
+		if t.Key != rt.Key {
+			continue
+		}
+		v := TurnView{Session: sessionID, Generation: rt.Generation, Turn: n, Of: len(index), Time: rt.At.Format(time.RFC3339), Cwd: rt.Cwd,
+			Prompt: shown(t.User), Files: t.Files, Aborted: t.Aborted}
+		for _, r := range t.Assistant {
+			v.Replies = append(v.Replies, shown(r))
+		}
+		for _, c := range t.Tools {
+			v.Tools = append(v.Tools, ToolView{Name: c.Name, Command: shown(c.Command), Input: shown(rollout.OneLine(c.Input, 400)), ExitCode: c.ExitCode, Output: shown(c.Output)})
+		}
+		return v, nil
+	}
+	return TurnView{}, fmt.Errorf("session %s turn %d: %w", sessionID, n, ErrNotFound)
+}
+
+func (a *Archive) generationTurns(ctx context.Context, sessionID string, gen int) ([]rollout.Turn, error) {
+	archives, err := a.db.Archives(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	for _, ar := range archives {
+		if ar.Generation == gen {
+			var turns []rollout.Turn
+			if err := json.Unmarshal([]byte(ar.Turns), &turns); err != nil {
+				return nil, fmt.Errorf("archive %s g%d: %w", sessionID, gen, err)
+			}
+			return turns, nil
+		}
+	}
+	return nil, fmt.Errorf("session %s g%d: %w", sessionID, gen, ErrNotFound)
+}
+
+// shown is a text as a view shows it: redacted (again) and bounded.
+func shown(s string) string {
+	s = redact.String(s)
+	if len(s) <= maxShown {
+		return s
+	}
+	cut := strings.ToValidUTF8(s[:maxShown], "")
+	return cut + fmt.Sprintf("\n… (%d more bytes)", len(s)-len(cut))
+}
+
+// Text renders the turn for a terminal or a model.
+func (v TurnView) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "session %s turn %d of %d (generation %d) at %s in %s\n", v.Session, v.Turn, v.Of, v.Generation, v.Time, v.Cwd)
+	fmt.Fprintf(&b, "\n› prompt\n%s\n", v.Prompt)
+	for _, t := range v.Tools {
+		line := t.Command
+		if line == "" {
+			line = strings.TrimSpace(t.Name + " " + t.Input)
+		}
+		fmt.Fprintf(&b, "\n$ %s", line)
+		if t.ExitCode != nil {
+			fmt.Fprintf(&b, "  (exit %d)", *t.ExitCode)
+		}
+		b.WriteByte('\n')
+		if t.Output != "" {
+			b.WriteString(strings.TrimRight(t.Output, "\n") + "\n")
+		}
+	}
+	for _, r := range v.Replies {
+		fmt.Fprintf(&b, "\n‹ reply\n%s\n", r)
+	}
+	if len(v.Files) > 0 {
+		b.WriteString("\nfiles:\n")
+		for _, f := range v.Files {
+			fmt.Fprintf(&b, "  %s %s\n", f.Op, f.Path)
+		}
+	}
+	if v.Aborted {
+		b.WriteString("\n(the turn was interrupted)\n")
+	}
+	return b.String()
+}
+
+// SessionView is an archived session: its last checkpoint and its turns.
+type SessionView struct {
+	Session    string     `json:"session"`
+	Cwd        string     `json:"cwd"`
+	Checkpoint string     `json:"checkpoint"`
+	TotalTurns int        `json:"total_turns"`
+	Turns      []TurnLine `json:"turns"` // the latest maxTurnLines
+}
+
+// TurnLine is one turn of a session's list.
+type TurnLine struct {
+	Turn   int    `json:"turn"`
+	Time   string `json:"time"`
+	Prompt string `json:"prompt"`
+}
+
+// maxTurnLines bounds a session's turn list (its latest turns are listed).
+const maxTurnLines = 200
+
+// Session returns an archived session's view.
+func (a *Archive) Session(ctx context.Context, sessionID string) (SessionView, error) {
+	archives, err := a.db.Archives(ctx, sessionID)
+	if err != nil {
+		return SessionView{}, err
+	}
+	index, err := a.db.RecallTurns(ctx, sessionID)
+	if err != nil {
+		return SessionView{}, err
+	}
+	if len(archives) == 0 || len(index) == 0 {
+		return SessionView{}, fmt.Errorf("session %s: %w", sessionID, ErrNotFound)
+	}
+	v := SessionView{Session: sessionID, TotalTurns: len(index)}
+	prompts := map[string]string{}
+	for _, ar := range archives {
+		var turns []rollout.Turn
+		_ = json.Unmarshal([]byte(ar.Turns), &turns)
+		for _, t := range turns {
+			prompts[strconv.Itoa(ar.Generation)+"\x00"+t.Key] = t.User
+		}
+		var cp checkpoint.Checkpoint
+		if ar.Checkpoint != "" && json.Unmarshal([]byte(ar.Checkpoint), &cp) == nil {
+			v.Checkpoint = redact.String(checkpoint.View(cp, checkpoint.DefaultViewCaps, nil))
+			v.Cwd = cp.Cwd
+		}
+	}
+	for n := max(1, len(index)-maxTurnLines+1); n <= len(index); n++ {
+		rt, ok := index[n]
+		if !ok {
+			continue
+		}
+		if v.Cwd == "" {
+			v.Cwd = rt.Cwd
+		}
+		v.Turns = append(v.Turns, TurnLine{Turn: n, Time: rt.At.Format(time.RFC3339),
+			Prompt: redact.String(rollout.OneLine(prompts[strconv.Itoa(rt.Generation)+"\x00"+rt.Key], 120))})
+	}
+	return v, nil
+}
+
+// Text renders the session for a terminal or a model.
+func (v SessionView) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "session %s in %s, %d turns\n", v.Session, v.Cwd, v.TotalTurns)
+	if v.Checkpoint != "" {
+		b.WriteString("\n" + strings.TrimRight(v.Checkpoint, "\n") + "\n")
+	}
+	if len(v.Turns) < v.TotalTurns {
+		fmt.Fprintf(&b, "\nthe latest %d turns:\n", len(v.Turns))
+	} else {
+		b.WriteString("\nturns:\n")
+	}
+	for _, t := range v.Turns {
+		fmt.Fprintf(&b, "  %d  %s  %s\n", t.Turn, t.Time, t.Prompt)
+	}
+	return b.String()
+}
+
+// HitsText renders search hits for a terminal or a model.
+func HitsText(query string, hits []Hit) string {
+	var b strings.Builder
+	if len(hits) == 0 {
+		fmt.Fprintf(&b, "no archived turn matches %q\n", rollout.OneLine(query, 80))
+		return b.String()
+	}
+	for i, h := range hits {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "%s  turn %d (g%d)  %s  %s\n  %s\n  more: %s\n", h.Session, h.Turn, h.Generation, h.Time, h.Cwd, h.Snippet, h.More)
+	}
+	return b.String()
+}

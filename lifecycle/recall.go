@@ -1,0 +1,174 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"cx/internal/codex"
+	"cx/internal/ledger"
+	"cx/internal/recall"
+	"cx/internal/sink/local"
+)
+
+// ReasonImport ends the one generation of a session `cx ctl import`
+// recorded from Codex's own history.
+const ReasonImport = local.ReasonImport
+
+// ImportOptions say what `cx ctl import` takes and where it sends it.
+type ImportOptions struct {
+	CodexHome string
+	Since     time.Time // rollouts written since (zero: all)
+	Sinks     []string  // nil: the local archive only
+	DryRun    bool      // count only
+	// Progress, when set, is told how far the import is (done of total).
+	Progress func(done, total int)
+}
+
+// ImportResult is what an import did.
+type ImportResult struct {
+	CodexHome string `json:"codex_home"`
+	Found     int    `json:"rollouts"`  // rollouts in the Codex home
+	Known     int    `json:"known"`     // already in the ledger
+	Active    int    `json:"active"`    // still being written: left for later
+	Imported  int    `json:"imported"`  // recorded and committed now
+	Empty     int    `json:"empty"`     // recorded, with no turn to archive
+	Remaining int    `json:"remaining"` // unknown ones a dry run would import
+}
+
+// Import records each rollout of a Codex home the ledger does not know as
+// a session with one generation ended for ReasonImport, and commits it to
+// the local archive (and the recall index) only, unless o.Sinks names
+// others. Importing again imports nothing twice.
+func (m *Manager) Import(ctx context.Context, o ImportOptions) (ImportResult, error) {
+	home, _ := filepath.Abs(o.CodexHome)
+	res := ImportResult{CodexHome: home}
+	rollouts := codex.Rollouts(home, o.Since)
+	res.Found = len(rollouts)
+	var todo []string
+	for id := range rollouts {
+		if _, err := m.DB.Session(ctx, id); err == nil {
+			res.Known++
+			continue
+		} else if !errors.Is(err, ledger.ErrNotFound) {
+			return res, err
+		}
+		todo = append(todo, id)
+	}
+	sort.Strings(todo)
+	if o.DryRun {
+		res.Remaining = len(todo)
+		return res, nil
+	}
+	sinks := o.Sinks
+	if sinks == nil {
+		sinks = []string{"local"}
+	}
+	now := m.Now()
+	for i, id := range todo {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		if o.Progress != nil {
+			o.Progress(i, len(todo))
+		}
+		path := rollouts[id]
+		fi, err := os.Stat(path)
+		if err != nil {
+			continue
+		}
+		if codex.ThreadLocked(home, id) || now.Sub(fi.ModTime()) < m.Cfg.Lifecycle.ActiveWindow.Duration {
+			res.Active++ // a session still running: its own hooks or a later import take it
+			continue
+		}
+		err = m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+			s, created, err := m.ensureSession(ctx, tx, ledger.Session{ID: id, TranscriptPath: path, CodexHome: home, Sinks: sinks, EndReason: ReasonImport})
+			if err == nil && created {
+				err = tx.AddEvent(ctx, "session.imported", s.ID, "", "recorded from Codex's history by cx ctl import")
+			}
+			return err
+		})
+		if err != nil {
+			return res, fmt.Errorf("import %s: %w", id, err)
+		}
+		if _, err := m.End(ctx, id, ReasonImport, EndOptions{}); err != nil {
+			return res, fmt.Errorf("import %s: %w", id, err)
+		}
+		if n, err := m.DB.TotalTurns(ctx, id); err == nil && n == 0 {
+			res.Empty++
+		}
+		res.Imported++
+	}
+	if o.Progress != nil && len(todo) > 0 {
+		o.Progress(len(todo), len(todo))
+	}
+	if res.Imported > 0 {
+		if _, err := m.WorkOutbox(ctx, nil); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// ErrBusy is a session cx is still working on.
+var ErrBusy = errors.New("still in use")
+
+// Forget removes what a session said and did — its archives, captured
+// turns, checkpoints and recall index rows — keeping the ledger's record
+// that its generations were committed. A live session, or one with a
+// commit still in the outbox, is refused: end it or let it commit first.
+// It returns how many archived turns left the index.
+func (m *Manager) Forget(ctx context.Context, id string) (int, error) {
+	n := 0
+	err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		s, err := tx.Session(ctx, id)
+		if errors.Is(err, ledger.ErrNotFound) {
+			return fmt.Errorf("%w: %s", ErrNoSession, id)
+		}
+		if err != nil {
+			return err
+		}
+		if s.Status == ledger.Live {
+			return fmt.Errorf("session %s is live (%w): end it first with `cx ctl commit %s`", id, ErrBusy, id)
+		}
+		for g := 1; g <= s.Generation; g++ {
+			jobs, err := tx.GenerationJobs(ctx, id, g)
+			if err != nil {
+				return err
+			}
+			for _, j := range jobs {
+				if j.State == ledger.JobPending || j.State == ledger.JobLeased {
+					return fmt.Errorf("session %s has a commit in the outbox (%w): let it finish (`cx ctl sweep`)", id, ErrBusy)
+				}
+			}
+		}
+		if n, err = tx.Forget(ctx, id); err != nil {
+			return err
+		}
+		return tx.AddEvent(ctx, "session.forgotten", id, "", fmt.Sprintf("%d turn(s) removed from the archive and the index", n))
+	})
+	return n, err
+}
+
+// ProjectSessions lists the sessions whose working directory belongs to
+// dir's project (the identity continuity uses).
+func (m *Manager) ProjectSessions(ctx context.Context, dir string) ([]string, error) {
+	all, err := m.DB.Sessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	projects := recall.NewProjects(m.Cfg.Home)
+	want := projects.Of(dir)
+	var out []string
+	for _, s := range all {
+		if s.Cwd != "" && projects.Of(s.Cwd) == want {
+			out = append(out, s.ID)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
