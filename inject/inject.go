@@ -92,6 +92,13 @@ func build(in Input) string {
 	return render(in.Source, secs, in.MaxChars)
 }
 
+// Wrap puts body inside the same boundary as injected context: marked as
+// cx's, labelled with its source, and saying it is reference, not
+// instructions (a recall tool's result is as untrusted as a past session).
+func Wrap(source, body string) string {
+	return fmt.Sprintf("<cx-context source=%q sections=%q>\n%s\n\n%s\n</cx-context>", "cx:"+source, "", Notice, strings.TrimRight(body, "\n"))
+}
+
 // render wraps the sections and fits them in max characters: sections keep
 // their order; when too long, the later ones are cut first, each cut marked.
 func render(source string, secs []Section, max int) string {

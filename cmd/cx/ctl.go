@@ -23,7 +23,7 @@ var ctlCommands = map[string]ctlCommand{
 	"hook":       {"the hook handler Codex runs (JSON on stdin, JSON on stdout)", (*app).ctlHook},
 	"status":     {"runs, live sessions, pending and parked jobs", (*app).ctlStatus},
 	"sessions":   {"every session cx knows", (*app).ctlSessions},
-	"show":       {"one session: generations, jobs, archive, events", (*app).ctlShow},
+	"show":       {"one session: generations, jobs, archive; --turn N shows one turn whole", (*app).ctlShow},
 	"commit":     {"end a session's live generation now and commit it", (*app).ctlCommit},
 	"sweep":      {"end orphaned and idle sessions, work the outbox", (*app).ctlSweep},
 	"retry":      {"put parked jobs back in the outbox", (*app).ctlRetry},
@@ -32,6 +32,10 @@ var ctlCommands = map[string]ctlCommand{
 	"uninstall":  {"take cx's hooks out of Codex", (*app).ctlUninstall},
 	"context":    {"print the context a new session here would be given", (*app).ctlContext},
 	"doctor":     {"check Codex, cx's hooks (installed, trusted, firing), the ledger, the sinks", (*app).ctlDoctor},
+	"search":     {"search past sessions' prompts, replies, commands and files", (*app).ctlSearch},
+	"import":     {"archive the sessions Codex already has, so search finds them", (*app).ctlImport},
+	"forget":     {"remove a session's (or a project's) archive and search index", (*app).ctlForget},
+	"mcp":        {"the MCP server Codex starts: search, session and turn tools on stdio", (*app).ctlMCP},
 }
 
 const usageExit = 2

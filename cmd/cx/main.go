@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 
+	"cx/internal/tty"
 	"cx/wrapper"
 )
 
@@ -35,6 +36,10 @@ func main() {
 func (a *app) main(ctx context.Context, args []string) int {
 	if len(args) > 0 && args[0] == "ctl" {
 		return a.ctl(ctx, args[1:])
+	}
+	if len(args) == 1 && args[0] == "mcp" && !tty.IsTerminal(a.stdin.Fd()) {
+		// What MCP clients start; `codex mcp …` from a terminal stays Codex's.
+		return a.ctlMCP(ctx, nil)
 	}
 	return a.runCodex(ctx, args)
 }

@@ -112,9 +112,16 @@ func (a *app) ctlStatus(ctx context.Context, args []string) int {
 
 func (a *app) ctlShow(ctx context.Context, args []string) int {
 	var asJSON bool
-	pos, code, ok := a.args(cli.Spec{Name: "show", Synopsis: "<session>", Min: 1, Max: 1, Define: cli.JSONFlag(&asJSON)}, args)
+	var turn int
+	pos, code, ok := a.args(cli.Spec{Name: "show", Synopsis: "<session>", Min: 1, Max: 1, Define: func(fs *flag.FlagSet) {
+		fs.IntVar(&turn, "turn", 0, "show archived turn N whole (as search numbers them)")
+		cli.JSONFlag(&asJSON)(fs)
+	}}, args)
 	if !ok {
 		return code
+	}
+	if turn != 0 {
+		return a.showTurn(ctx, pos[0], turn, asJSON)
 	}
 	return a.withManager(ctx, func(m *lifecycle.Manager) int {
 		id := pos[0]

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"cx/internal/cli"
+	"cx/internal/codex"
+	"cx/internal/recall"
+	"cx/internal/tty"
+	"cx/lifecycle"
+	"cx/mcpserver"
+)
+
+func (a *app) ctlSearch(ctx context.Context, args []string) int {
+	var asJSON, all bool
+	var limit int
+	var project, since string
+	pos, code, ok := a.args(cli.Spec{Name: "search", Synopsis: "<query>…", Min: 1, Max: -1, Define: func(fs *flag.FlagSet) {
+		fs.IntVar(&limit, "limit", 10, "how many turns to show")
+		fs.StringVar(&project, "project", "", "search this directory's project (default: the current directory's)")
+		fs.BoolVar(&all, "all", false, "search every project")
+		fs.StringVar(&since, "since", "", "only turns since a duration ago (36h, 7d, 2w) or a date (2006-01-02)")
+		cli.JSONFlag(&asJSON)(fs)
+	}}, args)
+	if !ok {
+		return code
+	}
+	q := recall.Query{Text: strings.Join(pos, " "), Limit: limit, Project: project}
+	var err error
+	if q.Since, err = recall.ParseSince(since, time.Now()); err != nil {
+		a.errorf("search: %v", err)
+		return usageExit
+	}
+	if all {
+		q.Project = ""
+	} else if q.Project == "" {
+		q.Project = cwd()
+	}
+	return a.withArchive(ctx, func(ar *recall.Archive) int {
+		hits, err := ar.Search(ctx, q)
+		if err != nil {
+			a.errorf("search: %v", err)
+			if errors.Is(err, recall.ErrQuery) {
+				return usageExit
+			}
+			return 1
+		}
+		if asJSON {
+			a.printJSON(map[string]any{"query": q.Text, "project": q.Project, "hits": hits})
+			return 0
+		}
+		fmt.Fprint(a.stdout, recall.HitsText(q.Text, hits))
+		if len(hits) == 0 && q.Project != "" {
+			fmt.Fprintln(a.stdout, "(this project only; --all searches every project)")
+		}
+		return 0
+	})
+}
+
+// withArchive runs f with the ledger open for recall.
+func (a *app) withArchive(ctx context.Context, f func(*recall.Archive) int) int {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		a.errorf("%v", err)
+		return 1
+	}
+	ar, err := recall.Open(ctx, cfg.Home)
+	if err != nil {
+		a.errorf("%v", err)
+		return 1
+	}
+	defer ar.Close()
+	return f(ar)
+}
+
+// showTurn is `cx ctl show ID --turn N`.
+func (a *app) showTurn(ctx context.Context, id string, n int, asJSON bool) int {
+	return a.withArchive(ctx, func(ar *recall.Archive) int {
+		v, err := ar.Turn(ctx, id, n)
+		if err != nil {
+			a.errorf("show: %v", err)
+			return 1
+		}
+		if asJSON {
+			a.printJSON(v)
+		} else {
+			fmt.Fprint(a.stdout, v.Text())
+		}
+		return 0
+	})
+}
+
+func (a *app) ctlImport(ctx context.Context, args []string) int {
+	var asJSON, dryRun bool
+	var since, codexHome, sinks string
+	if _, code, ok := a.args(cli.Spec{Name: "import", Define: func(fs *flag.FlagSet) {
+		fs.StringVar(&since, "since", "", "only sessions written since a date (2006-01-02) or a duration ago (30d)")
+		fs.StringVar(&codexHome, "codex-home", "", "the Codex home to import from (default: the one cx runs Codex with)")
+		fs.StringVar(&sinks, "sinks", "", "comma-separated sinks to commit to (default: local, the archive only)")
+		fs.BoolVar(&dryRun, "dry-run", false, "count what would be imported; change nothing")
+		cli.JSONFlag(&asJSON)(fs)
+	}}, args); !ok {
+		return code
+	}
+	o := lifecycle.ImportOptions{CodexHome: codexHome, DryRun: dryRun}
+	if o.CodexHome == "" {
+		o.CodexHome = codex.Home(a.getenv)
+	}
+	var err error
+	if o.Since, err = recall.ParseSince(since, time.Now()); err != nil {
+		a.errorf("import: %v", err)
+		return usageExit
+	}
+	if sinks != "" {
+		o.Sinks = strings.Split(sinks, ",")
+	}
+	if tty.IsTerminal(a.stderr.Fd()) && !asJSON {
+		o.Progress = func(done, total int) { fmt.Fprintf(a.stderr, "\rimporting %d/%d sessions…", done, total) }
+		defer fmt.Fprint(a.stderr, "\r\033[K")
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return a.withManager(ctx, func(m *lifecycle.Manager) int {
+		res, err := m.Import(ctx, o)
+		if err != nil {
+			a.errorf("import: %v", err)
+			return 1
+		}
+		if asJSON {
+			a.printJSON(res)
+			return 0
+		}
+		if dryRun {
+			fmt.Fprintf(a.stdout, "%s: %d rollouts, %d already known, %d to import (cx ctl import)\n", res.CodexHome, res.Found, res.Known, res.Remaining)
+			return 0
+		}
+		fmt.Fprintf(a.stdout, "%s: %d rollouts, %d already known, %d imported (%d with no turns), %d still being written\n", res.CodexHome, res.Found, res.Known, res.Imported, res.Empty, res.Active)
+		return 0
+	})
+}
+
+func (a *app) ctlForget(ctx context.Context, args []string) int {
+	var asJSON, yes bool
+	var project string
+	pos, code, ok := a.args(cli.Spec{Name: "forget", Synopsis: "<session>", Min: 0, Max: 1, Define: func(fs *flag.FlagSet) {
+		fs.StringVar(&project, "project", "", "forget every session of this directory's project")
+		fs.BoolVar(&yes, "yes", false, "do not ask")
+		cli.JSONFlag(&asJSON)(fs)
+	}, Check: func(pos []string) error {
+		if (project == "") == (len(pos) == 0) {
+			return errors.New("name a session or --project DIR (one of the two)")
+		}
+		return nil
+	}}, args)
+	if !ok {
+		return code
+	}
+	return a.withManager(ctx, func(m *lifecycle.Manager) int {
+		ids := pos
+		if project != "" {
+			var err error
+			if ids, err = m.ProjectSessions(ctx, project); err != nil {
+				a.errorf("forget: %v", err)
+				return 1
+			}
+		}
+		if !yes {
+			if !tty.IsTerminal(a.stdin.Fd()) {
+				a.errorf("forget: %d session(s) would be forgotten; confirm with --yes (stdin is not a terminal)", len(ids))
+				return 1
+			}
+			fmt.Fprintf(a.stderr, "forget %d session(s) (%s)? Their archives, checkpoints and search index rows are removed. [y/N] ", len(ids), strings.Join(ids[:min(len(ids), 3)], ", "))
+			answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
+			if ans := strings.ToLower(strings.TrimSpace(answer)); ans != "y" && ans != "yes" {
+				fmt.Fprintln(a.stderr, "nothing forgotten")
+				return 1
+			}
+		}
+		out := map[string]int{}
+		failed := 0
+		for _, id := range ids {
+			n, err := m.Forget(ctx, id)
+			if err != nil {
+				failed++
+				if errors.Is(err, lifecycle.ErrNoSession) {
+					a.errorf("no session %s in the ledger", id)
+				} else {
+					a.errorf("forget: %v", err)
+				}
+				continue
+			}
+			out[id] = n
+			if !asJSON {
+				fmt.Fprintf(a.stdout, "%s: forgotten (%d archived turns)\n", id, n)
+			}
+		}
+		if asJSON {
+			a.printJSON(map[string]any{"forgotten": out, "failed": failed})
+		}
+		if failed > 0 {
+			return 1
+		}
+		return 0
+	})
+}
+
+// ctlMCP is `cx mcp` (and `cx ctl mcp`): the MCP server Codex starts.
+func (a *app) ctlMCP(ctx context.Context, args []string) int {
+	if _, code, ok := a.args(cli.Spec{Name: "mcp"}, args); !ok {
+		return code
+	}
+	cfg, err := a.loadConfig()
+	if err != nil {
+		a.errorf("%v", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	err = mcpserver.Serve(ctx, mcpserver.Options{Home: cfg.Home, Cwd: cwd(), Version: cli.Version(version)}, a.stdin, a.stdout)
+	if err != nil {
+		a.errorf("%v", err)
+		return 1
+	}
+	return 0
+}
