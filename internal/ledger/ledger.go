@@ -297,7 +297,8 @@ var migrations = []string{
 	CREATE INDEX recall_turns_session ON recall_turns(session_id, turn);
 	CREATE INDEX recall_turns_project ON recall_turns(project, at);
 	CREATE VIRTUAL TABLE recall_text USING fts5(prompt, reply, commands, files, tokenize = 'unicode61 remove_diacritics 2');
-	INSERT INTO meta (key, value) VALUES ('` + RecallBackfillKey + `', 'pending') ON CONFLICT(key) DO UPDATE SET value = excluded.value;`,
+	INSERT INTO meta (key, value) SELECT '` + RecallBackfillKey + `', 'pending' WHERE EXISTS (SELECT 1 FROM archives)
+		ON CONFLICT(key) DO UPDATE SET value = excluded.value;`,
 }
 
 // SchemaVersion is the schema version this build writes.

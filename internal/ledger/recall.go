@@ -73,9 +73,18 @@ func (tx *Tx) TurnsBefore(ctx context.Context, sessionID string, gen int) (int, 
 }
 
 // ArchivesFrom returns up to n stored archives after (session, generation)
-// in key order, for a backfill that goes in batches.
-func (tx *Tx) ArchivesFrom(ctx context.Context, sessionID string, gen, n int) ([]Archive, error) {
-	return list(ctx, tx.tx, scanArchive, `SELECT `+archiveCols+` FROM archives WHERE (session_id, generation) > (?, ?) ORDER BY session_id, generation LIMIT ?`, sessionID, gen, n)
+// in key order, for a backfill that goes in batches; indexed reports
+// whether the index already has each one's turns.
+func (tx *Tx) ArchivesFrom(ctx context.Context, sessionID string, gen, n int) (archives []Archive, indexed []bool, err error) {
+	archives, err = list(ctx, tx.tx, scanArchive, `SELECT `+archiveCols+` FROM archives WHERE (session_id, generation) > (?, ?) ORDER BY session_id, generation LIMIT ?`, sessionID, gen, n)
+	for _, a := range archives {
+		var has bool
+		if err == nil {
+			err = tx.tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM recall_turns WHERE session_id = ? AND generation = ?)`, a.SessionID, a.Generation).Scan(&has)
+		}
+		indexed = append(indexed, has)
+	}
+	return archives, indexed, err
 }
 
 // Meta is Meta inside the transaction.

@@ -146,16 +146,19 @@ func Backfill(ctx context.Context, db *ledger.DB, home string) (int, error) {
 			if !resumed {
 				sid, g = "", 0
 			}
-			archives, err := tx.ArchivesFrom(ctx, sid, g, backfillBatch)
+			archives, indexed, err := tx.ArchivesFrom(ctx, sid, g, backfillBatch)
 			if err != nil {
 				return err
 			}
-			for _, a := range archives {
+			for i, a := range archives {
+				if indexed[i] {
+					continue // archived since the index exists: indexed then
+				}
 				if err := indexArchive(ctx, tx, projects, a); err != nil {
 					return err
 				}
+				done++
 			}
-			done += len(archives)
 			if len(archives) < backfillBatch {
 				return tx.DeleteMeta(ctx, ledger.RecallBackfillKey)
 			}
