@@ -31,6 +31,10 @@ type Installer struct {
 	Codex    string
 	CodexEnv []string
 	Trust    bool
+	// MCPCommands says the Codex found manages MCP servers itself (`codex
+	// mcp add`); CXHome is the CX_HOME cx's MCP server is told to search.
+	MCPCommands bool
+	CXHome      string
 }
 
 // New is the installer of this cx binary's hooks into codexHome ("": the
@@ -51,6 +55,7 @@ func New(codexHome, stateDir string, getenv func(string) (string, bool), bin cod
 		in.Codex = bin.Path
 		in.CodexEnv = codex.Env(os.Environ(), bin, []string{codex.HomeEnv(codexHome), "CX_HOOKS_OFF=1"}, "CX_RUN_ID")
 		in.Trust = caps.HasHookTrust()
+		in.MCPCommands = caps.HasMCPCommands()
 	}
 	return in, nil
 }
@@ -502,7 +507,22 @@ func removeTrustEntries(path string, keys []string) error {
 	for _, k := range keys {
 		drop[codex.TrustStateHeader(k)] = true
 	}
-	lines := strings.SplitAfter(string(data), "\n")
+	result := dropTables(string(data), drop)
+	var v map[string]any
+	if _, err := toml.Decode(result, &v); err != nil {
+		return fmt.Errorf("internal error: %s would not parse after removing cx's trust entries: %w", path, err)
+	}
+	if result == string(data) {
+		return nil
+	}
+	return fsutil.WriteAtomic(path, []byte(result), 0o600)
+}
+
+// dropTables removes the tables whose header line is in drop (with their
+// keys, and the blank line that separated each), keeping every other line
+// as it is.
+func dropTables(text string, drop map[string]bool) string {
+	lines := strings.SplitAfter(text, "\n")
 	var out []string
 	skipping := false
 	for _, l := range lines {
@@ -525,13 +545,5 @@ func removeTrustEntries(path string, keys []string) error {
 		}
 		out = append(out, l)
 	}
-	result := strings.Join(out, "")
-	var v map[string]any
-	if _, err := toml.Decode(result, &v); err != nil {
-		return fmt.Errorf("internal error: %s would not parse after removing cx's trust entries: %w", path, err)
-	}
-	if result == string(data) {
-		return nil
-	}
-	return fsutil.WriteAtomic(path, []byte(result), 0o600)
+	return strings.Join(out, "")
 }

@@ -30,6 +30,9 @@ func (a *app) installer(ctx context.Context, cfg config.Config, codexHome string
 	ic.cfg = cfg
 	ic.bin, ic.caps, ic.codexErr = a.findCodex(ctx, cfg)
 	ic.in, err = hookcfg.New(codexHome, filepath.Join(cfg.Home, "install"), a.getenv, ic.bin, ic.caps, ic.codexErr)
+	if err == nil {
+		ic.in.CXHome = cfg.Home
+	}
 	return ic, err
 }
 
@@ -65,13 +68,16 @@ type installJSON struct {
 	Backup    string   `json:"backup,omitempty"`
 	Trusted   []string `json:"trusted"`
 	Codex     string   `json:"codex_version,omitempty"`
+	MCP       string   `json:"mcp,omitempty"`    // cx's MCP server: registered, unchanged, removed, skipped
+	Import    int      `json:"import,omitempty"` // sessions `cx ctl import` would archive
 	Warnings  []string `json:"warnings"`
 }
 
 func (a *app) ctlInstall(ctx context.Context, args []string) int {
-	var dryRun, asJSON bool
+	var dryRun, asJSON, noMCP bool
 	ic, code := a.installerCommand(ctx, "install", args, func(fs *flag.FlagSet) {
 		fs.BoolVar(&dryRun, "dry-run", false, "print the change to hooks.json; write nothing")
+		fs.BoolVar(&noMCP, "no-mcp", false, "do not register cx's MCP server (search from inside Codex)")
 		cli.JSONFlag(&asJSON)(fs)
 	})
 	if ic == nil {
@@ -121,6 +127,17 @@ func (a *app) ctlInstall(ctx context.Context, args []string) int {
 	}
 	out.Changed = res.Changed
 	out.Trusted = append(out.Trusted, res.Trusted...)
+	out.MCP = "skipped (--no-mcp)"
+	if !noMCP {
+		if changed, err := in.InstallMCP(ictx); err != nil {
+			out.MCP = "not registered: " + err.Error()
+			out.Warnings = append(out.Warnings, "mcp: "+err.Error())
+			a.errorf("warning: cx's MCP server: %v", err)
+		} else if out.MCP = "unchanged"; changed {
+			out.MCP = "registered"
+		}
+	}
+	out.Import = a.importable(ictx, in.CodexHome)
 	if _, err := os.Stat(in.HooksPath() + ".bak"); err == nil && res.Changed {
 		out.Backup = in.HooksPath() + ".bak"
 	}
@@ -142,7 +159,24 @@ func (a *app) ctlInstall(ctx context.Context, args []string) int {
 	case codexErr == nil:
 		fmt.Fprintf(a.stdout, "Codex %s runs hooks without a trust step\n", caps.Version)
 	}
+	fmt.Fprintf(a.stdout, "MCP server %q (search from inside Codex): %s\n", hookcfg.MCPName, out.MCP)
+	if out.Import > 0 {
+		fmt.Fprintf(a.stdout, "%d earlier Codex session(s) are not archived yet; `cx ctl import` makes them searchable\n", out.Import)
+	}
 	return 0
+}
+
+// importable counts the sessions of codexHome `cx ctl import` would take.
+func (a *app) importable(ctx context.Context, codexHome string) int {
+	n := 0
+	a.withManager(ctx, func(m *lifecycle.Manager) int {
+		res, err := m.Import(ctx, lifecycle.ImportOptions{CodexHome: codexHome, DryRun: true})
+		if err == nil {
+			n = res.Remaining
+		}
+		return 0
+	})
+	return n
 }
 
 func (a *app) ctlUninstall(ctx context.Context, args []string) int {
@@ -158,6 +192,9 @@ func (a *app) ctlUninstall(ctx context.Context, args []string) int {
 	if err != nil {
 		a.errorf("uninstall: %v", err)
 		return 1
+	}
+	if _, err := in.UninstallMCP(uctx); err != nil {
+		res.Warnings = append(res.Warnings, "mcp: "+err.Error())
 	}
 	for _, w := range res.Warnings {
 		a.errorf("warning: %s", w)
@@ -194,6 +231,7 @@ func (a *app) ctlDoctor(ctx context.Context, args []string) int {
 	doctorHome := ""
 	if err == nil {
 		checks = append(checks, ic.in.Checks(dctx, cwd())...)
+		checks = append(checks, ic.in.MCPCheck(dctx))
 		doctorHome = ic.in.CodexHome
 	}
 	checks = append(checks, lifecycle.Doctor(dctx, cfg, doctorHome, a.getenv)...)

@@ -1,0 +1,209 @@
+package hookcfg
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"cx/internal/codex"
+	"cx/internal/fsutil"
+	"cx/internal/health"
+)
+
+// MCPName is the name cx's MCP server is registered under in Codex.
+const MCPName = "cx"
+
+// MCPServer is the registration of this cx's MCP server: `cx mcp`, told
+// which CX_HOME to search (Codex starts MCP servers with a reduced
+// environment).
+func (in *Installer) MCPServer() codex.MCPServer {
+	return codex.MCPServer{Command: in.CXPath, Args: []string{"mcp"}, Env: map[string]string{"CX_HOME": in.CXHome}}
+}
+
+// isOurMCP reports whether a registration is some cx's MCP server.
+func isOurMCP(s codex.MCPServer) bool {
+	return len(s.Args) == 1 && s.Args[0] == "mcp" && strings.HasSuffix(s.Command, "/cx")
+}
+
+// InstallMCP registers cx's MCP server with Codex: through `codex mcp add`
+// where Codex has it, else as a table appended to config.toml. It reports
+// whether anything changed.
+func (in *Installer) InstallMCP(ctx context.Context) (bool, error) {
+	want := in.MCPServer()
+	if in.Codex != "" && in.MCPCommands {
+		have, found, err := codex.MCPGet(ctx, in.Codex, in.CodexEnv, MCPName)
+		if err != nil {
+			return false, err
+		}
+		if found && have.Equal(want) {
+			return false, nil
+		}
+		if found && !isOurMCP(have) {
+			return false, fmt.Errorf("Codex already has an MCP server named %q (%s): not replacing it", MCPName, have.Command)
+		}
+		return true, codex.MCPAdd(ctx, in.Codex, in.CodexEnv, MCPName, want)
+	}
+	return in.editMCPTable(func(text string) (string, bool) {
+		if strings.Contains(text, "\n["+mcpTable+"]") || strings.HasPrefix(text, "["+mcpTable+"]") {
+			return text, false // there already (edit it by hand, or let a Codex with `mcp add` replace it)
+		}
+		if text != "" && !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
+		return text + "\n" + mcpTableText(want), true
+	})
+}
+
+// UninstallMCP removes cx's MCP server, and only cx's, from Codex.
+func (in *Installer) UninstallMCP(ctx context.Context) (bool, error) {
+	if in.Codex != "" && in.MCPCommands {
+		have, found, err := codex.MCPGet(ctx, in.Codex, in.CodexEnv, MCPName)
+		if err != nil || !found || !isOurMCP(have) {
+			return false, err
+		}
+		return true, codex.MCPRemove(ctx, in.Codex, in.CodexEnv, MCPName)
+	}
+	return in.editMCPTable(func(text string) (string, bool) {
+		out := dropTables(text, map[string]bool{"[" + mcpTable + "]": true, "[" + mcpTable + ".env]": true})
+		return out, out != text
+	})
+}
+
+const mcpTable = "mcp_servers." + MCPName
+
+func mcpTableText(s codex.MCPServer) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[%s]\ncommand = %s\nargs = [", mcpTable, strconv.Quote(s.Command))
+	for i, a := range s.Args {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Quote(a))
+	}
+	b.WriteString("]\n")
+	if len(s.Env) > 0 {
+		fmt.Fprintf(&b, "\n[%s.env]\n", mcpTable)
+		for k, v := range s.Env {
+			fmt.Fprintf(&b, "%s = %s\n", k, strconv.Quote(v))
+		}
+	}
+	return b.String()
+}
+
+// editMCPTable applies a line edit to config.toml, keeping everything else
+// byte for byte, and refuses a result that does not parse.
+func (in *Installer) editMCPTable(edit func(string) (string, bool)) (bool, error) {
+	data, err := os.ReadFile(in.ConfigPath())
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, err
+	}
+	out, changed := edit(string(data))
+	if !changed {
+		return false, nil
+	}
+	var v map[string]any
+	if _, err := toml.Decode(out, &v); err != nil {
+		return false, fmt.Errorf("%s would not parse after the edit (left as it was): %w", in.ConfigPath(), err)
+	}
+	return true, fsutil.WriteAtomic(in.ConfigPath(), []byte(out), 0o600)
+}
+
+// MCPCheck is doctor's finding on cx's MCP server: registered with Codex
+// for this cx binary, and answering — started the way Codex starts it, it
+// completes the MCP handshake and lists its tools.
+func (in *Installer) MCPCheck(ctx context.Context) health.Check {
+	c := health.Check{Name: "mcp server"}
+	want := in.MCPServer()
+	if in.Codex != "" && in.MCPCommands {
+		have, found, err := codex.MCPGet(ctx, in.Codex, in.CodexEnv, MCPName)
+		switch {
+		case err != nil:
+			c.Detail = err.Error()
+			return c
+		case !found:
+			c.Detail, c.Fix = "Codex has no MCP server named "+MCPName+" (search from inside Codex is off)", "cx ctl install"
+			return c
+		case !have.Equal(want):
+			c.Detail, c.Fix = fmt.Sprintf("Codex's %q server runs %s %v, not this cx", MCPName, have.Command, have.Args), "cx ctl install"
+			return c
+		}
+	} else {
+		data, _ := os.ReadFile(in.ConfigPath())
+		if !strings.Contains(string(data), "["+mcpTable+"]") {
+			c.Detail, c.Fix = in.ConfigPath()+" has no ["+mcpTable+"]", "cx ctl install"
+			return c
+		}
+	}
+	tools, err := probeMCP(ctx, want)
+	if err != nil {
+		c.Detail, c.Fix = "registered, but `cx mcp` did not answer: "+err.Error(), "cx ctl install, then cx ctl doctor"
+		return c
+	}
+	c.OK, c.Detail = true, fmt.Sprintf("registered as %q; answers with tools %s", MCPName, strings.Join(tools, ", "))
+	return c
+}
+
+// probeMCP starts the server, initializes it and lists its tools.
+func probeMCP(ctx context.Context, s codex.MCPServer) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.Command, s.Args...)
+	cmd.Env = os.Environ()
+	for k, v := range s.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	defer func() { stdin.Close(); _ = cmd.Wait() }()
+	_, err = fmt.Fprint(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"cx-doctor","version":"1"}}}`+"\n"+
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`+"\n")
+	if err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		var m struct {
+			ID     int `json:"id"`
+			Result struct {
+				Tools []struct{ Name string } `json:"tools"`
+			} `json:"result"`
+			Error *struct{ Message string } `json:"error"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID != 2 {
+			continue
+		}
+		if m.Error != nil {
+			return nil, errors.New(m.Error.Message)
+		}
+		var names []string
+		for _, t := range m.Result.Tools {
+			names = append(names, t.Name)
+		}
+		return names, nil
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return nil, errors.New("it closed its output without listing its tools")
+}
