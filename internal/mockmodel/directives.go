@@ -20,6 +20,7 @@ import (
 //	[[slow: 2s]]              answer the next text after a delay
 //	[[error: 500]]            answer with this HTTP status
 //	[[say: TEXT]]             answer TEXT
+//	[[mcp: SERVER TOOL JSON]]  call an MCP server's tool, under the name Codex lists it by
 //
 // A message without directives is answered "mock reply: <its first words>".
 func Directives(r Request) Reply {
@@ -47,7 +48,7 @@ func Directives(r Request) Reply {
 
 type directive struct{ kind, arg string }
 
-var directiveRE = regexp.MustCompile(`(?s)\[\[(shell|plan|slow|error|say):\s*(.*?)\]\]|\[\[patch\]\](.*?)\[\[/patch\]\]`)
+var directiveRE = regexp.MustCompile(`(?s)\[\[(shell|plan|slow|error|say|mcp):\s*(.*?)\]\]|\[\[patch\]\](.*?)\[\[/patch\]\]`)
 
 func parseDirectives(text string) []directive {
 	var out []directive
@@ -97,6 +98,19 @@ func (d directive) reply(r Request) Reply {
 		return Reply{Status: code}
 	case "say":
 		return Reply{Text: d.arg}
+	case "mcp":
+		fields := strings.SplitN(d.arg, " ", 3)
+		if len(fields) < 3 {
+			return Reply{Text: "mock: mcp wants SERVER TOOL JSON"}
+		}
+		if ns, name, ok := r.MCPTool(fields[0], fields[1]); ok {
+			return Reply{Call: &FunctionCall{Namespace: ns, Name: name, Arguments: fields[2]}}
+		}
+		if slices.Contains(r.ToolTypes(), "tool_search") && !r.hasInput("tool_search_output") {
+			// Codex 0.169 defers MCP tools behind its client-side tool search.
+			return Reply{ToolSearch: &ToolSearchCall{Query: fields[0] + " " + fields[1]}}
+		}
+		return Reply{Text: fmt.Sprintf("mock: no tool of MCP server %s named %s among %v", fields[0], fields[1], r.ToolNames())}
 	}
 	return Reply{Text: "mock: unknown directive " + d.kind}
 }

@@ -49,6 +49,72 @@ func (r Request) ToolNames() []string {
 	return names
 }
 
+// ToolTypes lists the types of the tools Codex offered (function, custom,
+// namespace, tool_search, web_search…).
+func (r Request) ToolTypes() []string {
+	tools, _ := r.JSON["tools"].([]any)
+	var types []string
+	for _, t := range tools {
+		if m, ok := t.(map[string]any); ok {
+			if s, ok := m["type"].(string); ok {
+				types = append(types, s)
+			}
+		}
+	}
+	return types
+}
+
+// hasInput reports whether an input item of this type came after the last
+// user message.
+func (r Request) hasInput(typ string) bool {
+	items := r.Inputs()
+	for i := len(items) - 1; i >= 0; i-- {
+		if items[i]["type"] == "message" && items[i]["role"] == "user" {
+			return false
+		}
+		if items[i]["type"] == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// MCPTool finds how Codex offers an MCP server's tool: as the function
+// "mcp__SERVER__TOOL", or as the function TOOL of the namespace
+// "mcp__SERVER__" (Codex 0.128 lists it so in its tools) or "mcp__SERVER"
+// (Codex 0.169, only in the tools a tool_search_output brought in).
+func (r Request) MCPTool(server, tool string) (namespace, name string, ok bool) {
+	ns, flat := "mcp__"+server+"__", "mcp__"+server+"__"+tool
+	var lists [][]any
+	if tools, _ := r.JSON["tools"].([]any); tools != nil {
+		lists = append(lists, tools)
+	}
+	for _, it := range r.Inputs() {
+		if it["type"] == "tool_search_output" {
+			if tools, _ := it["tools"].([]any); tools != nil {
+				lists = append(lists, tools)
+			}
+		}
+	}
+	for _, tools := range lists {
+		for _, t := range tools {
+			m, _ := t.(map[string]any)
+			switch {
+			case m["name"] == flat:
+				return "", flat, true
+			case m["type"] == "namespace" && (m["name"] == ns || m["name"] == strings.TrimSuffix(ns, "__")):
+				children, _ := m["tools"].([]any)
+				for _, c := range children {
+					if cm, _ := c.(map[string]any); cm["name"] == tool {
+						return m["name"].(string), tool, true
+					}
+				}
+			}
+		}
+	}
+	return "", "", false
+}
+
 // LastUserText is the text of the last user message in the input.
 func (r Request) LastUserText() string {
 	items := r.Inputs()
@@ -91,18 +157,25 @@ func textOf(item map[string]any) string {
 
 // Reply is what the mock answers one request with.
 type Reply struct {
-	Text       string        // assistant text
-	Call       *FunctionCall // a function tool call (exec_command, update_plan, …)
-	CustomCall *CustomCall   // a freeform tool call (apply_patch)
-	Delay      time.Duration // wait before answering (a slow model)
-	Status     int           // non-zero: answer this HTTP error instead
+	Text       string          // assistant text
+	Call       *FunctionCall   // a function tool call (exec_command, update_plan, …)
+	ToolSearch *ToolSearchCall // a client-side tool_search call (Codex 0.169's deferred tools)
+	CustomCall *CustomCall     // a freeform tool call (apply_patch)
+	Delay      time.Duration   // wait before answering (a slow model)
+	Status     int             // non-zero: answer this HTTP error instead
 }
 
-// FunctionCall is a function tool call; Arguments is JSON.
+// FunctionCall is a function tool call; Arguments is JSON. Namespace is
+// set for a tool offered inside a namespace (an MCP server's).
 type FunctionCall struct {
+	Namespace string
 	Name      string
 	Arguments string
 }
+
+// ToolSearchCall asks Codex's client-side tool search for tools (the
+// shape of Codex's own parser test, parses_tool_search_call_items).
+type ToolSearchCall struct{ Query string }
 
 // CustomCall is a freeform tool call such as apply_patch.
 type CustomCall struct {
@@ -214,6 +287,12 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	case reply.Call != nil:
 		item = map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d", seq),
 			"call_id": fmt.Sprintf("call_%d", seq), "name": reply.Call.Name, "arguments": reply.Call.Arguments}
+		if reply.Call.Namespace != "" {
+			item["namespace"] = reply.Call.Namespace
+		}
+	case reply.ToolSearch != nil:
+		item = map[string]any{"type": "tool_search_call", "id": fmt.Sprintf("ts_%d", seq), "call_id": fmt.Sprintf("search_%d", seq),
+			"execution": "client", "arguments": map[string]any{"query": reply.ToolSearch.Query, "limit": 8}}
 	case reply.CustomCall != nil:
 		item = map[string]any{"type": "custom_tool_call", "id": fmt.Sprintf("ctc_%d", seq),
 			"call_id": fmt.Sprintf("call_%d", seq), "name": reply.CustomCall.Name, "input": reply.CustomCall.Input}
