@@ -21,6 +21,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -133,30 +134,99 @@ func result(tool, body string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: inject.Wrap("recall "+tool, body)}}}
 }
 
-// Serve runs the server on r and w until r ends or ctx is done.
+// Serve runs the server on r and w until r ends or ctx is done. When r
+// ends, the requests already read are answered before the server stops
+// (a client that writes its requests and closes its end still gets its
+// answers).
 func Serve(ctx context.Context, o Options, r io.Reader, w io.WriteCloser) error {
 	s, release := New(o)
 	defer release()
+	pending := &inFlight{changed: make(chan struct{}, 1)}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(filterLines(r, pw, o.Log)) }()
-	err := s.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: w})
+	go func() {
+		err := filterLines(r, pw, pending, o.Log)
+		pending.drain(ctx, 10*time.Second)
+		pw.CloseWithError(err)
+	}()
+	err := s.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: &answers{w: w, pending: pending}})
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) {
 		return nil
 	}
 	return fmt.Errorf("mcp: %w", err)
 }
 
+// inFlight counts requests read and not yet answered.
+type inFlight struct {
+	mu      sync.Mutex
+	n       int
+	changed chan struct{}
+}
+
+func (f *inFlight) add(d int) {
+	f.mu.Lock()
+	f.n += d
+	f.mu.Unlock()
+	select {
+	case f.changed <- struct{}{}:
+	default:
+	}
+}
+
+// drain waits until every request read is answered, or max passes.
+func (f *inFlight) drain(ctx context.Context, max time.Duration) {
+	t := time.NewTimer(max)
+	defer t.Stop()
+	for {
+		f.mu.Lock()
+		n := f.n
+		f.mu.Unlock()
+		if n <= 0 {
+			return
+		}
+		select {
+		case <-f.changed:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// answers is the server's output; it counts the responses going out.
+type answers struct {
+	w       io.WriteCloser
+	pending *inFlight
+}
+
+func (a *answers) Write(p []byte) (int, error) {
+	n, err := a.w.Write(p)
+	for _, line := range strings.Split(strings.TrimSpace(string(p)), "\n") {
+		if msg, derr := jsonrpc.DecodeMessage([]byte(line)); derr == nil {
+			if _, ok := msg.(*jsonrpc.Response); ok {
+				a.pending.add(-1)
+			}
+		}
+	}
+	return n, err
+}
+
+func (a *answers) Close() error { return a.w.Close() }
+
 // maxLine bounds one incoming message; a longer line is dropped.
 const maxLine = 4 << 20
 
 // filterLines copies the JSON-RPC messages of r to w, one per line, and
 // drops every other line (and over-long ones).
-func filterLines(r io.Reader, w io.Writer, logf func(string, ...any)) error {
+func filterLines(r io.Reader, w io.Writer, pending *inFlight, logf func(string, ...any)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := readLine(br)
 		if t := strings.TrimSpace(string(line)); t != "" {
-			if _, derr := jsonrpc.DecodeMessage([]byte(t)); derr == nil {
+			if msg, derr := jsonrpc.DecodeMessage([]byte(t)); derr == nil {
+				if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+					pending.add(1)
+				}
 				if _, werr := io.WriteString(w, t+"\n"); werr != nil {
 					return werr
 				}

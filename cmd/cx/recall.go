@@ -24,10 +24,10 @@ func (a *app) ctlSearch(ctx context.Context, args []string) int {
 	var limit int
 	var project, since string
 	pos, code, ok := a.args(cli.Spec{Name: "search", Synopsis: "<query>…", Min: 1, Max: -1, Define: func(fs *flag.FlagSet) {
-		fs.IntVar(&limit, "limit", 10, "how many turns to show")
-		fs.StringVar(&project, "project", "", "search this directory's project (default: the current directory's)")
+		fs.IntVar(&limit, "limit", 10, "show at most `N` turns")
+		fs.StringVar(&project, "project", "", "search `DIR`'s project (default: the current directory's)")
 		fs.BoolVar(&all, "all", false, "search every project")
-		fs.StringVar(&since, "since", "", "only turns since a duration ago (36h, 7d, 2w) or a date (2006-01-02)")
+		fs.StringVar(&since, "since", "", "only turns since `WHEN`: a duration ago (36h, 7d, 2w) or a date (2006-01-02)")
 		cli.JSONFlag(&asJSON)(fs)
 	}}, args)
 	if !ok {
@@ -102,9 +102,9 @@ func (a *app) ctlImport(ctx context.Context, args []string) int {
 	var asJSON, dryRun bool
 	var since, codexHome, sinks string
 	if _, code, ok := a.args(cli.Spec{Name: "import", Define: func(fs *flag.FlagSet) {
-		fs.StringVar(&since, "since", "", "only sessions written since a date (2006-01-02) or a duration ago (30d)")
-		fs.StringVar(&codexHome, "codex-home", "", "the Codex home to import from (default: the one cx runs Codex with)")
-		fs.StringVar(&sinks, "sinks", "", "comma-separated sinks to commit to (default: local, the archive only)")
+		fs.StringVar(&since, "since", "", "only sessions written since `WHEN`: a date (2006-01-02) or a duration ago (30d)")
+		fs.StringVar(&codexHome, "codex-home", "", "the Codex home `DIR` to import from (default: the one cx runs Codex with)")
+		fs.StringVar(&sinks, "sinks", "", "commit to these `SINKS` (comma-separated; default: local, the archive only)")
 		fs.BoolVar(&dryRun, "dry-run", false, "count what would be imported; change nothing")
 		cli.JSONFlag(&asJSON)(fs)
 	}}, args); !ok {
@@ -151,7 +151,7 @@ func (a *app) ctlForget(ctx context.Context, args []string) int {
 	var asJSON, yes bool
 	var project string
 	pos, code, ok := a.args(cli.Spec{Name: "forget", Synopsis: "<session>", Min: 0, Max: 1, Define: func(fs *flag.FlagSet) {
-		fs.StringVar(&project, "project", "", "forget every session of this directory's project")
+		fs.StringVar(&project, "project", "", "forget every session of `DIR`'s project")
 		fs.BoolVar(&yes, "yes", false, "do not ask")
 		cli.JSONFlag(&asJSON)(fs)
 	}, Check: func(pos []string) error {
@@ -199,7 +199,7 @@ func (a *app) ctlForget(ctx context.Context, args []string) int {
 			}
 			out[id] = n
 			if !asJSON {
-				fmt.Fprintf(a.stdout, "%s: forgotten (%d archived turns)\n", id, n)
+				fmt.Fprintf(a.stdout, "%s: forgotten (%d archived turn(s))\n", id, n)
 			}
 		}
 		if asJSON {

@@ -169,7 +169,8 @@ func queryErrorText(err error) string {
 		s = s[i+2:]
 	}
 	s = strings.TrimPrefix(s, "SQL logic error: ")
-	return strings.TrimSuffix(s, " (1)")
+	s = strings.TrimSuffix(s, " (1)")
+	return strings.Replace(s, `near ""`, "at the end of the query", 1)
 }
 
 // RecallTurn is where one indexed turn is: its generation and key.
