@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # cx's performance figures, each next to a baseline measured in the
 # same run: PTY output throughput through cx vs script(1) vs a direct PTY (and
-# cx's peak RSS while relaying), and start overhead over running the child directly.
+# cx's peak RSS while relaying), start overhead over running the child directly,
+# hook latency at 1 MB and 100 MB of history, `cx mcp`'s answer to initialize,
+# and `cx ctl search` over a 100 MB archive against a 1 MB one.
 #
 # BASE=<git revision> also builds cx at that revision and runs the hook
 # history benchmark through both, alternating (the "before" of a change).
@@ -14,9 +16,11 @@ if [ -n "${BASE:-}" ]; then
   (cd "$tmp/src" && go build -o "$tmp/cx-base" ./cmd/cx)
   export CX_BENCH_BASELINE_CX="$tmp/cx-base"
 fi
-go test -run '^$' -bench 'PTYThroughput|StartOverhead|PTYStartOverhead|HookStdinOpen|AppServerBigFrame|AppServerFrameLatency|PTYEchoLatency' -benchtime 1x -count "${COUNT:-3}" ./cmd/cx
+go test -run '^$' -bench 'PTYThroughput|StartOverhead|PTYStartOverhead|HookStdinOpen|AppServerBigFrame|AppServerFrameLatency|PTYEchoLatency|MCPInitialize' -benchtime 1x -count "${COUNT:-3}" ./cmd/cx
 go test -run '^$' -bench 'HookLatency' -benchtime 1x -count "${COUNT:-3}" ./lifecycle
 CX_BENCH_ROUNDS="${ROUNDS:-5}" go test -run '^$' -bench 'HookHistory' -benchtime 1x -timeout 60m -v ./lifecycle
+# Recall: cx ctl search over a ~100 MB archived session against a ~1 MB one.
+go test -run '^$' -bench 'RecallSearch' -benchtime 1x -timeout 20m -v ./lifecycle
 go test -run '^$' -bench 'ReadReduce|StopCapture' -benchtime 1x -cpu 1 -count "${COUNT:-3}" ./internal/checkpoint
 go test -run '^$' -bench 'TapRelayLatency' -benchtime 1x -count "${COUNT:-3}" ./wrapper
 bash scripts/bench-terminal.sh
