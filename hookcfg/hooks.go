@@ -2,8 +2,9 @@
 // Codex's hooks.json (added after everything already there, edited as
 // text so nothing else moves), their trust (recorded by asking Codex's own
 // app-server, for cx's entries only), and the few lines of config.toml cx
-// ever touches; and doctor's checks of the installed hooks (installed,
-// trusted, firing).
+// ever touches; the registration of cx's MCP server (through `codex mcp`,
+// else a config.toml line edit); and doctor's checks of the installed hooks
+// (installed, trusted, firing) and of the MCP server (registered, answering).
 //
 // It imports internal/codex, internal/fsutil, internal/health and toml.
 package hookcfg

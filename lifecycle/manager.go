@@ -11,11 +11,13 @@
 // It offers operations, not fields, to cmd/cx: the hook server (ServeHook:
 // the hook protocol end to end, with an Injector inject implements), the
 // supervision of a run (Supervise), the read model behind status, sessions,
-// show and commit, sweeps, retries and its part of doctor. The sinks are
+// show and commit, sweeps, retries, `cx ctl import` and `forget`, and its
+// part of doctor. The sinks are
 // packages of their own behind internal/sink.
 //
 // It imports wrapper, inject, internal/codex, internal/ledger,
-// internal/rollout, internal/sink and its sinks, and leaf helpers.
+// internal/recall, internal/rollout, internal/sink and its sinks, and leaf
+// helpers.
 package lifecycle
 
 import (

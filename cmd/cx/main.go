@@ -3,9 +3,10 @@
 // calls os.Exit. It parses flags, renders and wires; what cx does lives in
 // the packages below it.
 //
-// It imports wrapper, lifecycle, hookcfg, inject, internal/config and leaf
-// helpers (internal/cli, internal/codex, internal/checkpoint,
-// internal/health, internal/rollout); never the ledger or a sink's client.
+// It imports wrapper, lifecycle, hookcfg, inject, mcpserver, internal/recall,
+// internal/config and leaf helpers (internal/cli, internal/codex,
+// internal/checkpoint, internal/health, internal/rollout, internal/tty);
+// never the ledger or a sink's client.
 package main
 
 import (
