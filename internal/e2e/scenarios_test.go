@@ -600,6 +600,15 @@ func TestNoSecretAtRest(t *testing.T) {
 			}
 		}
 		committedOnce(t, h)
+		// Search (the recall index) finds the turns, never the secrets.
+		if out := h.CXCtl("ctl", "search", "--all", "--json", "key"); !strings.Contains(out, `"turn": 1`) {
+			t.Fatalf("search finds no archived turn:\n%s", out)
+		}
+		for what, s := range secrets {
+			if out := h.CXCtl("ctl", "search", "--all", "--json", s); strings.Contains(out, s[len(s)-8:]+"»") || strings.Contains(out, `"session"`) {
+				t.Errorf("search for the %s secret found:\n%s", what, out)
+			}
+		}
 		_ = filepath.WalkDir(h.CXHome, func(p string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return nil
