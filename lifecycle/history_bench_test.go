@@ -77,6 +77,29 @@ func buildHistory(b *testing.B, path string, size int) (string, []byte, []byte) 
 	return m.Payload.ID, copyOf(body[start:end], n+1), copyOf(body[start:end], n+2)
 }
 
+// benchSizes are the history sizes of the long-history benchmarks, in MB
+// (CX_BENCH_SIZES, default 1,100).
+func benchSizes() []int {
+	v := os.Getenv("CX_BENCH_SIZES")
+	if v == "" {
+		return []int{1, 100}
+	}
+	var sizes []int
+	for _, f := range strings.Split(v, ",") {
+		n, _ := strconv.Atoi(f)
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
+
+// benchRounds is CX_BENCH_ROUNDS, else def.
+func benchRounds(def int) int {
+	if n, err := strconv.Atoi(os.Getenv("CX_BENCH_ROUNDS")); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
 // BenchmarkHookHistory runs the hooks of a session as Codex runs them —
 // each a process, timed from its start to its answer — on the same
 // session at ~1 MB and ~100 MB of history (CX_BENCH_SIZES, in MB), in the
@@ -90,24 +113,14 @@ func buildHistory(b *testing.B, path string, size int) (string, []byte, []byte) 
 // earlier commit) the same rounds run through it, alternating, as the
 // baseline; `node -e ”` is timed too, the floor of a Node.js hook.
 func BenchmarkHookHistory(b *testing.B) {
-	sizes := []int{1, 100}
-	if v := os.Getenv("CX_BENCH_SIZES"); v != "" {
-		sizes = nil
-		for _, f := range strings.Split(v, ",") {
-			n, _ := strconv.Atoi(f)
-			sizes = append(sizes, n)
-		}
-	}
+	sizes := benchSizes()
 	binaries := map[string]string{"cx": newEnv(b).cx}
 	if base := os.Getenv("CX_BENCH_BASELINE_CX"); base != "" {
 		binaries["base"] = base
 	}
 	hooks := []string{"start", "prompt", "stop", "stop+1", "stop+2", "resume", "end"}
 	times := map[string][]time.Duration{}
-	rounds := 3
-	if n, err := strconv.Atoi(os.Getenv("CX_BENCH_ROUNDS")); err == nil && n > 0 {
-		rounds = n
-	}
+	rounds := benchRounds(3)
 	node, nodeErr := exec.LookPath("node")
 	for _, mb := range sizes {
 		for r := 0; r < rounds; r++ {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,18 +24,7 @@ import (
 // search is the 100 MB one's baseline; the target is max(60 ms, 3×).
 // Run it with -benchtime 1x.
 func BenchmarkRecallSearch(b *testing.B) {
-	sizes := []int{1, 100}
-	if v := os.Getenv("CX_BENCH_SIZES"); v != "" {
-		sizes = nil
-		for _, f := range strings.Split(v, ",") {
-			n, _ := strconv.Atoi(f)
-			sizes = append(sizes, n)
-		}
-	}
-	rounds := 15
-	if n, err := strconv.Atoi(os.Getenv("CX_BENCH_ROUNDS")); err == nil && n > 0 {
-		rounds = n
-	}
+	sizes, rounds := benchSizes(), benchRounds(15)
 	const rare, common = "quasarwombat", "flaky"
 	type archive struct {
 		e     *env

@@ -95,6 +95,20 @@ func (c *client) recv() map[string]any {
 	}
 }
 
+// closeAndWait closes the server's stdin and waits for it to end cleanly.
+func (c *client) closeAndWait() {
+	c.t.Helper()
+	c.in.Close()
+	select {
+	case err := <-c.done:
+		if err != nil {
+			c.t.Errorf("serve: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		c.t.Fatal("serve did not end after stdin closed")
+	}
+}
+
 func (c *client) call(id int, method, params string) map[string]any {
 	c.t.Helper()
 	c.send(`{"jsonrpc":"2.0","id":` + itoa(id) + `,"method":"` + method + `","params":` + params + `}`)
@@ -196,15 +210,7 @@ func TestLifecycleAndTools(t *testing.T) {
 		t.Errorf("ping after garbage: %v", m)
 	}
 	// stdin closed: the server ends cleanly.
-	c.in.Close()
-	select {
-	case err := <-c.done:
-		if err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not end after stdin closed")
-	}
+	c.closeAndWait()
 }
 
 func TestCallsBeforeInitialize(t *testing.T) {
@@ -214,8 +220,7 @@ func TestCallsBeforeInitialize(t *testing.T) {
 		t.Errorf("tools/call before initialize: %v", m)
 	}
 	c.initialize() // and the session still starts
-	c.in.Close()
-	<-c.done
+	c.closeAndWait()
 }
 
 // A ledger that is not there (no session was ever archived) is a tool
@@ -234,8 +239,7 @@ func TestNoLedger(t *testing.T) {
 	if m, _ := filepath.Glob(filepath.Join(home, ledger.FileName+"*")); len(m) > 0 {
 		t.Errorf("cx mcp created %v", m)
 	}
-	c.in.Close()
-	<-c.done
+	c.closeAndWait()
 }
 
 // Closing stdin while a request is half written ends the server cleanly.
@@ -245,13 +249,5 @@ func TestStdinClosedMidRequest(t *testing.T) {
 	if _, err := io.WriteString(c.in, `{"jsonrpc":"2.0","id":5,"method":"tools/ca`); err != nil {
 		t.Fatal(err)
 	}
-	c.in.Close()
-	select {
-	case err := <-c.done:
-		if err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not end")
-	}
+	c.closeAndWait()
 }
