@@ -103,3 +103,38 @@ func TestPlanDirective(t *testing.T) {
 		t.Fatalf("args %s", reply.Call.Arguments)
 	}
 }
+
+// The mcp directive, on the three shapes real Codex sent (recorded by
+// TestRecallFromInsideCodex): 0.128's namespace "mcp__cx__" in the tools;
+// 0.169's tool_search first, then the namespace "mcp__cx" its output
+// brought in; and a request with neither.
+func TestMCPDirective(t *testing.T) {
+	user := map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": `q [[mcp: cx search {"query":"w"}]]`}}}
+	ns := func(name string) map[string]any {
+		return map[string]any{"type": "namespace", "name": name, "tools": []any{map[string]any{"type": "function", "name": "search"}}}
+	}
+	cases := []struct {
+		name  string
+		tools []any
+		input []any
+		want  Reply
+	}{
+		{"0.128 namespace", []any{map[string]any{"type": "function", "name": "exec_command"}, ns("mcp__cx__")}, []any{user},
+			Reply{Call: &FunctionCall{Namespace: "mcp__cx__", Name: "search", Arguments: `{"query":"w"}`}}},
+		{"0.169 tool search", []any{map[string]any{"type": "tool_search"}}, []any{user},
+			Reply{ToolSearch: &ToolSearchCall{Query: "cx search"}}},
+		{"0.169 after the search", []any{map[string]any{"type": "tool_search"}},
+			[]any{user, map[string]any{"type": "tool_search_call"}, map[string]any{"type": "tool_search_output", "tools": []any{ns("mcp__cx")}}},
+			Reply{Call: &FunctionCall{Namespace: "mcp__cx", Name: "search", Arguments: `{"query":"w"}`}}},
+		{"not offered", []any{map[string]any{"type": "function", "name": "exec_command"}}, []any{user},
+			Reply{Text: "mock: no tool of MCP server cx named search among [exec_command]"}},
+	}
+	for _, c := range cases {
+		got := Directives(Request{JSON: map[string]any{"tools": c.tools, "input": c.input}})
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(c.want)
+		if string(g) != string(w) {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, g, w)
+		}
+	}
+}
