@@ -4,27 +4,38 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
 )
 
-// relay copies one descriptor to a file. Pipelined (the PTY's output to the
-// user's terminal), a reader and a writer each run on their own OS thread
-// around a bounded set of buffers: the source is read
-// while the destination is being written (a terminal that drains 4 KiB at
-// a time no longer stops Codex's side while a 128 KiB write waits), and
-// when every buffer waits to be written the reader stops reading, so
-// memory stays bounded and the child feels the back-pressure it would
-// without cx. The reader waits in poll(2) on the source and a wake-up pipe:
-// that is what lets the copy stop on demand without O_NONBLOCK on a
-// descriptor the shell shares (stdin), and keeps the Go scheduler and its
-// netpoller out of the hot path. Not pipelined (keystrokes, the app-server's
-// JSON-RPC), one thread reads and writes in turn: no hand-over between
-// threads on the way of a small write.
+// relay copies one descriptor to a file, in one of three ways.
 //
-// A non-blocking source is read until empty (or the buffer is full) before
-// each hand-over, batching the kernel's small PTY reads into one write.
+// Polled (the PTY's output to the user's terminal, when cx can open that
+// terminal again): one thread, neither side ever blocking — poll(2) waits
+// for the source to be readable and the terminal to take more, writes go
+// through a descriptor of cx's own with O_NONBLOCK, so the terminal drains
+// its buffer while the source is read, with no hand-over between threads
+// and no blocking system call on which the Go scheduler would hand its P
+// away (see runPolled).
+//
+// Pipelined (the same, when the terminal cannot be opened again): a reader
+// and a writer each on their own OS thread around a bounded set of
+// buffers; when every buffer waits to be written the reader stops reading,
+// so memory stays bounded and the child feels the back-pressure it would
+// without cx.
+//
+// Serial (keystrokes, the app-server's JSON-RPC): one thread reads and
+// writes in turn — no hand-over between threads on the way of a small
+// write.
+//
+// Every reader waits in poll(2) on the source and a wake-up pipe: that is
+// what lets the copy stop on demand without O_NONBLOCK on a descriptor the
+// shell shares (stdin), and keeps the Go scheduler and its netpoller out of
+// the hot path. A non-blocking source is read until empty (or the buffer is
+// full) before each hand-over, batching the kernel's small PTY reads into
+// one write.
 type relay struct {
 	src      int
 	dst      *os.File
@@ -43,10 +54,14 @@ type relay struct {
 	// keepReading: a failing destination does not end the relay (the child
 	// must never block on a full PTY because the user's terminal is gone).
 	keepReading bool
+	// dstNB, when not -1, is a descriptor of its own (O_NONBLOCK) on the
+	// destination terminal: the relay then runs polled (see runPolled). It
+	// is closed when the relay ends.
+	dstNB int
 }
 
 func newRelay(src int, dst *os.File) *relay {
-	r := &relay{src: src, dst: dst, wakeR: -1, wakeW: -1, guard: func() {}, stopped: make(chan struct{})}
+	r := &relay{src: src, dst: dst, wakeR: -1, wakeW: -1, dstNB: -1, guard: func() {}, stopped: make(chan struct{})}
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err == nil {
 		r.wakeR, r.wakeW, r.ok = p[0], p[1], true
@@ -57,10 +72,11 @@ func newRelay(src int, dst *os.File) *relay {
 	return r
 }
 
-// Buffers of a relay: relayBuffers of relayBufSize each, in flight between
-// the reader and the writer (128 KiB in all). Measured with script(1) as
-// the outer terminal (scripts/bench-terminal.sh): 8 × 16 KiB relayed
-// 32 MiB at 0.85–0.95× a second script(1), 4 × 128 KiB at 0.82–0.87×.
+// Buffers of a pipelined relay: relayBuffers of relayBufSize each, in
+// flight between the reader and the writer (128 KiB in all; the polled
+// relay's one buffer is as large). Measured with script(1) as the outer
+// terminal (scripts/bench-terminal.sh): 8 × 16 KiB relayed 32 MiB at
+// 0.85–0.95× a second script(1), 4 × 128 KiB at 0.82–0.87×.
 const (
 	relayBuffers = 8
 	relayBufSize = 16 << 10
@@ -71,6 +87,10 @@ const (
 // what was read (or stop was called: what is still queued is dropped).
 func (r *relay) run() {
 	if !r.ok {
+		return
+	}
+	if r.dstNB >= 0 {
+		r.runPolled()
 		return
 	}
 	if !r.pipelined {
@@ -160,6 +180,126 @@ func (r *relay) write(full <-chan []byte, free chan<- []byte, dstFailed chan str
 		}
 		free <- b[:cap(b)]
 	}
+}
+
+// openNonblocking opens the terminal f writes to again — a file
+// description of cx's own, so O_NONBLOCK on it changes nothing for the
+// shell that shares f's — and returns its descriptor; an error when f is
+// not a terminal that can be opened so.
+func openNonblocking(f *os.File) (int, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return -1, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFCHR {
+		return -1, errors.New("not a character device")
+	}
+	path, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	if err != nil {
+		return -1, err
+	}
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	var again unix.Stat_t
+	if err := unix.Fstat(fd, &again); err != nil || again.Rdev != st.Rdev {
+		unix.Close(fd)
+		return -1, errors.New("the path names another terminal")
+	}
+	return fd, nil
+}
+
+// runPolled is the relay on one thread with neither side ever blocking:
+// poll(2) waits for the source to be readable (while there is room) and
+// the terminal to take more (while something is queued), the source is
+// read into a 128 KiB buffer and the terminal written without blocking,
+// through a descriptor of cx's own. The terminal drains its buffer while
+// the source is read, as with a reader and a writer thread, but with no
+// hand-over between threads and no blocking system call to hand the Go
+// scheduler's P away on.
+func (r *relay) runPolled() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer unix.Close(r.wakeR)
+	defer unix.Close(r.dstNB)
+	buf := make([]byte, relayBuffers*relayBufSize)
+	start, end := 0, 0 // queued: buf[start:end]
+	fds := []unix.PollFd{{Fd: int32(r.src)}, {Fd: int32(r.wakeR), Events: unix.POLLIN}, {Fd: int32(r.dstNB)}}
+	srcOpen, dstOK := true, true
+	for {
+		if !srcOpen && (start == end || !dstOK) {
+			return
+		}
+		fds[0].Events, fds[2].Events = 0, 0
+		if srcOpen && end < len(buf) {
+			fds[0].Events = unix.POLLIN
+		}
+		if start < end && dstOK {
+			fds[2].Events = unix.POLLOUT
+		}
+		for i := range fds {
+			fds[i].Revents = 0
+		}
+		if _, err := unix.Poll(fds, -1); err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return
+		}
+		if fds[1].Revents != 0 {
+			return // stopped: what is queued is dropped
+		}
+		if fds[0].Revents&(unix.POLLIN|unix.POLLHUP|unix.POLLERR) != 0 {
+			n, ended := r.fill(buf[end:])
+			end += n
+			srcOpen = !ended
+		}
+		if start < end && dstOK {
+			n, err := r.writeNB(buf[start:end])
+			start += n
+			if err != nil {
+				dstOK = false
+				if !r.keepReading {
+					return
+				}
+			}
+			if !dstOK || start == end {
+				start, end = 0, 0 // written, or nowhere to go: the space is free again
+			} else if start >= len(buf)/2 {
+				end = copy(buf, buf[start:end])
+				start = 0
+			}
+		}
+	}
+}
+
+// writeNB writes b to the non-blocking terminal until it is all written or
+// the terminal is full (EAGAIN, not an error); the tap sees what was
+// written.
+func (r *relay) writeNB(b []byte) (int, error) {
+	if r.before != nil {
+		r.before()
+	}
+	n := 0
+	for n < len(b) {
+		m, err := unix.Write(r.dstNB, b[n:])
+		if m > 0 {
+			if r.tap != nil {
+				r.tap(b[n : n+m])
+			}
+			n += m
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, unix.EINTR):
+		case errors.Is(err, unix.EAGAIN):
+			return n, nil
+		default:
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // runSerial is the relay on one thread, reading and writing in turn: the

@@ -139,6 +139,9 @@ func (s *supervisor) run(ctx context.Context) (ex Exit, err error) {
 		}
 		out := newRelay(ptmxFD, s.spec.Stdout)
 		out.keepReading, out.guard, out.pipelined = true, s.guard, true
+		if fd, err := openNonblocking(s.spec.Stdout); err == nil && os.Getenv("CX_TEST_RELAY") != "pipelined" {
+			out.dstNB = fd // the polled relay; else the reader and writer threads
+		}
 		out.before = func() { testpoint.PanicOn("CX_TEST_PANIC", "output") }
 		outDone := make(chan struct{})
 		go func() {
@@ -259,7 +262,7 @@ func (s *supervisor) start() error {
 			return err
 		}
 	}
-	if s.ptmx, err = tty.Pollable(ptmx); err != nil {
+	if s.ptmx, err = tty.Unpolled(ptmx); err != nil {
 		_ = s.cmd.Process.Kill()
 		_, _ = s.cmd.Process.Wait()
 		if s.raw != nil {

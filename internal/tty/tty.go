@@ -89,10 +89,15 @@ func (r *Raw) Restore() error {
 	return nil
 }
 
-// Pollable returns f re-opened on a non-blocking duplicate descriptor, so
-// reads honour deadlines and Close unblocks them, and closes f. (creack/pty
-// hands back a PTY master in blocking mode.)
-func Pollable(f *os.File) (*os.File, error) {
+// Unpolled returns f re-opened on a blocking duplicate descriptor that Go's
+// network poller does not watch, and closes f. creack/pty hands back a PTY
+// master the poller watches (edge-triggered): every burst the child writes,
+// and every read cx makes, would wake a runtime thread for nothing, since
+// cx's relays wait on the descriptor with poll(2) themselves — at 32 MiB of
+// output, thousands of wake-ups and the context switches that come with
+// them (strace -f: ~11,600 epoll_pwait calls on threads other than the
+// relay's).
+func Unpolled(f *os.File) (*os.File, error) {
 	sc, err := f.SyscallConn()
 	if err != nil {
 		return nil, fmt.Errorf("pty master: %w", err)
@@ -106,13 +111,13 @@ func Pollable(f *os.File) (*os.File, error) {
 		return nil, fmt.Errorf("dup pty master: %w", derr)
 	}
 	unix.CloseOnExec(nfd)
-	if err := unix.SetNonblock(nfd, true); err != nil {
+	if err := unix.SetNonblock(nfd, false); err != nil {
 		unix.Close(nfd)
-		return nil, fmt.Errorf("pty master non-blocking: %w", err)
+		return nil, fmt.Errorf("pty master blocking: %w", err)
 	}
 	name := f.Name()
-	_ = f.Close()
-	return os.NewFile(uintptr(nfd), name), nil
+	_ = f.Close()                              // its registration with the poller goes with it
+	return os.NewFile(uintptr(nfd), name), nil // blocking: os.NewFile does not register it
 }
 
 // SetSize sets the window size of the terminal behind f without taking f
