@@ -137,7 +137,7 @@ func (a *app) ctlInstall(ctx context.Context, args []string) int {
 			out.MCP = "registered"
 		}
 	}
-	out.Import = a.importable(ictx, in.CodexHome)
+	out.Import = a.importable(ictx, ic.cfg, in.CodexHome)
 	if _, err := os.Stat(in.HooksPath() + ".bak"); err == nil && res.Changed {
 		out.Backup = in.HooksPath() + ".bak"
 	}
@@ -166,17 +166,19 @@ func (a *app) ctlInstall(ctx context.Context, args []string) int {
 	return 0
 }
 
-// importable counts the sessions of codexHome `cx ctl import` would take.
-func (a *app) importable(ctx context.Context, codexHome string) int {
-	n := 0
-	a.withManager(ctx, func(m *lifecycle.Manager) int {
-		res, err := m.Import(ctx, lifecycle.ImportOptions{CodexHome: codexHome, DryRun: true})
-		if err == nil {
-			n = res.Remaining
-		}
+// importable counts the sessions of codexHome `cx ctl import` would take
+// (0, quietly, when the ledger cannot be read: doctor says why).
+func (a *app) importable(ctx context.Context, cfg config.Config, codexHome string) int {
+	m, err := lifecycle.Open(ctx, cfg, lifecycle.Options{})
+	if err != nil {
 		return 0
-	})
-	return n
+	}
+	defer m.Close()
+	res, err := m.Import(ctx, lifecycle.ImportOptions{CodexHome: codexHome, DryRun: true})
+	if err != nil {
+		return 0
+	}
+	return res.Remaining
 }
 
 func (a *app) ctlUninstall(ctx context.Context, args []string) int {
