@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,8 @@ import (
 // times `cx ctl search` — process start to exit, as a user meets it —
 // alternating between the two archives (CX_BENCH_ROUNDS, default 15):
 // the rare word (it must be found, in that turn, and only there) and a
-// word of every fifth turn (ranking over ~1,000 matches). The 1 MB
+// word of every fifth turn (ranking over ~1,000 matches), and `cx ctl show
+// --turn` of the rare word's turn. The 1 MB
 // search is the 100 MB one's baseline; the target is max(60 ms, 3×).
 // Run it with -benchtime 1x.
 func BenchmarkRecallSearch(b *testing.B) {
@@ -89,25 +91,39 @@ func BenchmarkRecallSearch(b *testing.B) {
 		}
 		times[fmt.Sprintf("%s@%dMB", word, mb)] = append(times[fmt.Sprintf("%s@%dMB", word, mb)], d)
 	}
+	// show is `cx ctl show ID --turn N` of the rare word's turn, whole.
+	show := func(mb int) {
+		a := archives[mb]
+		cmd := exec.Command(a.e.cx, "ctl", "show", "01a200e2-466f-78c1-85cf-e11cb0ec651a", "--turn", strconv.Itoa(a.turns))
+		cmd.Env = a.e.environ()
+		start := time.Now()
+		out, err := cmd.Output()
+		d := time.Since(start)
+		if err != nil || !bytes.Contains(out, []byte(rare)) {
+			b.Fatalf("show --turn %d at %d MB: %v\n%s", a.turns, mb, err, out)
+		}
+		times[fmt.Sprintf("show@%dMB", mb)] = append(times[fmt.Sprintf("show@%dMB", mb)], d)
+	}
 	b.ResetTimer()
 	for r := 0; r < rounds; r++ {
 		for _, mb := range sizes {
 			search(mb, rare)
 			search(mb, common)
+			show(mb)
 		}
 	}
 	b.StopTimer()
 	var report strings.Builder
 	for _, mb := range sizes {
 		fmt.Fprintf(&report, "\n%4d MB (%d turns):", mb, archives[mb].turns)
-		for _, w := range []string{rare, common} {
+		for _, w := range []string{rare, common, "show"} {
 			ds := times[fmt.Sprintf("%s@%dMB", w, mb)]
 			fmt.Fprintf(&report, "  %s p50 %.1f ms p90 %.1f ms", w, codextest.Ms(ds, 50), codextest.Ms(ds, 90))
 			b.ReportMetric(codextest.Ms(ds, 50), fmt.Sprintf("%s-%dMB-ms", w, mb))
 		}
 	}
 	if len(sizes) == 2 {
-		for _, w := range []string{rare, common} {
+		for _, w := range []string{rare, common, "show"} {
 			small, big := codextest.Ms(times[fmt.Sprintf("%s@%dMB", w, sizes[0])], 50), codextest.Ms(times[fmt.Sprintf("%s@%dMB", w, sizes[1])], 50)
 			fmt.Fprintf(&report, "\n%s: %d MB / %d MB = %.2f× (target: within max(60 ms, 3×) of %d MB: ≤ %.1f ms, is %.1f ms)",
 				w, sizes[1], sizes[0], big/small, sizes[0], max(60, 3*small), big)

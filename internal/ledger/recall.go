@@ -173,33 +173,64 @@ func queryErrorText(err error) string {
 	return strings.Replace(s, `near ""`, "at the end of the query", 1)
 }
 
-// RecallTurn is where one indexed turn is: its generation and key.
+// RecallTurn is one indexed turn: where it is, and its prompt as indexed.
 type RecallTurn struct {
+	Turn       int
 	Generation int
 	Key        string
 	At         time.Time
 	Cwd        string
+	Prompt     string
 }
 
-// RecallTurns lists a session's indexed turns by number (1-based).
-func (db *DB) RecallTurns(ctx context.Context, sessionID string) (map[int]RecallTurn, error) {
-	rows, err := db.db.QueryContext(ctx, `SELECT turn, generation, key, at, cwd FROM recall_turns WHERE session_id = ? ORDER BY turn`, sessionID)
-	if err != nil {
-		return nil, err
+const recallTurnCols = `t.turn, t.generation, t.key, t.at, t.cwd, x.prompt FROM recall_turns t JOIN recall_text x ON x.rowid = t.id`
+
+func scanRecallTurn(s scanner) (RecallTurn, error) {
+	var t RecallTurn
+	var at string
+	err := s.Scan(&t.Turn, &t.Generation, &t.Key, &at, &t.Cwd, &t.Prompt)
+	t.At = parseTS(at)
+	return t, err
+}
+
+// RecallTurnAt returns a session's indexed turn n and how many it has
+// (0 when the index has none of the session).
+func (db *DB) RecallTurnAt(ctx context.Context, sessionID string, n int) (t RecallTurn, ok bool, total int, err error) {
+	if err = db.db.QueryRowContext(ctx, `SELECT count(*) FROM recall_turns WHERE session_id = ?`, sessionID).Scan(&total); err != nil || total == 0 {
+		return t, false, total, err
 	}
-	defer rows.Close()
-	out := map[int]RecallTurn{}
-	for rows.Next() {
-		var n int
-		var t RecallTurn
-		var at string
-		if err := rows.Scan(&n, &t.Generation, &t.Key, &at, &t.Cwd); err != nil {
-			return nil, err
-		}
-		t.At = parseTS(at)
-		out[n] = t
+	t, err = scanRecallTurn(db.db.QueryRowContext(ctx, `SELECT `+recallTurnCols+` WHERE t.session_id = ? AND t.turn = ?`, sessionID, n))
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, false, total, nil
 	}
-	return out, rows.Err()
+	return t, err == nil, total, err
+}
+
+// LatestRecallTurns returns a session's last n indexed turns, in order.
+func (db *DB) LatestRecallTurns(ctx context.Context, sessionID string, n int) ([]RecallTurn, error) {
+	return list(ctx, db.db, scanRecallTurn, `SELECT * FROM (SELECT `+recallTurnCols+` WHERE t.session_id = ? ORDER BY t.turn DESC LIMIT ?) ORDER BY turn`, sessionID, n)
+}
+
+// StoredTurnData is a captured turn's data (JSON) by key; "" when the
+// ledger has none.
+func (db *DB) StoredTurnData(ctx context.Context, sessionID, key string) (string, error) {
+	var data string
+	err := db.db.QueryRowContext(ctx, `SELECT data FROM turns WHERE session_id = ? AND key = ?`, sessionID, key).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return data, err
+}
+
+// LatestCheckpoint is the checkpoint of a session's latest archive that
+// has one ("" for none), read without its turns.
+func (db *DB) LatestCheckpoint(ctx context.Context, sessionID string) (string, error) {
+	var cp string
+	err := db.db.QueryRowContext(ctx, `SELECT checkpoint FROM archives WHERE session_id = ? AND checkpoint != '' ORDER BY generation DESC LIMIT 1`, sessionID).Scan(&cp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return cp, err
 }
 
 // Forget removes what a session said and did from the ledger — its

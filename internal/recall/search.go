@@ -211,55 +211,64 @@ type ToolView struct {
 	Output   string `json:"output,omitempty"`
 }
 
-// Turn returns turn n (1-based, across generations) of an archived session.
+// Turn returns turn n (1-based, across generations) of an archived session:
+// found through the index, read from the ledger's captured turn by key (the
+// archive's copy only when that is gone), so its cost does not grow with
+// the session.
 func (a *Archive) Turn(ctx context.Context, sessionID string, n int) (TurnView, error) {
-	index, err := a.db.RecallTurns(ctx, sessionID)
-	if err != nil {
+	rt, ok, total, err := a.db.RecallTurnAt(ctx, sessionID, n)
+	switch {
+	case err != nil:
 		return TurnView{}, err
-	}
-	if len(index) == 0 {
+	case total == 0:
 		return TurnView{}, fmt.Errorf("session %s: %w", sessionID, ErrNotFound)
+	case !ok:
+		return TurnView{}, fmt.Errorf("session %s has no turn %d (it has %d): %w", sessionID, n, total, ErrNotFound)
 	}
-	rt, ok := index[n]
-	if !ok {
-		return TurnView{}, fmt.Errorf("session %s has no turn %d (it has %d): %w", sessionID, n, len(index), ErrNotFound)
-	}
-	turns, err := a.generationTurns(ctx, sessionID, rt.Generation)
+	t, err := a.storedTurn(ctx, sessionID, rt)
 	if err != nil {
 		return TurnView{}, err
 	}
-	for _, t := range turns {
-		if t.Key != rt.Key {
-			continue
-		}
-		v := TurnView{Session: sessionID, Generation: rt.Generation, Turn: n, Of: len(index), Time: rt.At.Format(time.RFC3339), Cwd: rt.Cwd,
-			Prompt: shown(t.User), Files: t.Files, Aborted: t.Aborted}
-		for _, r := range t.Assistant {
-			v.Replies = append(v.Replies, shown(r))
-		}
-		for _, c := range t.Tools {
-			v.Tools = append(v.Tools, ToolView{Name: c.Name, Command: shown(c.Command), Input: shown(rollout.OneLine(c.Input, 400)), ExitCode: c.ExitCode, Output: shown(c.Output)})
-		}
-		return v, nil
+	v := TurnView{Session: sessionID, Generation: rt.Generation, Turn: n, Of: total, Time: rt.At.Format(time.RFC3339), Cwd: rt.Cwd,
+		Prompt: shown(t.User), Files: t.Files, Aborted: t.Aborted}
+	for _, r := range t.Assistant {
+		v.Replies = append(v.Replies, shown(r))
 	}
-	return TurnView{}, fmt.Errorf("session %s turn %d: %w", sessionID, n, ErrNotFound)
+	for _, c := range t.Tools {
+		v.Tools = append(v.Tools, ToolView{Name: c.Name, Command: shown(c.Command), Input: shown(rollout.OneLine(c.Input, 400)), ExitCode: c.ExitCode, Output: shown(c.Output)})
+	}
+	return v, nil
 }
 
-func (a *Archive) generationTurns(ctx context.Context, sessionID string, gen int) ([]rollout.Turn, error) {
+// storedTurn reads an indexed turn whole.
+func (a *Archive) storedTurn(ctx context.Context, sessionID string, rt ledger.RecallTurn) (rollout.Turn, error) {
+	var t rollout.Turn
+	data, err := a.db.StoredTurnData(ctx, sessionID, rt.Key)
+	if err != nil {
+		return t, err
+	}
+	if data != "" {
+		return t, json.Unmarshal([]byte(data), &t)
+	}
 	archives, err := a.db.Archives(ctx, sessionID)
 	if err != nil {
-		return nil, err
+		return t, err
 	}
 	for _, ar := range archives {
-		if ar.Generation == gen {
-			var turns []rollout.Turn
-			if err := json.Unmarshal([]byte(ar.Turns), &turns); err != nil {
-				return nil, fmt.Errorf("archive %s g%d: %w", sessionID, gen, err)
+		if ar.Generation != rt.Generation {
+			continue
+		}
+		var turns []rollout.Turn
+		if err := json.Unmarshal([]byte(ar.Turns), &turns); err != nil {
+			return t, fmt.Errorf("archive %s g%d: %w", sessionID, ar.Generation, err)
+		}
+		for _, at := range turns {
+			if at.Key == rt.Key {
+				return at, nil
 			}
-			return turns, nil
 		}
 	}
-	return nil, fmt.Errorf("session %s g%d: %w", sessionID, gen, ErrNotFound)
+	return t, fmt.Errorf("session %s turn %d: %w", sessionID, rt.Turn, ErrNotFound)
 }
 
 // shown is a text as a view shows it: redacted (again) and bounded.
@@ -325,43 +334,31 @@ type TurnLine struct {
 // maxTurnLines bounds a session's turn list (its latest turns are listed).
 const maxTurnLines = 200
 
-// Session returns an archived session's view.
+// Session returns an archived session's view: its latest checkpoint and
+// its latest turns, read from the index (not from the archives' turns).
 func (a *Archive) Session(ctx context.Context, sessionID string) (SessionView, error) {
-	archives, err := a.db.Archives(ctx, sessionID)
+	latest, err := a.db.LatestRecallTurns(ctx, sessionID, maxTurnLines)
 	if err != nil {
 		return SessionView{}, err
 	}
-	index, err := a.db.RecallTurns(ctx, sessionID)
-	if err != nil {
-		return SessionView{}, err
-	}
-	if len(archives) == 0 || len(index) == 0 {
+	if len(latest) == 0 {
 		return SessionView{}, fmt.Errorf("session %s: %w", sessionID, ErrNotFound)
 	}
-	v := SessionView{Session: sessionID, TotalTurns: len(index)}
-	prompts := map[string]string{}
-	for _, ar := range archives {
-		var turns []rollout.Turn
-		_ = json.Unmarshal([]byte(ar.Turns), &turns)
-		for _, t := range turns {
-			prompts[strconv.Itoa(ar.Generation)+"\x00"+t.Key] = t.User
-		}
-		var cp checkpoint.Checkpoint
-		if ar.Checkpoint != "" && json.Unmarshal([]byte(ar.Checkpoint), &cp) == nil {
-			v.Checkpoint = redact.String(checkpoint.View(cp, checkpoint.DefaultViewCaps, nil))
-			v.Cwd = cp.Cwd
-		}
+	v := SessionView{Session: sessionID, TotalTurns: latest[len(latest)-1].Turn}
+	cpJSON, err := a.db.LatestCheckpoint(ctx, sessionID)
+	if err != nil {
+		return SessionView{}, err
 	}
-	for n := max(1, len(index)-maxTurnLines+1); n <= len(index); n++ {
-		rt, ok := index[n]
-		if !ok {
-			continue
-		}
+	var cp checkpoint.Checkpoint
+	if cpJSON != "" && json.Unmarshal([]byte(cpJSON), &cp) == nil {
+		v.Checkpoint = redact.String(checkpoint.View(cp, checkpoint.DefaultViewCaps, nil))
+		v.Cwd = cp.Cwd
+	}
+	for _, rt := range latest {
 		if v.Cwd == "" {
 			v.Cwd = rt.Cwd
 		}
-		v.Turns = append(v.Turns, TurnLine{Turn: n, Time: rt.At.Format(time.RFC3339),
-			Prompt: redact.String(rollout.OneLine(prompts[strconv.Itoa(rt.Generation)+"\x00"+rt.Key], 120))})
+		v.Turns = append(v.Turns, TurnLine{Turn: rt.Turn, Time: rt.At.Format(time.RFC3339), Prompt: rollout.OneLine(rt.Prompt, 120)})
 	}
 	return v, nil
 }
