@@ -47,7 +47,7 @@ type ImportResult struct {
 func (m *Manager) Import(ctx context.Context, o ImportOptions) (ImportResult, error) {
 	home, _ := filepath.Abs(o.CodexHome)
 	res := ImportResult{CodexHome: home}
-	rollouts := codex.Rollouts(home, o.Since)
+	rollouts := codex.RolloutsSince(home, o.Since)
 	res.Found = len(rollouts)
 	var todo []string
 	for id := range rollouts {

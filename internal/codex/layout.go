@@ -72,55 +72,43 @@ func FindRollout(codexHome, id, recorded string) string {
 // after since: in the day folders Codex files them under from the day
 // before since to tomorrow (local time; a day each side for clocks and
 // zones), and in archived_sessions/. One directory read per day: the cost
-// does not grow with the history.
+// does not grow with the history. A zero since lists every rollout (the
+// whole sessions/ tree: `cx ctl import`).
 func RolloutsSince(home string, since time.Time) map[string]string {
 	out := map[string]string{}
 	if home == "" {
 		return out
 	}
-	var dirs []string
-	for day := since.Local().AddDate(0, 0, -1); !day.After(time.Now().AddDate(0, 0, 1)); day = day.AddDate(0, 0, 1) {
-		dirs = append(dirs, filepath.Join(home, "sessions", day.Format("2006"), day.Format("01"), day.Format("02")))
+	add := func(dir string, e fs.DirEntry) {
+		id := RolloutID(e.Name())
+		if id == "" || e.IsDir() {
+			return
+		}
+		if _, dup := out[id]; dup {
+			return
+		}
+		if fi, err := e.Info(); err == nil && !fi.ModTime().Before(since) {
+			out[id] = filepath.Join(dir, e.Name())
+		}
 	}
-	dirs = append(dirs, archivedDir(home))
+	dirs := []string{archivedDir(home)}
+	if since.IsZero() {
+		_ = filepath.WalkDir(filepath.Join(home, "sessions"), func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				add(filepath.Dir(path), d)
+			}
+			return nil // an unreadable folder has nothing to list
+		})
+	} else {
+		for day := since.Local().AddDate(0, 0, -1); !day.After(time.Now().AddDate(0, 0, 1)); day = day.AddDate(0, 0, 1) {
+			dirs = append(dirs, filepath.Join(home, "sessions", day.Format("2006"), day.Format("01"), day.Format("02")))
+		}
+	}
 	for _, d := range dirs {
 		entries, _ := os.ReadDir(d)
 		for _, e := range entries {
-			id := RolloutID(e.Name())
-			if id == "" {
-				continue
-			}
-			if fi, err := e.Info(); err == nil && !fi.ModTime().Before(since) {
-				out[id] = filepath.Join(d, e.Name())
-			}
+			add(d, e)
 		}
-	}
-	return out
-}
-
-// Rollouts returns every rollout of a Codex home (its sessions and its
-// archived sessions) written since since (zero: all), by thread id.
-func Rollouts(home string, since time.Time) map[string]string {
-	out := map[string]string{}
-	if home == "" {
-		return out
-	}
-	for _, root := range []string{filepath.Join(home, "sessions"), archivedDir(home)} {
-		_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return nil // an unreadable folder has nothing to import
-			}
-			id := RolloutID(d.Name())
-			if id == "" {
-				return nil
-			}
-			if fi, err := d.Info(); err == nil && !fi.ModTime().Before(since) {
-				if _, dup := out[id]; !dup {
-					out[id] = path
-				}
-			}
-			return nil
-		})
 	}
 	return out
 }

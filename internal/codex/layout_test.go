@@ -26,9 +26,18 @@ func TestLayout(t *testing.T) {
 	if id := RolloutID("/x/rollout.jsonl"); id != "" {
 		t.Fatalf("RolloutID of a non-rollout = %q", id)
 	}
+	oldDir := filepath.Join(home, "sessions", "2020", "01", "02")
+	os.MkdirAll(oldDir, 0o700)
+	ancient := filepath.Join(oldDir, "rollout-2020-01-02T10-00-00-019a-ancient.jsonl")
+	os.WriteFile(ancient, nil, 0o600)
+	os.Chtimes(ancient, time.Date(2020, 1, 2, 10, 0, 0, 0, time.UTC), time.Date(2020, 1, 2, 10, 0, 0, 0, time.UTC))
 	got := RolloutsSince(home, day.Add(-time.Hour))
 	if len(got) != 2 || got["019a-live"] != live || got["019a-old"] != archived {
 		t.Fatalf("RolloutsSince = %v", got)
+	}
+	// A zero since lists the whole history (cx ctl import).
+	if got := RolloutsSince(home, time.Time{}); len(got) != 3 || got["019a-ancient"] != ancient {
+		t.Fatalf("RolloutsSince(zero) = %v", got)
 	}
 	// A recorded path whose file moved to archived_sessions is found there.
 	moved := filepath.Join(dayDir, filepath.Base(archived))
