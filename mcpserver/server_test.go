@@ -30,7 +30,7 @@ func seed(t *testing.T, home, cwd string) {
 		if err := tx.PutArchive(ctx, "sess-1", 1, string(data), "", ""); err != nil {
 			return err
 		}
-		return recall.IndexGeneration(ctx, tx, recall.NewProjects(home), "sess-1", 1, turns, cwd, tx.Now())
+		return recall.IndexGeneration(ctx, tx, "sess-1", 1, turns, cwd, recall.NewProjects(home).Of(cwd), tx.Now())
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -88,14 +88,7 @@ func (tx *Tx) ArchivesFrom(ctx context.Context, sessionID string, gen, n int) (a
 }
 
 // Meta is Meta inside the transaction.
-func (tx *Tx) Meta(ctx context.Context, key string) (string, error) {
-	var v string
-	err := tx.tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
-	return v, err
-}
+func (tx *Tx) Meta(ctx context.Context, key string) (string, error) { return getMeta(ctx, tx.tx, key) }
 
 // DeleteMeta removes key.
 func (tx *Tx) DeleteMeta(ctx context.Context, key string) error {

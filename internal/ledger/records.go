@@ -857,9 +857,11 @@ func scanTurn(s scanner) (StoredTurn, error) {
 }
 
 // Meta is the value stored under key ("" when there is none).
-func (db *DB) Meta(ctx context.Context, key string) (string, error) {
+func (db *DB) Meta(ctx context.Context, key string) (string, error) { return getMeta(ctx, db.db, key) }
+
+func getMeta(ctx context.Context, q querier, key string) (string, error) {
 	var v string
-	err := db.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
+	err := q.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}

@@ -110,14 +110,14 @@ func files(edits []rollout.FileEdit) string {
 }
 
 // IndexGeneration puts a generation's archived turns in the index inside
-// the transaction that archives them.
-// A turn with no time of its own gets at.
-func IndexGeneration(ctx context.Context, tx *ledger.Tx, projects *Projects, sessionID string, gen int, turns []rollout.Turn, cwd string, at time.Time) error {
+// the transaction that archives them, under the project id the caller
+// already knows; a turn with no time of its own gets at.
+func IndexGeneration(ctx context.Context, tx *ledger.Tx, sessionID string, gen int, turns []rollout.Turn, cwd, project string, at time.Time) error {
 	before, err := tx.TurnsBefore(ctx, sessionID, gen)
 	if err != nil {
 		return fmt.Errorf("index %s g%d: %w", sessionID, gen, err)
 	}
-	return tx.IndexGeneration(ctx, sessionID, gen, Docs(sessionID, gen, before, turns, cwd, projects.Of(cwd), at))
+	return tx.IndexGeneration(ctx, sessionID, gen, Docs(sessionID, gen, before, turns, cwd, project, at))
 }
 
 // backfillBatch is how many archives one backfill transaction indexes, so
@@ -190,5 +190,5 @@ func indexArchive(ctx context.Context, tx *ledger.Tx, projects *Projects, a ledg
 			cwd = cp.Cwd
 		}
 	}
-	return IndexGeneration(ctx, tx, projects, a.SessionID, a.Generation, turns, cwd, a.StoredAt)
+	return IndexGeneration(ctx, tx, a.SessionID, a.Generation, turns, cwd, projects.Of(cwd), a.StoredAt)
 }

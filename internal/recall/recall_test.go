@@ -42,7 +42,7 @@ func archive(t *testing.T, a *Archive, sid string, gen int, cwd string, turns []
 		if err := tx.PutArchive(ctx, sid, gen, string(data), "", ""); err != nil {
 			return err
 		}
-		return IndexGeneration(ctx, tx, a.projects, sid, gen, turns, cwd, tx.Now())
+		return IndexGeneration(ctx, tx, sid, gen, turns, cwd, a.projects.Of(cwd), tx.Now())
 	})
 	if err != nil {
 		t.Fatal(err)

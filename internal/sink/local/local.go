@@ -52,13 +52,17 @@ func (l *Sink) Commit(ctx context.Context, req sink.Request) error {
 			cpJSON = string(cp.JSON())
 		}
 	}
+	if cwd == "" {
+		cwd = cp.Cwd
+	}
+	store := continuity.Store{Home: l.h.Cfg.Home}
+	var id continuity.Identity
+	if cwd != "" {
+		id = store.Identify(cwd) // the project of continuity and of the index
+	}
 	if cpJSON != "" {
-		if cwd == "" {
-			cwd = cp.Cwd
-		}
 		if cwd != "" && len(req.Turns) > 0 && req.Generation.EndReason != ReasonImport {
-			store := continuity.Store{Home: l.h.Cfg.Home}
-			_, wt, err := store.Update(store.Identify(cwd), continuity.Evidence{
+			_, wt, err := store.Update(id, continuity.Evidence{
 				SessionID: req.Session.ID, EndReason: req.Generation.EndReason, Turns: req.Turns, Plan: cp.Plan.Steps})
 			if err != nil {
 				return err
@@ -70,7 +74,7 @@ func (l *Sink) Commit(ctx context.Context, req sink.Request) error {
 		if err := tx.PutArchive(ctx, req.Session.ID, req.Generation.Generation, string(turns), cpJSON, cont); err != nil {
 			return err
 		}
-		return recall.IndexGeneration(ctx, tx, recall.NewProjects(l.h.Cfg.Home), req.Session.ID, req.Generation.Generation, req.Turns, cwd, tx.Now())
+		return recall.IndexGeneration(ctx, tx, req.Session.ID, req.Generation.Generation, req.Turns, cwd, id.ProjectID, tx.Now())
 	})
 }
 
