@@ -96,7 +96,13 @@ func build(in Input) string {
 // cx's, labelled with its source, and saying it is reference, not
 // instructions (a recall tool's result is as untrusted as a past session).
 func Wrap(source, body string) string {
-	return fmt.Sprintf("<cx-context source=%q sections=%q>\n%s\n\n%s\n</cx-context>", "cx:"+source, "", Notice, strings.TrimRight(body, "\n"))
+	head, tail := boundary(source, nil)
+	return head + "\n" + strings.TrimRight(body, "\n") + "\n" + tail
+}
+
+// boundary is the opening (with the notice) and closing of a cx block.
+func boundary(source string, sectionHashes []string) (head, tail string) {
+	return fmt.Sprintf("<cx-context source=%q sections=%q>\n%s\n", "cx:"+source, strings.Join(sectionHashes, ","), Notice), "</cx-context>"
 }
 
 // render wraps the sections and fits them in max characters: sections keep
@@ -109,8 +115,7 @@ func render(source string, secs []Section, max int) string {
 	for _, s := range secs {
 		hashes = append(hashes, s.Hash())
 	}
-	head := fmt.Sprintf("<cx-context source=%q sections=%q>\n%s\n", "cx:"+source, strings.Join(hashes, ","), Notice)
-	const tail = "</cx-context>"
+	head, tail := boundary(source, hashes)
 	budget := max - utf8.RuneCountInString(head) - utf8.RuneCountInString(tail)
 	parts := make([]string, len(secs))
 	for i, s := range secs {
