@@ -50,12 +50,6 @@ func OpenReadOnly(ctx context.Context, home string) (*Archive, error) {
 // Close closes the ledger.
 func (a *Archive) Close() error { return a.db.Close() }
 
-// DB is the open ledger (for the commands that also write it).
-func (a *Archive) DB() *ledger.DB { return a.db }
-
-// ProjectOf is the project id of dir, as the index keeps it.
-func (a *Archive) ProjectOf(dir string) string { return a.projects.Of(dir) }
-
 // Query is one search.
 type Query struct {
 	Text    string
@@ -79,8 +73,8 @@ type Hit struct {
 // cannot parse.
 var ErrQuery = errors.New("bad query")
 
-// MaxQuery bounds a query's length.
-const MaxQuery = 4096
+// maxQuery bounds a query's length.
+const maxQuery = 4096
 
 // Search finds archived turns, best first.
 func (a *Archive) Search(ctx context.Context, q Query) ([]Hit, error) {
@@ -119,8 +113,8 @@ func MatchExpr(text string) (string, error) {
 	if text == "" {
 		return "", fmt.Errorf("%w: the query is empty", ErrQuery)
 	}
-	if len(text) > MaxQuery {
-		return "", fmt.Errorf("%w: the query is %d bytes; at most %d", ErrQuery, len(text), MaxQuery)
+	if len(text) > maxQuery {
+		return "", fmt.Errorf("%w: the query is %d bytes; at most %d", ErrQuery, len(text), maxQuery)
 	}
 	words := strings.Fields(text)
 	if isSyntax(text, words) {
