@@ -6,8 +6,7 @@
 // else a config.toml line edit); and doctor's checks of the installed hooks
 // (installed, trusted, firing) and of the MCP server (registered, answering).
 //
-// It imports internal/codex, internal/fsutil, internal/health, toml and the
-// MCP SDK (doctor's handshake with cx mcp).
+// It imports internal/codex, internal/fsutil, internal/health and toml.
 package hookcfg
 
 import (

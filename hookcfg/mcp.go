@@ -1,7 +1,9 @@
 package hookcfg
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,7 +14,6 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"cx/internal/codex"
 	"cx/internal/fsutil"
@@ -152,9 +153,7 @@ func (in *Installer) MCPCheck(ctx context.Context) health.Check {
 	return c
 }
 
-// probeMCP starts the server as Codex would, completes the MCP handshake
-// and lists its tools (the official SDK's client: the same protocol code
-// as the server).
+// probeMCP starts the server, initializes it and lists its tools.
 func probeMCP(ctx context.Context, s codex.MCPServer) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -163,19 +162,48 @@ func probeMCP(ctx context.Context, s codex.MCPServer) ([]string, error) {
 	for k, v := range s.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "cx-doctor", Version: "1"}, nil)
-	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
 	}
-	defer session.Close()
-	res, err := session.ListTools(ctx, nil)
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	for _, t := range res.Tools {
-		names = append(names, t.Name)
+	if err := cmd.Start(); err != nil {
+		return nil, err
 	}
-	return names, nil
+	defer func() { stdin.Close(); _ = cmd.Wait() }()
+	_, err = fmt.Fprint(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"cx-doctor","version":"1"}}}`+"\n"+
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`+"\n")
+	if err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		var m struct {
+			ID     int `json:"id"`
+			Result struct {
+				Tools []struct{ Name string } `json:"tools"`
+			} `json:"result"`
+			Error *struct{ Message string } `json:"error"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID != 2 {
+			continue
+		}
+		if m.Error != nil {
+			return nil, errors.New(m.Error.Message)
+		}
+		var names []string
+		for _, t := range m.Result.Tools {
+			names = append(names, t.Name)
+		}
+		return names, nil
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return nil, errors.New("it closed its output without listing its tools")
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"cx/internal/ledger"
 	"cx/internal/recall"
 	"cx/internal/rollout"
@@ -250,4 +252,67 @@ func TestStdinClosedMidRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.closeAndWait()
+}
+
+// The official Go SDK's client (the protocol's reference implementation)
+// connects, negotiates, lists the tools with their schemas, calls them and
+// pings: the hand-written server holds to the protocol.
+func TestOfficialSDKClient(t *testing.T) {
+	home, cwd := t.TempDir(), t.TempDir()
+	seed(t, home, cwd)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := Serve(ctx, Options{Home: home, Cwd: cwd, Version: "test"}, inR, outW)
+		outW.Close()
+		done <- err
+	}()
+	client := mcp.NewClient(&mcp.Implementation{Name: "sdk-client", Version: "1"}, nil)
+	session, err := client.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := session.InitializeResult(); got.ServerInfo.Name != Name || got.Capabilities.Tools == nil {
+		t.Errorf("initialize result: %+v", got)
+	}
+	tools, err := session.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+		if tl.InputSchema == nil {
+			t.Errorf("%s has no input schema", tl.Name)
+		}
+	}
+	if strings.Join(names, ",") != "search,session,turn" {
+		t.Errorf("tools: %v", names)
+	}
+	res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "search", Arguments: map[string]any{"query": "quillfeather"}})
+	if err != nil || res.IsError || len(res.Content) != 1 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "«quillfeather»") {
+		t.Fatalf("search: %v %+v", err, res)
+	}
+	res, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "turn", Arguments: map[string]any{"id": "nope", "n": 1}})
+	if err != nil || !res.IsError {
+		t.Errorf("turn of an unknown session: %v %+v", err, res)
+	}
+	if _, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "no-such-tool"}); err == nil {
+		t.Error("an unknown tool was not an error")
+	}
+	if err := session.Ping(ctx, nil); err != nil {
+		t.Errorf("ping: %v", err)
+	}
+	session.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not end after the client closed")
+	}
 }

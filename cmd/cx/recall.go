@@ -222,8 +222,7 @@ func (a *app) ctlMCP(ctx context.Context, args []string) int {
 		a.errorf("%v", err)
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	// No signal handling: SIGTERM or SIGINT ends a read-only server at once.
 	err = mcpserver.Serve(ctx, mcpserver.Options{Home: cfg.Home, Cwd: cwd(), Version: cli.Version(version)}, a.stdin, a.stdout)
 	if err != nil {
 		a.errorf("%v", err)
