@@ -3,7 +3,10 @@
 # outer terminal, reading the PTY like an emulator) shows 32 MiB that `cat`
 # writes — directly, through a second script(1) (the same number of relays
 # as cx), through cx, and through cx without its session leader
-# (CX_TEST_NO_LEADER=1). Paired rounds, medians, ratios. ROUNDS (default 7).
+# (CX_TEST_NO_LEADER=1). Paired rounds, medians, ratios, and the CPU each
+# run's processes used (the outer script(1) and cat included; the kernel's
+# PTY workers not). ROUNDS (default 7); CX_BENCH_BASELINE_CX=<cx binary>
+# adds that cx (before a change) to the rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
@@ -29,20 +32,30 @@ declare -A cmd=(
   [cx-no-leader]="env CX_TEST_NO_LEADER=1 $tmp/cx $F"
 )
 names=(direct script-in-script cx cx-no-leader)
+if [ -n "${CX_BENCH_BASELINE_CX:-}" ]; then # cx before a change (scripts/bench.sh BASE=rev)
+  cmd[cx-base]="$CX_BENCH_BASELINE_CX $F"
+  names+=(cx-base)
+fi
 script -qec "${cmd[cx]}" /dev/null >/dev/null </dev/null # warm the caps cache
-for n in "${names[@]}"; do : >"$tmp/t.$n"; done
+for n in "${names[@]}"; do : >"$tmp/t.$n"; : >"$tmp/c.$n"; done
+TIMEFORMAT='%U %S' # bash's time: CPU of the run's whole process tree
 for ((i = 0; i < ${ROUNDS:-7}; i++)); do
   for n in "${names[@]}"; do
     s=$(date +%s%N)
-    script -qec "${cmd[$n]}" /dev/null >/dev/null </dev/null
+    { time script -qec "${cmd[$n]}" /dev/null >/dev/null </dev/null; } 2>"$tmp/cpu"
     echo $(($(date +%s%N) - s)) >>"$tmp/t.$n"
+    awk '{print ($1 + $2) * 1000}' "$tmp/cpu" >>"$tmp/c.$n"
   done
 done
 median() { sort -n "$1" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 declare -A med
 for n in "${names[@]}"; do
   med[$n]=$(median "$tmp/t.$n")
-  awk -v n="$n" -v t="${med[$n]}" 'BEGIN {printf "%-17s median %.3f s  %.0f MB/s\n", n, t/1e9, 33.554432/(t/1e9)}'
+  awk -v n="$n" -v t="${med[$n]}" -v c="$(median "$tmp/c.$n")" 'BEGIN {
+    printf "%-17s median %.3f s  %.0f MB/s  CPU %.0f ms (user+sys, all its processes)\n", n, t/1e9, 33.554432/(t/1e9), c }'
 done
 awk -v a="${med[script-in-script]}" -v b="${med[cx]}" -v c="${med[direct]}" -v d="${med[cx-no-leader]}" 'BEGIN {
   printf "throughput cx/script-in-script %.2f, cx/direct %.2f, cx/cx-no-leader %.2f\n", a/b, c/b, d/b }'
+if [ -n "${med[cx-base]:-}" ]; then
+  awk -v a="${med[cx-base]}" -v b="${med[cx]}" 'BEGIN { printf "throughput cx/cx-base %.2f\n", a/b }'
+fi
