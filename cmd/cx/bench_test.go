@@ -161,8 +161,9 @@ func runOnPTYTo(cmd *exec.Cmd, out io.Writer) (n int64, d time.Duration, rss int
 
 // BenchmarkPTYThroughput relays the same child's output through cx, through
 // script(1), and straight to a PTY, interleaved in one run; it reports each
-// median MB/s (at least 15 rounds: the machine is noisy), the ratios, and
-// cx's peak RSS while relaying.
+// median MB/s (at least 15 rounds: the machine is noisy), the ratios,
+// cx's peak RSS while relaying, and the median CPU (user+sys) each used
+// with the child it ran.
 func BenchmarkPTYThroughput(b *testing.B) {
 	const size = 16 << 20
 	cx := codextest.CX(b)
@@ -188,11 +189,13 @@ func BenchmarkPTYThroughput(b *testing.B) {
 		}},
 	}
 	times := map[string][]time.Duration{}
+	cpu := map[string][]time.Duration{} // user+sys of the process and what it waited for
 	var peakRSS int64
 	b.SetBytes(size)
 	for i := 0; i < max(b.N, 15); i++ {
 		for _, v := range variants {
-			n, d, rss, err := runOnPTY(v.cmd())
+			c := v.cmd()
+			n, d, rss, err := runOnPTY(c)
 			if err != nil && !errors.Is(err, syscall.EIO) {
 				b.Fatalf("%s: %v", v.name, err)
 			}
@@ -200,6 +203,9 @@ func BenchmarkPTYThroughput(b *testing.B) {
 				b.Fatalf("%s: read %d bytes, want ≥ %d", v.name, n, size)
 			}
 			times[v.name] = append(times[v.name], d)
+			if st := c.ProcessState; st != nil {
+				cpu[v.name] = append(cpu[v.name], st.UserTime()+st.SystemTime())
+			}
 			if v.name == "cx" && rss > peakRSS {
 				peakRSS = rss
 			}
@@ -216,6 +222,12 @@ func BenchmarkPTYThroughput(b *testing.B) {
 	b.ReportMetric(mbps("cx")/mbps("script"), "cx/script")
 	b.ReportMetric(mbps("cx")/mbps("direct"), "cx/direct")
 	b.ReportMetric(float64(peakRSS)/(1<<20), "cx-peak-RSS-MiB")
+	for _, name := range []string{"cx", "script", "direct"} {
+		if ds := cpu[name]; len(ds) > 0 {
+			slices.Sort(ds)
+			b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, name+"-cpu-ms")
+		}
+	}
 }
 
 // BenchmarkStartOverhead runs a trivial child directly and through cx (pipe
