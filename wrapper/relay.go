@@ -222,7 +222,7 @@ func (r *relay) runPolled() {
 	defer unix.Close(r.dstNB)
 	buf := make([]byte, relayBuffers*relayBufSize)
 	start, end := 0, 0 // queued: buf[start:end]
-	fds := []unix.PollFd{{Fd: int32(r.src)}, {Fd: int32(r.wakeR), Events: unix.POLLIN}, {Fd: int32(r.dstNB)}}
+	fds := []unix.PollFd{{Events: unix.POLLIN}, {Fd: int32(r.wakeR), Events: unix.POLLIN}, {Events: unix.POLLOUT}}
 	srcOpen, dstOK := true, true
 	var sched schedPoint
 	for {
@@ -230,12 +230,16 @@ func (r *relay) runPolled() {
 			return
 		}
 		sched.pass()
-		fds[0].Events, fds[2].Events = 0, 0
+		// A side not waited for is left out (-1), not polled for no events:
+		// a terminal's poll registers on both its wait queues whatever the
+		// events, so each time the user's terminal drained a little, the
+		// relay would wake for nothing.
+		fds[0].Fd, fds[2].Fd = -1, -1
 		if srcOpen && end < len(buf) {
-			fds[0].Events = unix.POLLIN
+			fds[0].Fd = int32(r.src)
 		}
 		if start < end && dstOK {
-			fds[2].Events = unix.POLLOUT
+			fds[2].Fd = int32(r.dstNB)
 		}
 		for i := range fds {
 			fds[i].Revents = 0
