@@ -3,7 +3,8 @@
 # outer terminal, reading the PTY like an emulator) shows 32 MiB that `cat`
 # writes — directly, through a second script(1) (the same number of relays
 # as cx), through cx, and through cx without its session leader
-# (CX_TEST_NO_LEADER=1). Paired rounds, medians, ratios, and the CPU each
+# (CX_TEST_NO_LEADER=1), and through the least relay there is
+# (scripts/minrelay.c). Paired rounds, medians, ratios, and the CPU each
 # run's processes used (the outer script(1) and cat included; the kernel's
 # PTY workers not). ROUNDS (default 7); CX_BENCH_BASELINE_CX=<cx binary>
 # adds that cx (before a change) to the rounds.
@@ -32,6 +33,12 @@ declare -A cmd=(
   [cx-no-leader]="env CX_TEST_NO_LEADER=1 $tmp/cx $F"
 )
 names=(direct script-in-script cx cx-no-leader)
+# The floor for any relay on this machine: scripts/minrelay.c, blocking
+# read and write and nothing else (needs a C compiler; left out without one).
+if cc -O2 -o "$tmp/minrelay" scripts/minrelay.c -lutil 2>/dev/null; then
+  cmd[min-relay]="$tmp/minrelay cat $F"
+  names+=(min-relay)
+fi
 if [ -n "${CX_BENCH_BASELINE_CX:-}" ]; then # cx before a change (scripts/bench.sh BASE=rev)
   cmd[cx-base]="$CX_BENCH_BASELINE_CX $F"
   names+=(cx-base)
@@ -56,6 +63,10 @@ for n in "${names[@]}"; do
 done
 awk -v a="${med[script-in-script]}" -v b="${med[cx]}" -v c="${med[direct]}" -v d="${med[cx-no-leader]}" 'BEGIN {
   printf "throughput cx/script-in-script %.2f, cx/direct %.2f, cx/cx-no-leader %.2f\n", a/b, c/b, d/b }'
+if [ -n "${med[min-relay]:-}" ]; then
+  awk -v a="${med[min-relay]}" -v b="${med[cx]}" -v c="${med[direct]}" 'BEGIN {
+    printf "throughput cx/min-relay %.2f (min-relay/direct %.2f)\n", a/b, c/a }'
+fi
 if [ -n "${med[cx-base]:-}" ]; then
   awk -v a="${med[cx-base]}" -v b="${med[cx]}" 'BEGIN { printf "throughput cx/cx-base %.2f\n", a/b }'
 fi
