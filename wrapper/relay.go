@@ -33,9 +33,9 @@ import (
 // Every reader waits in poll(2) on the source and a wake-up pipe: that is
 // what lets the copy stop on demand without O_NONBLOCK on a descriptor the
 // shell shares (stdin), and keeps the Go scheduler and its netpoller out of
-// the hot path. A non-blocking source is read until empty (or the buffer is
-// full) before each hand-over, batching the kernel's small PTY reads into
-// one write.
+// the hot path. A non-blocking source (the app-server's pipes; the PTY
+// master is blocking, see tty.Unpolled) is read until empty, or the buffer
+// is full, before each hand-over, batching small reads into one write.
 type relay struct {
 	src      int
 	dst      *os.File
