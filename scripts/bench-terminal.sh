@@ -4,10 +4,11 @@
 # writes — directly, through a second script(1) (the same number of relays
 # as cx), through cx, and through cx without its session leader
 # (CX_TEST_NO_LEADER=1), and through the least relay there is
-# (scripts/minrelay.c). Paired rounds, medians, ratios, and the CPU each
-# run's processes used (the outer script(1) and cat included; the kernel's
-# PTY workers not). ROUNDS (default 7); CX_BENCH_BASELINE_CX=<cx binary>
-# adds that cx (before a change) to the rounds.
+# (scripts/minrelay.c). Paired rounds: medians, the median of the
+# per-round ratios, and the CPU each run's processes used (the outer
+# script(1) and cat included; the kernel's PTY workers not). ROUNDS
+# (default 7); CX_BENCH_BASELINE_CX=<cx binary> adds that cx (before a
+# change) to the rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
@@ -61,12 +62,15 @@ for n in "${names[@]}"; do
   awk -v n="$n" -v t="${med[$n]}" -v c="$(median "$tmp/c.$n")" 'BEGIN {
     printf "%-17s median %.3f s  %.0f MB/s  CPU %.0f ms (user+sys, all its processes)\n", n, t/1e9, 33.554432/(t/1e9), c }'
 done
-awk -v a="${med[script-in-script]}" -v b="${med[cx]}" -v c="${med[direct]}" -v d="${med[cx-no-leader]}" 'BEGIN {
-  printf "throughput cx/script-in-script %.2f, cx/direct %.2f, cx/cx-no-leader %.2f\n", a/b, c/b, d/b }'
+# Throughput of cx over each other variant, round by round (the rounds are
+# paired: each ran every variant in turn), then the median and the middle
+# half of those ratios.
+for n in "${names[@]}"; do
+  [ "$n" = cx ] && continue
+  paste "$tmp/t.$n" "$tmp/t.cx" | awk '{print $1 / $2}' | sort -n | awk -v n="$n" '{r[NR] = $1} END {
+    printf "throughput cx/%-16s %.2f  (median of %d paired rounds; middle half %.2f-%.2f)\n", n, r[int((NR + 1) / 2)], NR, r[int(NR / 4) + 1], r[int(3 * NR / 4) + 1] }'
+done
 if [ -n "${med[min-relay]:-}" ]; then
-  awk -v a="${med[min-relay]}" -v b="${med[cx]}" -v c="${med[direct]}" 'BEGIN {
-    printf "throughput cx/min-relay %.2f (min-relay/direct %.2f)\n", a/b, c/a }'
-fi
-if [ -n "${med[cx-base]:-}" ]; then
-  awk -v a="${med[cx-base]}" -v b="${med[cx]}" 'BEGIN { printf "throughput cx/cx-base %.2f\n", a/b }'
+  paste "$tmp/t.direct" "$tmp/t.min-relay" | awk '{print $1 / $2}' | sort -n | awk '{r[NR] = $1} END {
+    printf "throughput min-relay/direct %.2f  (the floor for any relay here)\n", r[int((NR + 1) / 2)] }'
 fi
