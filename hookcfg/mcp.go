@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +29,38 @@ const MCPName = "cx"
 // environment).
 func (in *Installer) MCPServer() codex.MCPServer {
 	return codex.MCPServer{Command: in.CXPath, Args: []string{"mcp"}, Env: map[string]string{"CX_HOME": in.CXHome}}
+}
+
+// mcpDiffers says how a registration differs from this cx's in what
+// matters — the executable (by file identity, so a symlink or a second
+// path to the same binary is the same cx), its arguments, the CX_HOME it
+// is given — or "" when it does not.
+func mcpDiffers(have, want codex.MCPServer) string {
+	if !sameExecutable(have.Command, want.Command) || !slices.Equal(have.Args, want.Args) {
+		return fmt.Sprintf("Codex's %q server runs %s %v, not this cx (%s)", MCPName, have.Command, have.Args, want.Command)
+	}
+	if h, w := have.Env["CX_HOME"], want.Env["CX_HOME"]; h != w {
+		if h == "" {
+			h = "the default (~/.cx)"
+		}
+		return fmt.Sprintf("Codex's %q server is this cx but reads the archive in CX_HOME %s, not %s (this CX_HOME): install again to point it here", MCPName, h, w)
+	}
+	for k, v := range have.Env {
+		if k != "CX_HOME" && want.Env[k] != v {
+			return fmt.Sprintf("Codex's %q server is this cx but runs with %s=%s", MCPName, k, v)
+		}
+	}
+	return ""
+}
+
+// sameExecutable reports whether two paths name the same file.
+func sameExecutable(a, b string) bool {
+	if a == b {
+		return true
+	}
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }
 
 // isOurMCP reports whether a registration is some cx's MCP server.
@@ -134,8 +167,10 @@ func (in *Installer) MCPCheck(ctx context.Context) health.Check {
 			c.Detail, c.Fix = "Codex has no MCP server named "+MCPName+" (search from inside Codex is off)", "cx ctl install"
 			return c
 		case !have.Equal(want):
-			c.Detail, c.Fix = fmt.Sprintf("Codex's %q server runs %s %v, not this cx", MCPName, have.Command, have.Args), "cx ctl install"
-			return c
+			c.Detail, c.Fix = mcpDiffers(have, want), "cx ctl install"
+			if c.Detail != "" {
+				return c
+			}
 		}
 	} else {
 		data, _ := os.ReadFile(in.ConfigPath())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"cx/internal/config"
@@ -21,7 +22,12 @@ func Doctor(ctx context.Context, cfg config.Config, codexHome string, getenv fun
 	var out []health.Check
 	if cfg.Home != "" {
 		c, recovered := checkLedger(ctx, cfg)
-		out = append(out, c, checkUnrecorded(cfg.Home, recovered))
+		u := checkUnrecorded(cfg.Home, recovered)
+		if !c.OK && u.OK && c.Fix != fixParked {
+			// Nothing says a run was lost, but none started now is recorded.
+			u = health.Check{Name: u.Name, Detail: "runs started now are not recorded (Codex runs, unrecorded) until the ledger can be written (see its fix)"}
+		}
+		out = append(out, c, u)
 	}
 	sinks := defaultSinks(sink.Host{Cfg: cfg, Getenv: getenv, Now: nowUTC})
 	for _, name := range cfg.Sinks {
@@ -59,16 +65,19 @@ func checkUnrecorded(home, recoveredNote string) health.Check {
 	return health.Check{Name: "unrecorded runs", OK: true, Detail: detail}
 }
 
+// fixParked is the ledger check's fix when only parked jobs fail it.
+const fixParked = "see `cx ctl status`, then `cx ctl retry --all`"
+
 // checkLedger checks the ledger; it also says when sessions were last
 // recorded late from their rollouts ("" if never).
 func checkLedger(ctx context.Context, cfg config.Config) (c health.Check, recovered string) {
-	db, err := ledger.Open(ctx, filepath.Join(cfg.Home, ledger.FileName), ledger.Options{})
+	path := filepath.Join(cfg.Home, ledger.FileName)
+	if err := config.EnsureHome(cfg.Home); err != nil {
+		return health.Check{Name: "ledger", Detail: err.Error(), Fix: ledgerFix(cfg, err)}, ""
+	}
+	db, err := ledger.Open(ctx, path, ledger.Options{})
 	if err != nil {
-		fix := "see " + filepath.Join(cfg.Home, "logs", "cx.log")
-		if errors.Is(err, ledger.ErrDamaged) {
-			fix = "move " + filepath.Join(cfg.Home, ledger.FileName) + " aside; cx starts a new ledger (rollouts keep every session)"
-		}
-		return health.Check{Name: "ledger", Detail: err.Error(), Fix: fix}, ""
+		return health.Check{Name: "ledger", Detail: err.Error(), Fix: ledgerFix(cfg, err)}, ""
 	}
 	defer db.Close()
 	if err := db.Check(ctx); err != nil {
@@ -81,7 +90,34 @@ func checkLedger(ctx context.Context, cfg config.Config) (c health.Check, recove
 	parked, _ := db.Jobs(ctx, ledger.JobParked)
 	c = health.Check{Name: "ledger", OK: len(parked) == 0, Detail: fmt.Sprintf("%s: %d pending, %d parked job(s)", db.Path, len(pending), len(parked))}
 	if len(parked) > 0 {
-		c.Fix = "see `cx ctl status`, then `cx ctl retry --all`"
+		c.Fix = fixParked
 	}
 	return c, recovered
+}
+
+// ledgerFix is what to do about a ledger that cannot be opened, by why.
+func ledgerFix(cfg config.Config, err error) string {
+	path := filepath.Join(cfg.Home, ledger.FileName)
+	switch {
+	case errors.Is(err, config.ErrHome):
+		return "move what stands at " + cfg.Home + " aside, or set CX_HOME to a directory cx may create and write"
+	case ledger.IsDamaged(err):
+		return "move " + path + " aside; cx starts a new ledger (rollouts keep every session)"
+	case ledger.CannotWrite(err):
+		return "make " + cfg.Home + " writable, or set CX_HOME to a directory that is (meanwhile search, show, sessions and status read it as it is)"
+	}
+	if _, serr := os.Stat(filepath.Join(cfg.Home, "logs", "cx.log")); serr == nil {
+		return "see " + filepath.Join(cfg.Home, "logs", "cx.log")
+	}
+	return "check that " + path + " can be created and written"
+}
+
+// LedgerAdvice is what to do when err (a ledger failure) is the ledger's
+// own trouble — damaged, or in a CX_HOME cx cannot use or write — and ""
+// otherwise: a command that failed on it says so beside its error.
+func LedgerAdvice(cfg config.Config, err error) string {
+	if errors.Is(err, config.ErrHome) || ledger.IsDamaged(err) || ledger.CannotWrite(err) {
+		return "to fix: " + ledgerFix(cfg, err)
+	}
+	return ""
 }

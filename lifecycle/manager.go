@@ -90,7 +90,26 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*Manager, error
 	if err := config.EnsureHome(cfg.Home); err != nil {
 		return nil, err
 	}
+	db, err := ledger.Open(ctx, filepath.Join(cfg.Home, ledger.FileName), ledger.Options{BusyTimeout: opts.BusyTimeout})
+	if err != nil {
+		return nil, err
+	}
+	return newManager(cfg, db), nil
+}
+
+// OpenReader opens the ledger for the commands that only read it
+// (sessions, status, show): read only when CX_HOME cannot be written.
+func OpenReader(ctx context.Context, cfg config.Config) (*Manager, error) {
+	db, _, err := ledger.OpenForReading(ctx, filepath.Join(cfg.Home, ledger.FileName), ledger.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return newManager(cfg, db), nil
+}
+
+func newManager(cfg config.Config, db *ledger.DB) *Manager {
 	m := &Manager{
+		DB:          db,
 		Cfg:         cfg,
 		Log:         logs.New(cfg.Home),
 		Owner:       fmt.Sprintf("pid:%d:%d", os.Getpid(), time.Now().UnixNano()),
@@ -105,13 +124,8 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*Manager, error
 	if d, err := time.ParseDuration(os.Getenv("CX_TEST_LEASE")); err == nil && d > 0 {
 		m.Lease = d // crash-point tests: a dead worker's lease expires quickly
 	}
-	db, err := ledger.Open(ctx, filepath.Join(cfg.Home, ledger.FileName), ledger.Options{BusyTimeout: opts.BusyTimeout})
-	if err != nil {
-		return nil, err
-	}
-	m.DB = db
 	m.Sinks = defaultSinks(m.host())
-	return m, nil
+	return m
 }
 
 // Close closes the ledger.

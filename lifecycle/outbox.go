@@ -106,7 +106,8 @@ func (m *Manager) recordOutcome(ctx context.Context, tx *ledger.Tx, job ledger.J
 		return m.settleGeneration(ctx, tx, job.SessionID, job.Generation)
 	}
 	job.Attempts++
-	job.LastError = redact.String(jobErr.Error())
+	// One bounded line: status prints one per job, whatever a sink answered.
+	job.LastError = rollout.OneLine(redact.String(jobErr.Error()), maxJobError)
 	var perm *sink.PermanentError
 	if errors.As(jobErr, &perm) || job.Attempts >= m.Cfg.Lifecycle.MaxAttempts {
 		job.State = ledger.JobParked
@@ -118,6 +119,9 @@ func (m *Manager) recordOutcome(ctx context.Context, tx *ledger.Tx, job ledger.J
 	}
 	return tx.UpdateJob(ctx, job)
 }
+
+// maxJobError bounds the error a job keeps.
+const maxJobError = 400
 
 // settleGeneration marks a generation committed once every sink's job is done.
 func (m *Manager) settleGeneration(ctx context.Context, tx *ledger.Tx, sessionID string, gen int) error {

@@ -65,7 +65,10 @@ type JobView struct {
 	NextAttempt string  `json:"next_attempt_at"`
 	LastError   string  `json:"last_error"`
 	LeaseUntil  *string `json:"lease_until"`
-	UpdatedAt   string  `json:"updated_at"`
+	// LeaseOwner is the worker holding it ("pid:<pid>:…"), where a sweep
+	// says which job is in progress where.
+	LeaseOwner string `json:"lease_owner,omitempty"`
+	UpdatedAt  string `json:"updated_at"`
 }
 
 // Target is what the job goes to: its sink, or for a job to no sink what it

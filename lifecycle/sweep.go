@@ -20,6 +20,78 @@ type SweepResult struct {
 	// Recovered counts sessions recorded late from their rollouts (a run
 	// could not write the ledger).
 	Recovered int
+	// InProgress are jobs another process (a hook's background sweeper, a
+	// run's exit) still held when the sweep stopped waiting for them.
+	InProgress []JobView
+	// Waited is how long the sweep waited for such jobs.
+	Waited time.Duration
+}
+
+// SweepOptions tune a foreground sweep.
+type SweepOptions struct {
+	// Background: the single background sweeper a hook starts — it holds
+	// the sweeper's lock, or leaves at once when another does.
+	Background bool
+	// Wait is how long to wait for jobs another process is working on
+	// (a commit of a long history), so that what the sweep reports done is
+	// done; 0 does not wait.
+	Wait time.Duration
+	// Progress, when set, is told which jobs are waited for, about every
+	// second.
+	Progress func(waiting []JobView, waited time.Duration)
+}
+
+// jobPoll is how often a sweep looks whether other workers' jobs are done.
+const jobPoll = 100 * time.Millisecond
+
+// waitForOthers waits, up to wait, until no job is leased by another
+// worker (their leases end with their outcome, or expire), working what
+// they leave due; it returns the jobs still held elsewhere.
+func (m *Manager) waitForOthers(ctx context.Context, o SweepOptions, res *SweepResult) error {
+	start := time.Now()
+	lastProgress := time.Time{}
+	for {
+		held, err := m.leasedElsewhere(ctx)
+		if err != nil {
+			return err
+		}
+		res.Waited = time.Since(start)
+		if len(held) == 0 || res.Waited >= o.Wait || ctx.Err() != nil {
+			res.InProgress = held
+			return nil
+		}
+		if o.Progress != nil && time.Since(lastProgress) >= time.Second {
+			o.Progress(held, res.Waited)
+			lastProgress = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(jobPoll):
+		}
+		n, err := m.WorkOutbox(ctx, nil) // a job released for a retry, or an expired lease
+		res.Jobs += n
+		if err != nil && ctx.Err() == nil {
+			return err
+		}
+	}
+}
+
+// leasedElsewhere lists the jobs another worker holds a live lease on.
+func (m *Manager) leasedElsewhere(ctx context.Context) ([]JobView, error) {
+	jobs, err := m.DB.Jobs(ctx, ledger.JobLeased)
+	if err != nil {
+		return nil, err
+	}
+	now := m.Now()
+	var out []JobView
+	for _, j := range jobs {
+		if j.LeaseOwner != m.Owner && j.LeaseUntil != nil && j.LeaseUntil.After(now) {
+			v := viewJob(j)
+			v.LeaseOwner = j.LeaseOwner
+			out = append(out, v)
+		}
+	}
+	return out, nil
 }
 
 // recoverOrphans ends the live sessions of runs whose cx died (pid gone, or
@@ -148,9 +220,10 @@ func hasNewBytes(s ledger.Session) bool { return backlog(s) > 0 }
 // SweepNow opens the ledger and sweeps once, within five minutes: `cx ctl
 // sweep`, and the background sweeper a hook starts when commits are due
 // (background: it holds the one sweeper's lock, or leaves at once when
-// another does, with no error).
-func SweepNow(ctx context.Context, cfg config.Config, background bool) (SweepResult, error) {
-	if background {
+// another does, with no error). A foreground sweep then waits, up to
+// o.Wait, for the jobs other processes are working on.
+func SweepNow(ctx context.Context, cfg config.Config, o SweepOptions) (SweepResult, error) {
+	if o.Background {
 		unlock, err := lockSweeper(cfg.Home)
 		if err != nil {
 			return SweepResult{}, nil // another sweeper is at work
@@ -165,6 +238,9 @@ func SweepNow(ctx context.Context, cfg config.Config, background bool) (SweepRes
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	res, err := m.Sweep(sctx)
+	if err == nil && !o.Background {
+		err = m.waitForOthers(sctx, o, &res)
+	}
 	if err != nil {
 		m.Log.Printf("sweep: %v", err)
 		return res, fmt.Errorf("sweep: %w", err)

@@ -32,10 +32,21 @@ func (a *app) loadConfig() (config.Config, error) {
 	return cfg, err
 }
 
-// findCodex resolves the Codex binary and its capabilities (cached in CX_HOME).
+// findCodex resolves the Codex binary and its capabilities (cached in
+// CX_HOME when there is one to use).
 func (a *app) findCodex(ctx context.Context, cfg config.Config) (codex.Binary, codex.Caps, error) {
 	pathEnv, _ := a.getenv("PATH")
-	return codex.Find(ctx, cfg.Codex.Bin, pathEnv, filepath.Join(cfg.Home, "cache"))
+	cache := ""
+	if cfg.Home != "" {
+		cache = filepath.Join(cfg.Home, "cache")
+	}
+	return codex.Find(ctx, cfg.Codex.Bin, pathEnv, cache)
+}
+
+// unrecordedWarning is the one line a run gets when cx's own state is in
+// trouble: Codex runs as it would without cx, and nothing is recorded.
+func (a *app) unrecordedWarning(err error) {
+	a.errorf("warning: %v: this run's sessions are not recorded (their rollouts are intact; see `cx ctl doctor`)", err)
 }
 
 func (a *app) runCodex(ctx context.Context, args []string) int {
@@ -43,10 +54,14 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 		a.errorf("codex resolves to cx itself (loop): set CX_CODEX_BIN or [codex] bin to the real Codex")
 		return 127
 	}
-	cfg, err := a.loadConfig()
-	if err != nil {
-		a.errorf("%v", err)
-		return 1
+	// cx never stands between the user and Codex: a CX_HOME or config cx
+	// cannot use costs the recording, not the run.
+	cfg, homeErr := a.loadConfig()
+	if homeErr == nil {
+		homeErr = config.EnsureHome(cfg.Home)
+	}
+	if homeErr != nil {
+		cfg.Home = ""
 	}
 	bin, caps, err := a.findCodex(ctx, cfg)
 	switch {
@@ -57,14 +72,34 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 		// Unknown capabilities: run Codex with the user's arguments only.
 		a.errorf("warning: %v", err)
 	}
-	if err := config.EnsureHome(cfg.Home); err != nil {
-		a.errorf("warning: %v", err)
+	spec := wrapper.Spec{
+		Path:   bin.Path,
+		Args:   codex.Args(args, caps),
+		Stdin:  a.stdin,
+		Stdout: a.stdout,
+		Stderr: a.stderr,
+		Stop:   wrapper.StopPolicy{Keys: ctrlC, Grace: cfg.Wrapper.Grace.Duration},
+	}
+	if self, err := os.Executable(); err == nil {
+		spec.Leader = self // Ctrl+Z in Codex suspends it, and cx, as without cx
+	}
+	if v, _ := a.getenv("CX_TEST_NO_LEADER"); v == "1" {
+		spec.Leader = "" // the benchmark's "before": what the leader costs at start
+	}
+	if homeErr != nil {
+		a.unrecordedWarning(homeErr)
+		// cx's hooks answer this Codex with a no-op: there is nowhere to record.
+		spec.Env = codex.Env(os.Environ(), bin, []string{supervisorPIDVar + "=" + strconv.Itoa(os.Getpid()), "CX_HOOKS_OFF=1"}, "CX_RUN_ID")
+		ex, err := wrapper.Run(ctx, spec)
+		a.reportRun(bin, ex, err)
+		return ex.Code
 	}
 
-	codexArgs, note := inject.AtLaunch(ctx, cfg, codex.Home(a.getenv), cwd(), args, codex.Args(args, caps), caps)
+	codexArgs, note := inject.AtLaunch(ctx, cfg, codex.Home(a.getenv), cwd(), args, spec.Args, caps)
 	if note != "" {
 		a.errorf("%s", note)
 	}
+	spec.Args = codexArgs
 	runID := lifecycle.NewRunID()
 	var tap *lifecycle.AppServerTap
 	mode := ""
@@ -75,36 +110,28 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 		ID: runID, CodexHome: codex.Home(a.getenv), CodexVersion: caps.Version,
 		Cwd: cwd(), Args: codexArgs, Sinks: cfg.Sinks, Mode: mode,
 	}, tap, a.errorf)
-	spec := wrapper.Spec{
-		Path: bin.Path,
-		Args: codexArgs,
-		// Codex's own recipe with cx's variables; cx's hooks always run for it.
-		Env:      codex.Env(os.Environ(), bin, []string{"CX_HOME=" + cfg.Home, supervisorPIDVar + "=" + strconv.Itoa(os.Getpid()), "CX_RUN_ID=" + runID}, "CX_HOOKS_OFF"),
-		Stdin:    a.stdin,
-		Stdout:   a.stdout,
-		Stderr:   a.stderr,
-		Stop:     wrapper.StopPolicy{Keys: ctrlC, Grace: cfg.Wrapper.Grace.Duration},
-		Observer: sup,
-	}
-	if self, err := os.Executable(); err == nil {
-		spec.Leader = self // Ctrl+Z in Codex suspends it, and cx, as without cx
-	}
-	if v, _ := a.getenv("CX_TEST_NO_LEADER"); v == "1" {
-		spec.Leader = "" // the benchmark's "before": what the leader costs at start
-	}
+	// Codex's own recipe with cx's variables; cx's hooks always run for it.
+	spec.Env = codex.Env(os.Environ(), bin, []string{"CX_HOME=" + cfg.Home, supervisorPIDVar + "=" + strconv.Itoa(os.Getpid()), "CX_RUN_ID=" + runID}, "CX_HOOKS_OFF")
+	spec.Observer = sup
 	if tap != nil {
 		tap.Configure(&spec)
 	}
 	ex, err := wrapper.Run(ctx, spec)
+	a.reportRun(bin, ex, err)
+	// The terminal is restored: now the synthesized session end, bounded.
+	sup.Finish(ctx, ex)
+	return ex.Code
+}
+
+// reportRun says what went wrong around Codex's run; cx's own trouble
+// never changes Codex's status.
+func (a *app) reportRun(bin codex.Binary, ex wrapper.Exit, err error) {
 	if ex.StartErr != nil {
 		a.errorf("start codex %s: %v", bin.Path, ex.StartErr)
 	}
 	if err != nil {
-		a.errorf("%v", err) // cx's own trouble never changes Codex's status
+		a.errorf("%v", err)
 	}
-	// The terminal is restored: now the synthesized session end, bounded.
-	sup.Finish(ctx, ex)
-	return ex.Code
 }
 
 func cwd() string {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -28,7 +30,8 @@ var updateScripts = flag.Bool("update", false, "rewrite the golden output in tes
 // scriptCommands are helpers the scripts run as programs (the test binary
 // under another name).
 var scriptCommands = map[string]func() int{
-	"cxtest-lockdb": lockDBMain,
+	"cxtest-lockdb":    lockDBMain,
+	"cxtest-htmlproxy": htmlProxyMain,
 }
 
 // The rollout the scripts use: a real 0.169 `codex exec` with tool calls.
@@ -89,8 +92,18 @@ func TestScripts(t *testing.T) {
 			env.Setenv("LC_ALL", "C")
 			env.Setenv("SID", scriptSession)
 			env.Setenv("ROLLOUT", rp)
+			// A 0.128 rollout (Codex without writer locks) a script may add.
+			src128, err := filepath.Abs(filepath.Join(filepath.Dir(filepath.Dir(scriptRollout)), "0.128.0", "exec-tools.jsonl"))
+			if err != nil {
+				return err
+			}
+			env.Setenv("ROLLOUT128SRC", src128)
+			env.Setenv("SESSIONS", sessions)
 			env.Setenv("CXVERSION", builtVersion(t, cx))
 			env.Setenv("CXBIN", cx)
+			// A script that mounts a file system here (a read-only or full
+			// CX_HOME) leaves none behind, whatever way it ends.
+			env.Defer(func() { _ = exec.Command("umount", "-l", filepath.Join(work, "mnt")).Run() })
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -276,5 +289,30 @@ func lockDBMain() int {
 	case <-time.After(d):
 	case <-sig: // `kill -INT`: a clean end the script can wait for
 	}
+	return 0
+}
+
+// htmlProxyMain answers every request on 127.0.0.1 the way a proxy in
+// front of a down server does — 502 and an HTML page — and writes its URL
+// to the file named by its argument; it stops at SIGINT.
+func htmlProxyMain() int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	page := "<!DOCTYPE html>\n<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n<center><h1>502 Bad Gateway</h1></center>\n<hr><center>nginx</center>\n</body>\n</html>\n"
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusBadGateway)
+		fmt.Fprint(w, page)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	if err := os.WriteFile(os.Args[1], []byte("http://"+ln.Addr().String()), 0o600); err != nil {
+		return 1
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	<-sig
 	return 0
 }

@@ -7,12 +7,15 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"cx/internal/checkpoint"
 	"cx/internal/cli"
 	"cx/internal/config"
 	"cx/internal/rollout"
+	"cx/internal/tty"
 	"cx/lifecycle"
 )
 
@@ -28,12 +31,27 @@ func (a *app) sessionFailed(what, id string, err error) int {
 
 // withManager runs a ctl command's f with the ledger open.
 func (a *app) withManager(ctx context.Context, f func(*lifecycle.Manager) int) int {
+	return a.withLedger(ctx, false, f)
+}
+
+// withReader runs a command that only reads the ledger: it reads a
+// read-only CX_HOME too.
+func (a *app) withReader(ctx context.Context, f func(*lifecycle.Manager) int) int {
+	return a.withLedger(ctx, true, f)
+}
+
+func (a *app) withLedger(ctx context.Context, readOnly bool, f func(*lifecycle.Manager) int) int {
 	cfg, err := a.loadConfig()
 	if err != nil {
 		a.errorf("%v", err)
 		return 1
 	}
-	m, err := lifecycle.Open(ctx, cfg, lifecycle.Options{})
+	var m *lifecycle.Manager
+	if readOnly {
+		m, err = lifecycle.OpenReader(ctx, cfg)
+	} else {
+		m, err = lifecycle.Open(ctx, cfg, lifecycle.Options{})
+	}
 	if err != nil {
 		a.errorf("%v", err)
 		return 1
@@ -54,7 +72,7 @@ func (a *app) ctlSessions(ctx context.Context, args []string) int {
 	if _, code, ok := a.args(cli.Spec{Name: "sessions", Define: cli.JSONFlag(&asJSON)}, args); !ok {
 		return code
 	}
-	return a.withManager(ctx, func(m *lifecycle.Manager) int {
+	return a.withReader(ctx, func(m *lifecycle.Manager) int {
 		out, err := m.Sessions(ctx)
 		if err != nil {
 			a.errorf("sessions: %v", err)
@@ -79,7 +97,7 @@ func (a *app) ctlStatus(ctx context.Context, args []string) int {
 	if _, code, ok := a.args(cli.Spec{Name: "status", Define: cli.JSONFlag(&asJSON)}, args); !ok {
 		return code
 	}
-	return a.withManager(ctx, func(m *lifecycle.Manager) int {
+	return a.withReader(ctx, func(m *lifecycle.Manager) int {
 		out, err := m.Status(ctx)
 		if err != nil {
 			a.errorf("status: %v", err)
@@ -123,7 +141,7 @@ func (a *app) ctlShow(ctx context.Context, args []string) int {
 	if turn != 0 {
 		return a.showTurn(ctx, pos[0], turn, asJSON)
 	}
-	return a.withManager(ctx, func(m *lifecycle.Manager) int {
+	return a.withReader(ctx, func(m *lifecycle.Manager) int {
 		id := pos[0]
 		out, err := m.Show(ctx, id)
 		if err != nil {
@@ -196,21 +214,34 @@ func (a *app) ctlCommit(ctx context.Context, args []string) int {
 
 func (a *app) ctlSweep(ctx context.Context, args []string) int {
 	var background, asJSON bool
+	o := lifecycle.SweepOptions{}
 	if _, code, ok := a.args(cli.Spec{Name: "sweep", Define: func(fs *flag.FlagSet) {
 		fs.BoolVar(&background, "background", false, "run quietly as the single background sweeper")
+		fs.DurationVar(&o.Wait, "wait", time.Minute, "wait up to `D` for jobs another process is working on (0: do not wait)")
 		cli.JSONFlag(&asJSON)(fs)
 	}}, args); !ok {
 		return code
 	}
+	o.Background = background
 	cfg, err := config.Load(a.getenv)
 	if err != nil && !background {
 		a.errorf("%v", err)
 		return 1
 	}
-	res, err := lifecycle.SweepNow(ctx, cfg, background)
+	if !background && !asJSON && tty.IsTerminal(a.stderr.Fd()) {
+		o.Progress = func(waiting []lifecycle.JobView, waited time.Duration) {
+			j := waiting[0]
+			fmt.Fprintf(a.stderr, "\r\033[Kwaiting %ds for %d job(s) in progress elsewhere: #%d %s %s → %s (%s)", int(waited.Seconds()), len(waiting), j.ID, j.Kind, j.SessionID, j.Target(), leaseHolder(j.LeaseOwner))
+		}
+		defer fmt.Fprint(a.stderr, "\r\033[K")
+	}
+	res, err := lifecycle.SweepNow(ctx, cfg, o)
 	if err != nil {
 		if !background {
 			a.errorf("%v", err)
+			if advice := lifecycle.LedgerAdvice(cfg, err); advice != "" {
+				a.errorf("%s", advice)
+			}
 		}
 		return 1
 	}
@@ -218,12 +249,23 @@ func (a *app) ctlSweep(ctx context.Context, args []string) int {
 		return 0
 	}
 	if asJSON {
-		a.printJSON(map[string]int{"orphan_runs": res.Orphans, "generations_ended": res.Ended, "jobs_worked": res.Jobs, "sessions_recovered": res.Recovered})
+		inProgress := res.InProgress
+		if inProgress == nil {
+			inProgress = []lifecycle.JobView{}
+		}
+		a.printJSON(map[string]any{"orphan_runs": res.Orphans, "generations_ended": res.Ended, "jobs_worked": res.Jobs, "sessions_recovered": res.Recovered,
+			"waited_ms": res.Waited.Milliseconds(), "in_progress": inProgress})
 		return 0
 	}
 	fmt.Fprintf(a.stdout, "orphan runs: %d, generations ended: %d, jobs worked: %d\n", res.Orphans, res.Ended, res.Jobs)
 	if res.Recovered > 0 {
 		fmt.Fprintf(a.stdout, "recorded %d session(s) a run could not record (from their rollouts)\n", res.Recovered)
+	}
+	if n := len(res.InProgress); n > 0 {
+		fmt.Fprintf(a.stdout, "%d job(s) still in progress elsewhere after %s (`cx ctl sweep` again, or `cx ctl status`):\n", n, res.Waited.Round(time.Second))
+		for _, j := range res.InProgress {
+			fmt.Fprintf(a.stdout, "  #%d %s %s g%d → %s, by %s until %s\n", j.ID, j.Kind, j.SessionID, j.Generation, j.Target(), leaseHolder(j.LeaseOwner), *j.LeaseUntil)
+		}
 	}
 	return 0
 }
@@ -274,4 +316,13 @@ func (a *app) ctlRetry(ctx context.Context, args []string) int {
 		fmt.Fprintf(a.stdout, "%d parked job(s) back in the outbox\n", n)
 		return 0
 	})
+}
+
+// leaseHolder names a lease's owner ("pid:<pid>:<nanos>") as a person
+// reads it: the process.
+func leaseHolder(owner string) string {
+	if f := strings.Split(owner, ":"); len(f) == 3 && f[0] == "pid" {
+		return "pid " + f[1]
+	}
+	return owner
 }

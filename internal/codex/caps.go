@@ -131,7 +131,7 @@ func parseHelp(help []byte, caps *Caps) {
 type Cache struct{ Path string }
 
 // Find resolves the Codex binary (bin: cx's setting; pathEnv: $PATH) and
-// its capabilities, cached in cacheDir.
+// its capabilities, cached in cacheDir ("": probed, not cached).
 func Find(ctx context.Context, bin, pathEnv, cacheDir string) (Binary, Caps, error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -141,7 +141,11 @@ func Find(ctx context.Context, bin, pathEnv, cacheDir string) (Binary, Caps, err
 	if err != nil {
 		return b, Caps{}, err
 	}
-	caps, err := Cache{Path: filepath.Join(cacheDir, "codex-caps.json")}.Lookup(ctx, b)
+	c := Cache{}
+	if cacheDir != "" {
+		c.Path = filepath.Join(cacheDir, "codex-caps.json")
+	}
+	caps, err := c.Lookup(ctx, b)
 	return b, caps, err
 }
 
@@ -151,12 +155,16 @@ type cacheFile struct {
 
 // Lookup returns the cached Caps for b, probing and storing on a miss.
 // A cache that cannot be written is not an error: the probe result is used.
+// With no Path nothing is read or stored.
 func (c Cache) Lookup(ctx context.Context, b Binary) (Caps, error) {
 	id, err := Identity(b.Path)
 	if err != nil {
 		return Caps{}, err
 	}
 	var f cacheFile
+	if c.Path == "" {
+		return Probe(ctx, b)
+	}
 	if data, err := os.ReadFile(c.Path); err == nil {
 		_ = json.Unmarshal(data, &f) // a damaged cache is just a miss
 	}

@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"cx/internal/config"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,8 @@ import (
 const homeVar = "CODEX_HOME"
 
 // Home is the CODEX_HOME Codex will use, absolute: $CODEX_HOME, else
-// ~/.codex ("" when neither can be known).
+// ~/.codex — home found as Codex finds it, $HOME else the passwd entry —
+// ("" when neither can be known).
 func Home(getenv func(string) (string, bool)) string {
 	if v, ok := getenv(homeVar); ok && v != "" {
 		if abs, err := filepath.Abs(v); err == nil {
@@ -18,10 +20,7 @@ func Home(getenv func(string) (string, bool)) string {
 		}
 		return v
 	}
-	if h, ok := getenv("HOME"); ok && h != "" {
-		return filepath.Join(h, ".codex")
-	}
-	if h, err := os.UserHomeDir(); err == nil {
+	if h, err := config.UserHome(getenv); err == nil {
 		return filepath.Join(h, ".codex")
 	}
 	return ""

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -138,24 +139,62 @@ func Default() Config {
 // Getenv looks up an environment variable (os.LookupEnv in production).
 type Getenv func(string) (string, bool)
 
+// UserHome is the user's home directory the way Codex finds it: $HOME,
+// else the passwd entry of the user cx runs as (an SDK or daemon may start
+// cx with a bare environment, e.g. only PATH).
+func UserHome(getenv Getenv) (string, error) {
+	if h, ok := getenv("HOME"); ok && h != "" {
+		return h, nil
+	}
+	u, err := user.Current()
+	if err != nil {
+		return "", fmt.Errorf("$HOME is not set and the user's passwd entry cannot be read: %w", err)
+	}
+	if u.HomeDir == "" {
+		return "", fmt.Errorf("$HOME is not set and user %s has no home directory", u.Username)
+	}
+	return u.HomeDir, nil
+}
+
 // Home returns CX_HOME, defaulting to ~/.cx.
 func Home(getenv Getenv) (string, error) {
 	if v, ok := getenv("CX_HOME"); ok && v != "" {
 		return filepath.Abs(v)
 	}
-	home, ok := getenv("HOME")
-	if !ok || home == "" {
-		h, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("find home directory for CX_HOME: %w", err)
-		}
-		home = h
+	home, err := UserHome(getenv)
+	if err != nil {
+		return "", err
 	}
 	return filepath.Join(home, ".cx"), nil
 }
 
+// ErrHome marks a CX_HOME cx cannot use: none can be found, or it (or a
+// folder on its path) is not a directory. The fix is CX_HOME's, not the
+// config file's.
+var ErrHome = errors.New("cannot use CX_HOME")
+
+// homeProblem says why dir cannot be CX_HOME when a file stands where a
+// folder of its path should be (nil otherwise).
+func homeProblem(dir string) error {
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err == nil && !fi.IsDir() {
+			if d == dir {
+				return fmt.Errorf("%w: %s is a file, not a directory", ErrHome, dir)
+			}
+			return fmt.Errorf("%w: %s cannot exist: %s is a file, not a directory", ErrHome, dir, d)
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}
+
 // EnsureHome creates CX_HOME with mode 0700 when it does not exist.
 func EnsureHome(dir string) error {
+	if err := homeProblem(dir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create CX_HOME %s: %w", dir, err)
 	}
@@ -164,16 +203,26 @@ func EnsureHome(dir string) error {
 
 // Load reads the configuration: defaults, then the file (CX_CONFIG or
 // $CX_HOME/config.toml; absence is fine), then the environment.
-func Load(getenv Getenv) (Config, error) {
-	c := Default()
+func Load(getenv Getenv) (c Config, err error) {
+	c = Default()
+	// The environment applies whatever happens to the file: a run that
+	// cannot use CX_HOME still runs the Codex CX_CODEX_BIN names.
+	defer func() {
+		if v, ok := getenv("CX_CODEX_BIN"); ok && v != "" {
+			c.Codex.Bin = v
+		}
+	}()
 	home, err := Home(getenv)
 	if err != nil {
-		return c, err
+		return c, fmt.Errorf("%w: %w", ErrHome, err)
 	}
 	c.Home = home
 	c.Path = filepath.Join(home, "config.toml")
 	if v, ok := getenv("CX_CONFIG"); ok && v != "" {
 		c.Path = v
+	}
+	if err := homeProblem(home); err != nil {
+		return c, err
 	}
 	data, err := os.ReadFile(c.Path)
 	switch {
@@ -189,9 +238,6 @@ func Load(getenv Getenv) (Config, error) {
 	if v, ok := getenv("CX_SINKS"); ok && v != "" {
 		c.Sinks = parseSinks(v)
 		c.SinksFromEnv = true
-	}
-	if v, ok := getenv("CX_CODEX_BIN"); ok && v != "" {
-		c.Codex.Bin = v
 	}
 	return c, c.validate()
 }
@@ -247,8 +293,15 @@ func (c *Config) validate() error {
 // Check is doctor's finding on cx's config: loaded (err from Load) and
 // where from, or cx on its defaults.
 func Check(cfg Config, err error) health.Check {
+	if errors.Is(err, ErrHome) {
+		fix := "set CX_HOME to a directory cx may create and write"
+		if cfg.Home != "" {
+			fix = "move what stands at " + cfg.Home + " aside, or " + fix
+		}
+		return health.Check{Name: "config", Detail: err.Error() + " (Codex runs through cx unrecorded)", Fix: fix}
+	}
 	if err != nil {
-		return health.Check{Name: "config", Detail: err.Error(), Fix: "fix " + cfg.Path}
+		return health.Check{Name: "config", Detail: err.Error() + " (Codex runs through cx unrecorded)", Fix: "fix " + cfg.Path}
 	}
 	detail := cfg.Path
 	if !cfg.FileRead {

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"errors"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -83,6 +85,37 @@ func TestBadFiles(t *testing.T) {
 		}
 		if _, err := Load(envOf(map[string]string{"CX_HOME": dir, "CX_CONFIG": p})); err == nil || !strings.Contains(err.Error(), p) {
 			t.Errorf("%s: error %v should name %s", name, err, p)
+		}
+	}
+}
+
+// Without $HOME (an SDK's bare environment) the home is the passwd
+// entry's, as Codex finds it; a CX_HOME with a file on its path is
+// refused as CX_HOME's problem, not the config file's.
+func TestHomeWithoutHOMEAndUnusableHome(t *testing.T) {
+	u, err := user.Current()
+	if err != nil || u.HomeDir == "" {
+		t.Skipf("no passwd entry for this user: %v", err)
+	}
+	got, err := Home(envOf(map[string]string{"PATH": "/usr/bin"}))
+	if err != nil || got != filepath.Join(u.HomeDir, ".cx") {
+		t.Fatalf("Home without $HOME = %q, %v; want %s/.cx", got, err, u.HomeDir)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "afile")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, home := range []string{file, filepath.Join(file, "sub", "cx")} {
+		c, err := Load(envOf(map[string]string{"CX_HOME": home, "CX_CODEX_BIN": "/opt/codex"}))
+		if !errors.Is(err, ErrHome) || !strings.Contains(err.Error(), file+" is a file") {
+			t.Errorf("Load(CX_HOME=%s) err = %v, want ErrHome naming %s", home, err, file)
+		}
+		if c.Codex.Bin != "/opt/codex" {
+			t.Errorf("CX_CODEX_BIN not applied when CX_HOME is unusable: %q", c.Codex.Bin)
+		}
+		if err := EnsureHome(home); !errors.Is(err, ErrHome) {
+			t.Errorf("EnsureHome(%s) = %v", home, err)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -35,9 +36,18 @@ func TestRecallFromInsideCodex(t *testing.T) {
 		if out := h.CXCtl("ctl", "doctor"); !strings.Contains(out, "answers with tools search, session, turn") {
 			t.Fatalf("doctor:\n%s", out)
 		}
+		// The same cx with another CX_HOME: Codex's server is this cx, reading
+		// another archive — said as that, not as a foreign server.
+		installedHome := h.CXHome
+		h.CXHome = filepath.Join(h.Root, "other-cx-home")
+		out, _, _ := h.Exec("", "ctl", "doctor")
+		h.CXHome = installedHome
+		if !strings.Contains(out, "is this cx but reads the archive in CX_HOME "+installedHome) || strings.Contains(out, "not this cx") {
+			t.Fatalf("doctor with another CX_HOME:\n%s", out)
+		}
 
 		// From the shell.
-		out := h.CXCtl("ctl", "search", word, "--json")
+		out = h.CXCtl("ctl", "search", word, "--json")
 		var res struct {
 			Hits []struct {
 				Session string `json:"session"`

@@ -12,9 +12,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -69,6 +71,62 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
 	}
 	return db, nil
+}
+
+// CannotWrite reports whether err means the ledger cannot be written
+// where it is — a read-only file system or folder, a file the user may
+// not write — while it may still be read.
+func CannotWrite(err error) bool {
+	if errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission) {
+		return true
+	}
+	var se interface{ Code() int }
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqliteReadOnly, sqliteCantOpen:
+			return true
+		}
+	}
+	return false
+}
+
+// SQLite's primary result codes cx tells apart.
+const (
+	sqliteReadOnly = 8
+	sqliteCorrupt  = 11
+	sqliteCantOpen = 14
+	sqliteNotADB   = 26
+)
+
+// OpenForReading opens the ledger to read it: writable when it can be
+// (created and migrated as by Open), else — a read-only CX_HOME — read
+// only, as `cx mcp` does. readOnly says which.
+func OpenForReading(ctx context.Context, path string, opts Options) (db *DB, readOnly bool, err error) {
+	db, err = Open(ctx, path, opts)
+	if err == nil || !CannotWrite(err) {
+		return db, false, err
+	}
+	rdb, rerr := OpenReadOnly(ctx, path)
+	if rerr != nil {
+		return nil, false, err // what stops writing is what the user must fix
+	}
+	return rdb, true, nil
+}
+
+// IsDamaged reports whether err says the ledger file is damaged (not a
+// database, or a malformed one): moving it aside is the fix.
+func IsDamaged(err error) bool {
+	if errors.Is(err, ErrDamaged) {
+		return true
+	}
+	var se interface{ Code() int }
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqliteCorrupt, sqliteNotADB:
+			return true
+		}
+	}
+	return isDamage(err)
 }
 
 func isDamage(err error) bool {

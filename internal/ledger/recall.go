@@ -259,15 +259,15 @@ func OpenReadOnly(ctx context.Context, path string) (*DB, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
 	}
-	dsn := fmt.Sprintf("file:%s?mode=ro&_pragma=busy_timeout(2000)&_pragma=query_only(1)", path)
-	sdb, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("open ledger %s: %w", path, err)
+	sdb, v, err := openRO(ctx, path, "")
+	var ce interface{ Code() int }
+	if errors.As(err, &ce) && ce.Code()&0xff == sqliteCantOpen {
+		// A WAL ledger with no -shm beside it, on a file system that cannot
+		// create one (mounted read only): nothing can change it there, so
+		// SQLite may read it as immutable.
+		sdb, v, err = openRO(ctx, path, "&immutable=1")
 	}
-	sdb.SetMaxOpenConns(1)
-	var v int
-	if err := sdb.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		sdb.Close()
+	if err != nil {
 		if isDamage(err) {
 			return nil, fmt.Errorf("%w: %s: %v", ErrDamaged, path, err)
 		}
@@ -278,4 +278,20 @@ func OpenReadOnly(ctx context.Context, path string) (*DB, error) {
 		return nil, fmt.Errorf("ledger %s is at schema %d, before the recall index: run any `cx ctl` command once to upgrade it", path, v)
 	}
 	return &DB{db: sdb, Path: path}, nil
+}
+
+// openRO opens path read only (with extra URI parameters) and reads its
+// schema version.
+func openRO(ctx context.Context, path, extra string) (*sql.DB, int, error) {
+	sdb, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(2000)&_pragma=query_only(1)"+extra)
+	if err != nil {
+		return nil, 0, err
+	}
+	sdb.SetMaxOpenConns(1)
+	var v int
+	if err := sdb.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		sdb.Close()
+		return nil, 0, err
+	}
+	return sdb, v, nil
 }

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"net"
 	"net/http"
@@ -258,7 +259,7 @@ func (c *Client) do(ctx context.Context, method, path string, body any, out any)
 	var env envelope
 	_ = json.Unmarshal(data, &env)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 || env.Status == "error" {
-		e := &Error{Status: resp.StatusCode, Message: strings.TrimSpace(string(data))}
+		e := &Error{Status: resp.StatusCode, Message: bodyLine(data)}
 		if env.Error != nil {
 			e.Code, e.Message = env.Error.Code, env.Error.Message
 			var d struct {
@@ -268,6 +269,9 @@ func (c *Client) do(ctx context.Context, method, path string, body any, out any)
 			e.Retryable = resp.StatusCode == 409 && d.Retryable
 		}
 		switch {
+		case resp.StatusCode == http.StatusNotImplemented:
+			// The route is missing (a server or proxy without it), like 404
+			// and 405: waiting does not bring it.
 		case resp.StatusCode == 408, resp.StatusCode == 429, resp.StatusCode >= 500:
 			e.Retryable = true
 		}
@@ -305,12 +309,45 @@ func Unanswered(err error) bool {
 	return errors.As(err, &e) && e.Unanswered
 }
 
-// routeMissing: an older server without the route (405, or a 404 — on
-// routes where the session is known to exist or is auto-created, NOT_FOUND
-// can only mean the route).
+// routeMissing: an older server without the route (405 or 501 — what a
+// server or proxy without the method answers — or a 404: on routes where
+// the session is known to exist or is auto-created, NOT_FOUND can only
+// mean the route).
 func routeMissing(err error) bool {
 	var e *Error
-	return errors.Is(err, ErrNotFound) || errors.As(err, &e) && e.Status == 405
+	return errors.Is(err, ErrNotFound) || errors.As(err, &e) && (e.Status == http.StatusMethodNotAllowed || e.Status == http.StatusNotImplemented)
+}
+
+// maxBodyLine bounds the text of an error answer that is not the server's
+// JSON envelope (a proxy's or another server's HTML page).
+const maxBodyLine = 200
+
+// bodyLine is an error answer's body as one bounded line: an HTML page's
+// text without its markup, whitespace collapsed — what status, doctor and
+// the log show.
+func bodyLine(data []byte) string {
+	text := string(data)
+	if t := strings.TrimSpace(text); strings.HasPrefix(t, "<") {
+		var b strings.Builder
+		inTag := false
+		for _, r := range t {
+			switch {
+			case r == '<':
+				inTag = true
+				b.WriteByte(' ')
+			case r == '>':
+				inTag = false
+			case !inTag:
+				b.WriteRune(r)
+			}
+		}
+		text = "(an HTML page) " + html.UnescapeString(b.String())
+	}
+	text = strings.Join(strings.Fields(text), " ")
+	if r := []rune(text); len(r) > maxBodyLine {
+		text = string(r[:maxBodyLine-1]) + "…"
+	}
+	return text
 }
 
 func sessionPath(sid string) string { return "/api/v1/sessions/" + url.PathEscape(sid) }

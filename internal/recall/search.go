@@ -24,11 +24,16 @@ type Archive struct {
 }
 
 // Open opens (creating and migrating) the ledger in home and indexes what
-// the index still lacks, so a search sees every archive.
+// the index still lacks, so a search sees every archive. A ledger that
+// cannot be written (a read-only CX_HOME) is opened read only, searched as
+// it is.
 func Open(ctx context.Context, home string) (*Archive, error) {
-	db, err := ledger.Open(ctx, filepath.Join(home, ledger.FileName), ledger.Options{})
+	db, readOnly, err := ledger.OpenForReading(ctx, filepath.Join(home, ledger.FileName), ledger.Options{})
 	if err != nil {
 		return nil, err
+	}
+	if readOnly {
+		return &Archive{db: db, projects: NewProjects(home)}, nil
 	}
 	if _, err := Backfill(ctx, db, home); err != nil {
 		db.Close()

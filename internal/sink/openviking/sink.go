@@ -11,10 +11,10 @@ package openviking
 
 import (
 	"context"
+	"cx/internal/config"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -58,10 +58,7 @@ func New(h sink.Host) *Sink { return &Sink{h: h} }
 func (o *Sink) Client() *ov.Client {
 	o.once.Do(func() {
 		cfg := o.h.Cfg.OpenViking
-		home, _ := os.UserHomeDir()
-		if h, ok := o.h.Getenv("HOME"); ok && h != "" {
-			home = h
-		}
+		home, _ := config.UserHome(o.h.Getenv) // ~/.openviking/ovcli.conf
 		s, src := ov.Resolve(ov.Settings{URL: cfg.URL, Account: cfg.Account, User: cfg.User, Peer: cfg.Peer, Timeout: cfg.Timeout.Duration},
 			cfg.APIKeyEnv, o.h.Getenv, home)
 		o.client, o.source = ov.New(s), src
