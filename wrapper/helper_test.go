@@ -247,7 +247,8 @@ func childMain(args []string) int {
 			defer mu.Unlock()
 			fmt.Fprintf(log, format+"\n", a...)
 		}
-		if _, err := term.MakeRaw(0); err != nil {
+		cooked, err := term.MakeRaw(0)
+		if err != nil {
 			return 95
 		}
 		ch := make(chan os.Signal, 8)
@@ -264,6 +265,13 @@ func childMain(args []string) int {
 			for _, b := range buf[:n] {
 				logf("key %02x", b)
 				if os.Getenv("CHILD_EXIT_ON_KEY") == "1" {
+					return 0
+				}
+				if os.Getenv("CHILD_SLOW_QUIT_ON_KEY") == "1" {
+					// Codex quitting: its terminal back to cooked mode, then
+					// a while shutting down before it exits.
+					_ = term.Restore(0, cooked)
+					time.Sleep(1500 * time.Millisecond)
 					return 0
 				}
 			}

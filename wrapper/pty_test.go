@@ -109,8 +109,8 @@ func TestPTYTerminalRestored(t *testing.T) {
 		want   int
 	}{
 		{name: "normal exit", child: "hang-then-exit"},
-		{name: "SIGTERM to supervisor", child: "hang", signal: syscall.SIGTERM, want: 130},
-		{name: "SIGHUP to supervisor", child: "hang", signal: syscall.SIGHUP, want: 130},
+		{name: "SIGTERM to supervisor", child: "hang", signal: syscall.SIGTERM, want: 143},
+		{name: "SIGHUP to supervisor", child: "hang", signal: syscall.SIGHUP, want: 129},
 		{name: "SIGINT to supervisor", child: "hang", signal: syscall.SIGINT, want: 130},
 		{name: "child killed", child: "hang", want: 137},
 		{name: "panic in output relay", child: "hang", env: []string{"CX_TEST_PANIC=output"}, want: 2},
@@ -125,8 +125,9 @@ func TestPTYTerminalRestored(t *testing.T) {
 				child = "raw-keys " + filepath.Join(t.TempDir(), "log")
 				c.env = append(c.env, "CHILD_EXIT_ON_KEY=1")
 			}
-			// Ctrl+C as the polite key: the child's PTY is in cooked mode, so
-			// the key arrives as SIGINT, which the "hang" child dies of.
+			// Ctrl+C as the polite key: the "hang" child's PTY is in cooked
+			// mode, where the key would arrive as SIGINT, so the supervisor
+			// sends the stop signal itself at once, which the child dies of.
 			p := tm.start(t, supOpts{child: child, keys: "\x03", grace: 5 * time.Second, env: c.env})
 			pid := p.childPid(t)
 			if c.name != "panic in output relay" {
@@ -206,6 +207,27 @@ func TestPTYPoliteStopCleanExit(t *testing.T) {
 				t.Fatalf("received %q", r.Received)
 			}
 		})
+	}
+}
+
+// A child that starts quitting on the first polite keystroke puts its
+// terminal back in cooked mode while it shuts down (Codex does): the next
+// Ctrl+C written then would reach it as SIGINT and kill it mid-shutdown
+// (exit 130, seen on a busy machine). No keystroke is written while the
+// terminal would turn it into a signal.
+func TestPTYPoliteStopNoKeysWhileCooked(t *testing.T) {
+	t.Parallel()
+	tm := newTerminal(t, 24, 80)
+	log := filepath.Join(t.TempDir(), "log")
+	p := tm.start(t, supOpts{child: "raw-keys " + log, keys: "\x03", env: []string{"CHILD_SLOW_QUIT_ON_KEY=1"},
+		grace: 5 * time.Second, interval: 100 * time.Millisecond, killAfter: 2 * time.Second})
+	tm.out.waitFor(t, "ready", 10*time.Second)
+	_ = p.cmd.Process.Signal(syscall.SIGHUP)
+	if got := p.wait(t, 20*time.Second); got != 0 {
+		t.Fatalf("exit %d, want 0", got)
+	}
+	if data, _ := os.ReadFile(log); string(data) != "key 03\n" {
+		t.Fatalf("child log %q, want one Ctrl+C and no signal", data)
 	}
 }
 

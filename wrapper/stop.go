@@ -7,6 +7,7 @@ import (
 	"time"
 
 	cxproc "cx/internal/proc"
+	"cx/internal/tty"
 )
 
 type stopStep int
@@ -113,7 +114,7 @@ func (st *stopper) request(sig os.Signal) {
 func (st *stopper) begin() {
 	p := st.s.spec.Stop
 	switch {
-	case st.s.mode == ModePTY && len(p.Keys) > 0:
+	case st.s.mode == ModePTY && len(p.Keys) > 0 && !st.keysAreSignals():
 		st.step = stepKeys
 		st.writeKeys()
 		st.tick = time.NewTicker(p.Interval)
@@ -158,10 +159,22 @@ func (st *stopper) stopTimers() {
 	}
 }
 
+// writeKeys writes the polite keystrokes — while the child reads its
+// terminal raw. A child that has put its terminal back in cooked mode (a
+// TUI quitting, or not yet started) would get an interrupt key as a
+// signal, the harsh step the keys are there to spare it: then nothing is
+// written, and grace still leads to the signal.
 func (st *stopper) writeKeys() {
-	if st.s.ptmx != nil {
+	if st.s.ptmx != nil && !st.keysAreSignals() {
 		_, _ = st.s.ptmx.Write(st.s.spec.Stop.Keys)
 	}
+}
+
+// keysAreSignals reports whether the child's terminal is in cooked mode,
+// where an interrupt key is delivered as a signal. A child that reads
+// cooked from the start gets the stop signal at once instead of keys.
+func (st *stopper) keysAreSignals() bool {
+	return st.s.ptmx != nil && tty.KeysAreSignals(st.s.ptmx.Fd())
 }
 
 // signalChild signals the child's whole process group (it leads one).

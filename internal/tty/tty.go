@@ -138,3 +138,12 @@ func SetSize(f *os.File, s Size) error {
 	}
 	return nil
 }
+
+// KeysAreSignals reports whether the terminal on fd turns its interrupt
+// character into a signal (ISIG: the program on it reads cooked — a TUI
+// that has left raw mode to quit). A PTY master speaks for its slave.
+// False when the terminal cannot be asked.
+func KeysAreSignals(fd uintptr) bool {
+	t, err := unix.IoctlGetTermios(int(fd), ioctlGetTermios)
+	return err == nil && t.Lflag&unix.ISIG != 0
+}

@@ -1,0 +1,6 @@
+package tty
+
+import "golang.org/x/sys/unix"
+
+// ioctlGetTermios reads a terminal's settings.
+const ioctlGetTermios = unix.TIOCGETA
