@@ -80,14 +80,17 @@ func CannotWrite(err error) bool {
 	if errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission) {
 		return true
 	}
+	c := sqliteCode(err)
+	return c == sqliteReadOnly || c == sqliteCantOpen
+}
+
+// sqliteCode is the primary SQLite result code err carries (0: none).
+func sqliteCode(err error) int {
 	var se interface{ Code() int }
 	if errors.As(err, &se) {
-		switch se.Code() & 0xff {
-		case sqliteReadOnly, sqliteCantOpen:
-			return true
-		}
+		return se.Code() & 0xff
 	}
-	return false
+	return 0
 }
 
 // SQLite's primary result codes cx tells apart.
@@ -119,12 +122,8 @@ func IsDamaged(err error) bool {
 	if errors.Is(err, ErrDamaged) {
 		return true
 	}
-	var se interface{ Code() int }
-	if errors.As(err, &se) {
-		switch se.Code() & 0xff {
-		case sqliteCorrupt, sqliteNotADB:
-			return true
-		}
+	if c := sqliteCode(err); c == sqliteCorrupt || c == sqliteNotADB {
+		return true
 	}
 	return isDamage(err)
 }

@@ -260,8 +260,7 @@ func OpenReadOnly(ctx context.Context, path string) (*DB, error) {
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
 	}
 	sdb, v, err := openRO(ctx, path, "")
-	var ce interface{ Code() int }
-	if errors.As(err, &ce) && ce.Code()&0xff == sqliteCantOpen {
+	if sqliteCode(err) == sqliteCantOpen {
 		// A WAL ledger with no -shm beside it, on a file system that cannot
 		// create one (mounted read only): nothing can change it there, so
 		// SQLite may read it as immutable.
