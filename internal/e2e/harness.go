@@ -74,7 +74,7 @@ func New(t testing.TB, in codextest.Install, opts Options) *H {
 			t.Logf("kept %s", root)
 		}
 	})
-	for _, d := range []string{h.CodexHome, h.Work} {
+	for _, d := range []string{h.CodexHome, h.Work, h.home()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -162,13 +162,17 @@ func (h *H) Env() []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch {
-		case k == "CODEX_HOME", k == "CX_HOME", k == "CX_CONFIG", k == "CX_SINKS", k == "TMUX",
+		case k == "CODEX_HOME", k == "CX_HOME", k == "CX_CONFIG", k == "CX_SINKS", k == "TMUX", k == "HOME",
 			strings.HasPrefix(k, "CX_RUN"), k == "CX_SUPERVISOR_PID", k == "CX_CODEX_BIN":
 			continue
 		}
 		env = append(env, kv)
 	}
 	return append(env,
+		// A home of the test's own: Codex's tool shells are login shells,
+		// and a machine's profile (a version manager rehashing under a lock
+		// that a killed shell leaves behind) is not what these tests test.
+		"HOME="+h.home(),
 		"CODEX_HOME="+h.CodexHome,
 		"CX_HOME="+h.CXHome,
 		"CX_CODEX_BIN="+h.Codex.Launcher,
@@ -176,6 +180,9 @@ func (h *H) Env() []string {
 		"TERM=xterm-256color",
 	)
 }
+
+// home is the HOME cx and Codex run with.
+func (h *H) home() string { return filepath.Join(h.Root, "home") }
 
 // Exec runs cx with args in pipe mode (stdin from stdinData, or /dev/null),
 // in the project directory.
