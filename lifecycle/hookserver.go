@@ -154,7 +154,9 @@ func ServeHook(ctx context.Context, c HookCall) (code int) {
 			logger.Printf("hook %s %s: %v", ev, p.SessionID, err)
 			// The next start or sweep that can write the ledger records
 			// this session from its rollout.
-			_ = markUnrecorded(cfg.Home, codex.Home(c.Getenv), c.Start)
+			if !strings.HasPrefix(p.SessionID, health.DoctorPrefix) {
+				_ = markUnrecorded(cfg.Home, codex.Home(c.Getenv), crumbHook, c.Start, []string{p.SessionID})
+			}
 			return
 		}
 		// Not closed: closing the last connection checkpoints and removes

@@ -847,3 +847,38 @@ func TestUnrecordedRunRecovered(t *testing.T) {
 		t.Fatalf("doctor after recovery:\n%s", out)
 	}
 }
+
+// A breadcrumb's sessions belong to the CX_HOME whose run left it: while
+// one CX_HOME cannot write its ledger, a run of another CX_HOME on the same
+// Codex home (and a Codex started without cx) writes sessions too; the
+// recovery records the unrecorded run's session only, and at once — the
+// run has ended, its Codex with it.
+func TestUnrecordedBelongsToItsCXHome(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	other := *e
+	other.cxHome = e.cxHome + "-other"
+	if err := os.MkdirAll(filepath.Join(e.cxHome, "cx.db"), 0o700); err != nil { // cannot be opened
+		t.Fatal(err)
+	}
+	if code := e.run("start B; hook SessionStart B startup; turn B unrecorded; exit 0"); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if code := other.run("start C; hook SessionStart C startup; turn C elsewhere; exit 0"); code != 0 {
+		t.Fatalf("other CX_HOME: exit %d", code)
+	}
+	other.want("C", "committed", "exit", 1, 1)
+	if err := os.Remove(filepath.Join(e.cxHome, "cx.db")); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := e.ctl("sweep"); code != 0 || !strings.Contains(out, "recorded 1 session") {
+		t.Fatalf("sweep: %d %s", code, out)
+	}
+	e.want("B", "committed", lifecycle.ReasonRecovered, 1, 1)
+	if _, ok := e.sessions()["C"]; ok {
+		t.Fatalf("the other CX_HOME's session was recorded here: %v", e.sessions())
+	}
+	if len(lifecycle.Unrecorded(e.cxHome)) != 0 {
+		t.Fatal("the breadcrumb is still there")
+	}
+}

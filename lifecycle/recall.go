@@ -12,6 +12,7 @@ import (
 	"cx/internal/codex"
 	"cx/internal/ledger"
 	"cx/internal/recall"
+	"cx/internal/rollout"
 	"cx/internal/sink/local"
 )
 
@@ -32,12 +33,15 @@ type ImportOptions struct {
 // ImportResult is what an import did.
 type ImportResult struct {
 	CodexHome string `json:"codex_home"`
-	Found     int    `json:"rollouts"`  // rollouts in the Codex home
-	Known     int    `json:"known"`     // already in the ledger
-	Active    int    `json:"active"`    // still being written: left for later
-	Imported  int    `json:"imported"`  // recorded and committed now
-	Empty     int    `json:"empty"`     // recorded, with no turn to archive
-	Remaining int    `json:"remaining"` // unknown ones a dry run would import
+	Found     int    `json:"rollouts"` // rollouts in the Codex home
+	Known     int    `json:"known"`    // already in the ledger
+	Active    int    `json:"active"`   // still being written: left for later
+	// ActiveUntil is when the last of those written by a Codex that keeps
+	// no writer lock counts as done if left alone ("" when none is).
+	ActiveUntil string `json:"active_until,omitempty"`
+	Imported    int    `json:"imported"`  // recorded and committed now
+	Empty       int    `json:"empty"`     // recorded, with no turn to archive
+	Remaining   int    `json:"remaining"` // unknown ones a dry run would import
 }
 
 // Import records each rollout of a Codex home the ledger does not know as
@@ -50,14 +54,27 @@ func (m *Manager) Import(ctx context.Context, o ImportOptions) (ImportResult, er
 	rollouts := codex.RolloutsSince(home, o.Since)
 	res.Found = len(rollouts)
 	var todo []string
-	for id := range rollouts {
+	now := m.Now()
+	var until time.Time
+	for id, path := range rollouts {
 		if _, err := m.DB.Session(ctx, id); err == nil {
 			res.Known++
 			continue
 		} else if !errors.Is(err, ledger.ErrNotFound) {
 			return res, err
 		}
+		// A dry run and the import judge alike what is still being written.
+		if lv := m.rolloutLiveness(home, id, path, now); lv.Live {
+			res.Active++ // a session still running: its own hooks or a later import take it
+			if lv.Until.After(until) {
+				until = lv.Until
+			}
+			continue
+		}
 		todo = append(todo, id)
+	}
+	if !until.IsZero() {
+		res.ActiveUntil = rfc3339(until)
 	}
 	sort.Strings(todo)
 	if o.DryRun {
@@ -68,7 +85,6 @@ func (m *Manager) Import(ctx context.Context, o ImportOptions) (ImportResult, er
 	if sinks == nil {
 		sinks = []string{"local"}
 	}
-	now := m.Now()
 	for i, id := range todo {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
@@ -77,14 +93,7 @@ func (m *Manager) Import(ctx context.Context, o ImportOptions) (ImportResult, er
 			o.Progress(i, len(todo))
 		}
 		path := rollouts[id]
-		fi, err := os.Stat(path)
-		if err != nil {
-			continue
-		}
-		if codex.ThreadLocked(home, id) || now.Sub(fi.ModTime()) < m.Cfg.Lifecycle.ActiveWindow.Duration {
-			res.Active++ // a session still running: its own hooks or a later import take it
-			continue
-		}
+		var err error
 		err = m.DB.Tx(ctx, func(tx *ledger.Tx) error {
 			s, created, err := m.ensureSession(ctx, tx, ledger.Session{ID: id, TranscriptPath: path, CodexHome: home, Sinks: sinks, EndReason: ReasonImport})
 			if err == nil && created {
@@ -112,6 +121,18 @@ func (m *Manager) Import(ctx context.Context, o ImportOptions) (ImportResult, er
 		}
 	}
 	return res, nil
+}
+
+// rolloutLiveness judges whether Codex may still write a rollout (its
+// writer lock, else — Codex before writer locks — its age against
+// active_window).
+func (m *Manager) rolloutLiveness(home, id, path string, now time.Time) codex.Liveness {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return codex.Liveness{Live: true} // moved meanwhile (archived): a later look
+	}
+	meta, _ := rollout.ReadMeta(path) // no complete first line yet: judged by age
+	return codex.RolloutLiveness(home, id, meta.CLIVersion, fi.ModTime(), now, m.Cfg.Lifecycle.ActiveWindow.Duration)
 }
 
 // ErrBusy is a session cx is still working on.

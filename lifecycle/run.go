@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +27,9 @@ type RunInfo struct {
 	// Mode is "app-server" when Codex serves a daemon's threads: many live
 	// at once, so a new thread never ends another (no /new there).
 	Mode string
+	// Started is when cx began launching Codex (zero: when the run is
+	// recorded); threads created since are candidates for this run.
+	Started time.Time
 }
 
 // ModeAppServer marks a run of `codex app-server`.
@@ -76,8 +80,11 @@ type Run struct {
 // beginRun records the run in the background (Codex's launch never waits
 // for the ledger) and returns at once.
 func (m *Manager) beginRun(ctx context.Context, info RunInfo) *Run {
-	r := &Run{m: m, info: info, recorded: make(chan struct{}), known: map[string]bool{}, paths: map[string]string{}, candidates: map[string]bool{}, started: time.Now(),
+	r := &Run{m: m, info: info, recorded: make(chan struct{}), known: map[string]bool{}, paths: map[string]string{}, candidates: map[string]bool{}, started: info.Started,
 		logs: codex.NewLogWatch(info.CodexHome)}
+	if r.started.IsZero() {
+		r.started = time.Now()
+	}
 	go func() {
 		defer close(r.recorded) // after a panic is logged
 		defer m.Log.Recover("record run " + info.ID)
@@ -217,6 +224,12 @@ func (r *Run) discover(ctx context.Context, pid int, withFDs bool) bool {
 			delete(r.candidates, id)
 		}
 	}
+	return r.learn(ctx, found)
+}
+
+// learn records the sessions found (id → rollout path, maybe "") that are
+// new to the run; it reports whether any was.
+func (r *Run) learn(ctx context.Context, found map[string]string) bool {
 	learned := false
 	for id, path := range found {
 		if r.known[id] && (path == "" || r.paths[id] == path) {
@@ -248,6 +261,39 @@ func (r *Run) discover(ctx context.Context, pid int, withFDs bool) bool {
 		}
 	}
 	return learned
+}
+
+// writtenUnseen finds, once Codex has exited, the threads it wrote that
+// discovery never saw while it ran: a quick run (a `cx exec` of a second),
+// a busy machine, a fresh Codex home whose folders did not exist yet — and
+// Codex 0.169 deletes a thread's lock file at exit and logs no thread rows.
+// See ownThreads; the ledger must not know them either.
+func (r *Run) writtenUnseen(ctx context.Context, pid int) map[string]string {
+	return ownThreads(r.info.CodexHome, pid, r.started, r.info.codexCwd(), r.logs, func(id string) bool {
+		if r.known[id] {
+			return true
+		}
+		_, err := r.m.DB.Session(ctx, id)
+		return err == nil // recorded by whoever ran it
+	})
+}
+
+// codexCwd is the directory Codex runs in, "" when it cannot be known:
+// its arguments point it elsewhere (-C/--cd), or it serves a daemon's
+// threads, each with a directory of its own.
+func (info RunInfo) codexCwd() string {
+	if info.Mode == ModeAppServer {
+		return ""
+	}
+	for _, a := range info.Args {
+		if a == "--" {
+			break
+		}
+		if a == "-C" || a == "--cd" || strings.HasPrefix(a, "--cd=") || (strings.HasPrefix(a, "-C") && len(a) > 2) {
+			return ""
+		}
+	}
+	return info.Cwd
 }
 
 // Stopping records that cx is stopping Codex because of a signal: ends
@@ -289,6 +335,7 @@ func (r *Run) Finish(ctx context.Context, ex ExitInfo) error {
 	}
 	if pid != 0 {
 		r.discover(ctx, pid, false) // the log database outlives the process
+		r.learn(ctx, r.writtenUnseen(ctx, pid))
 	}
 	if r.logs != nil {
 		r.logs.Close()

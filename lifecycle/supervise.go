@@ -5,8 +5,10 @@ import (
 	"errors"
 	"os"
 	"runtime/debug"
+	"sort"
 	"time"
 
+	"cx/internal/codex"
 	"cx/internal/config"
 	"cx/internal/logs"
 	"cx/internal/testpoint"
@@ -18,6 +20,7 @@ import (
 // stays that of the supervisor alone.
 type Supervision struct {
 	warn      func(format string, args ...any) // a line for the user (stderr)
+	cfg       config.Config
 	log       *logs.Logger
 	home      string
 	info      RunInfo
@@ -34,7 +37,10 @@ type Supervision struct {
 // Supervise starts recording a run beside Codex's launch; warn tells the
 // user (on stderr) when the run's sessions could not be recorded.
 func Supervise(ctx context.Context, cfg config.Config, info RunInfo, tap *AppServerTap, warn func(format string, args ...any)) *Supervision {
-	s := &Supervision{warn: warn, log: logs.New(cfg.Home), home: cfg.Home, info: info, startedAt: time.Now(), ready: make(chan struct{}), started: make(chan struct{}), launched: make(chan struct{})}
+	if info.Started.IsZero() {
+		info.Started = time.Now()
+	}
+	s := &Supervision{warn: warn, cfg: cfg, log: logs.New(cfg.Home), home: cfg.Home, info: info, startedAt: info.Started, ready: make(chan struct{}), started: make(chan struct{}), launched: make(chan struct{})}
 	// Every goroutine here recovers: a bug in cx's bookkeeping is logged
 	// (cx.log) and costs the run's records, never Codex or the terminal;
 	// the rollout keeps the session for a later sweep.
@@ -144,8 +150,8 @@ func (s *Supervision) Finish(ctx context.Context, ex wrapper.Exit) {
 	}
 	<-s.ready
 	if s.err != nil || s.run == nil {
-		_ = markUnrecorded(s.home, s.info.CodexHome, s.startedAt)
-		s.warn("warning: %v: this run's sessions are not recorded (their rollouts are intact; see `cx ctl doctor`)", s.err)
+		crumb := s.leaveBreadcrumb()
+		s.warn("warning: %v: this run's sessions are not recorded (their rollouts are intact; %s)", s.err, s.afterwards(s.err, crumb, "see `cx ctl doctor`"))
 		return
 	}
 	// The ledger is not closed: cx exits right after, and closing the last
@@ -159,8 +165,61 @@ func (s *Supervision) Finish(ctx context.Context, ex wrapper.Exit) {
 	}
 	testpoint.Panic("supervise-finish")
 	if err := s.run.Finish(ctx, info); err != nil {
-		_ = markUnrecorded(s.home, s.info.CodexHome, s.startedAt)
+		crumb := s.leaveBreadcrumb()
 		s.m.Log.Printf("finish run %s: %v", s.run.ID(), err)
-		s.warn("warning: ending this run's sessions: %v (a later `cx ctl sweep` finishes it)", err)
+		s.warn("warning: ending this run's sessions: %v (%s)", err, s.afterwards(err, crumb, "a later `cx ctl sweep` finishes it"))
 	}
+}
+
+// leaveBreadcrumb names, for the next start or sweep that can write the
+// ledger, the threads this run's Codex had: those the run learned, those
+// Codex logged for its process and still has a rollout of, and those it
+// created and wrote (found as a run's exit finds them). Only these are
+// recovered: a Codex home may serve other CX_HOMEs' runs too.
+func (s *Supervision) leaveBreadcrumb() bool {
+	ids := map[string]bool{}
+	if s.run != nil {
+		for id := range s.run.known { // discovery has stopped
+			ids[id] = true
+		}
+	}
+	if s.pid != 0 {
+		logs := codex.NewLogWatch(s.info.CodexHome)
+		defer logs.Close()
+		for _, id := range logs.Threads(s.pid) {
+			if codex.FindRollout(s.info.CodexHome, id, "") != "" {
+				ids[id] = true
+			}
+		}
+		for id := range ownThreads(s.info.CodexHome, s.pid, s.info.Started, s.info.codexCwd(), logs, nil) {
+			ids[id] = true
+		}
+	}
+	threads := make([]string, 0, len(ids))
+	for id := range ids {
+		threads = append(threads, id)
+	}
+	sort.Strings(threads)
+	if err := markUnrecorded(s.home, s.info.CodexHome, crumbRun, s.startedAt, threads); err != nil {
+		s.log.Printf("breadcrumb of an unrecorded run (%d thread(s)): %v", len(threads), err)
+		return false
+	}
+	return true
+}
+
+// afterwards is what the user does about a run the ledger could not
+// record: the ledger's own trouble has a fix, after which a sweep records
+// the run; otherwise what happens by itself (dflt).
+// crumb is whether the breadcrumb that lets a sweep find the run's
+// sessions could be left; where it could not (a read-only CX_HOME), `cx ctl
+// import` records them.
+func (s *Supervision) afterwards(err error, crumb bool, dflt string) string {
+	then := "`cx ctl sweep`"
+	if !crumb {
+		then, dflt = "`cx ctl import`", "see `cx ctl doctor`; `cx ctl import` records them later"
+	}
+	if advice := LedgerAdvice(s.cfg, err); advice != "" {
+		return advice + "; then " + then + " records this run from its rollouts"
+	}
+	return dflt
 }

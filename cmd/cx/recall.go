@@ -139,10 +139,13 @@ func (a *app) ctlImport(ctx context.Context, args []string) int {
 			return 0
 		}
 		if dryRun {
-			fmt.Fprintf(a.stdout, "%s: %d rollouts, %d already known, %d to import (cx ctl import)\n", res.CodexHome, res.Found, res.Known, res.Remaining)
-			return 0
+			fmt.Fprintf(a.stdout, "%s: %d rollouts, %d already known, %d to import (cx ctl import), %d still being written\n", res.CodexHome, res.Found, res.Known, res.Remaining, res.Active)
+		} else {
+			fmt.Fprintf(a.stdout, "%s: %d rollouts, %d already known, %d imported (%d with no turns), %d still being written\n", res.CodexHome, res.Found, res.Known, res.Imported, res.Empty, res.Active)
 		}
-		fmt.Fprintf(a.stdout, "%s: %d rollouts, %d already known, %d imported (%d with no turns), %d still being written\n", res.CodexHome, res.Found, res.Known, res.Imported, res.Empty, res.Active)
+		if res.Active > 0 {
+			fmt.Fprintln(a.stdout, "  still being written: a running Codex holds its writer lock"+activeUntilText(res.ActiveUntil, m.Cfg.Lifecycle.ActiveWindow.Duration))
+		}
 		return 0
 	})
 }
@@ -229,4 +232,13 @@ func (a *app) ctlMCP(ctx context.Context, args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// activeUntilText says when rollouts of a Codex without writer locks
+// (before 0.169) may be imported: once left alone for active_window.
+func activeUntilText(until string, window time.Duration) string {
+	if until == "" {
+		return ""
+	}
+	return fmt.Sprintf(", or (Codex before 0.169 keeps none) it was written within [lifecycle] active_window (%s): importable from %s if left alone", window, until)
 }

@@ -168,6 +168,40 @@ func ThreadLocked(home, id string) bool {
 	return false
 }
 
+// writerLocksSince is the first Codex version seen keeping a writer lock
+// per loaded thread (0.169; 0.128 keeps none). Versions between are not
+// known to, so they are judged as the older ones: by the rollout's age.
+const writerLocksSince = "0.169.0"
+
+// Liveness is whether a rollout may still be written to, and how that is
+// known.
+type Liveness struct {
+	Live bool
+	// Until, when Live and not zero, is when the rollout counts as done if
+	// nothing writes it meanwhile: Codex keeps no writer lock, so only its
+	// age tells.
+	Until time.Time
+}
+
+// RolloutLiveness judges whether Codex may still write a thread's
+// rollout: a held writer lock means live; a Codex version that keeps
+// writer locks (cliVersion, from the rollout's session_meta) and holds
+// none for the thread is done with it — at once, whatever the rollout's
+// age; a version without locks is live until the rollout has been left
+// alone for window.
+func RolloutLiveness(home, id, cliVersion string, mtime, now time.Time, window time.Duration) Liveness {
+	if ThreadLocked(home, id) {
+		return Liveness{Live: true}
+	}
+	if cliVersion != "" && CompareVersions(cliVersion, writerLocksSince) >= 0 {
+		return Liveness{}
+	}
+	if until := mtime.Add(window); now.Before(until) {
+		return Liveness{Live: true, Until: until}
+	}
+	return Liveness{}
+}
+
 // LogWatch reads the thread ids Codex logs for a process in
 // $CODEX_HOME/logs_*.sqlite (rows of process_uuid "pid:<pid>:…"),
 // incrementally by row id. Not safe for concurrent use.
@@ -181,22 +215,31 @@ type LogWatch struct {
 // creates it after it starts).
 func NewLogWatch(home string) *LogWatch { return &LogWatch{home: home} }
 
+// open opens the database once it exists; false while it does not.
+func (w *LogWatch) open() bool {
+	if w.db != nil {
+		return true
+	}
+	if w.home == "" {
+		return false
+	}
+	matches, _ := filepath.Glob(filepath.Join(w.home, "logs_*.sqlite"))
+	if len(matches) == 0 {
+		return false
+	}
+	db, err := sql.Open("sqlite", "file:"+matches[len(matches)-1]+"?mode=ro&_pragma=busy_timeout(200)")
+	if err != nil {
+		return false
+	}
+	db.SetMaxOpenConns(1)
+	w.db = db
+	return true
+}
+
 // Threads returns the thread ids logged for pid since the last call.
 func (w *LogWatch) Threads(pid int) []string {
-	if w.home == "" {
+	if !w.open() {
 		return nil
-	}
-	if w.db == nil {
-		matches, _ := filepath.Glob(filepath.Join(w.home, "logs_*.sqlite"))
-		if len(matches) == 0 {
-			return nil
-		}
-		db, err := sql.Open("sqlite", "file:"+matches[len(matches)-1]+"?mode=ro&_pragma=busy_timeout(200)")
-		if err != nil {
-			return nil
-		}
-		db.SetMaxOpenConns(1)
-		w.db = db
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -221,6 +264,20 @@ func (w *LogWatch) Threads(pid int) []string {
 		}
 	}
 	return out
+}
+
+// LoggedByOther reports whether Codex's log database names thread id under
+// a process other than pid (0.128 logs every thread of a process, turnless
+// ones too): that thread is another Codex's.
+func (w *LogWatch) LoggedByOther(id string, pid int) bool {
+	if !w.open() {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var one int
+	err := w.db.QueryRowContext(ctx, `SELECT 1 FROM logs WHERE thread_id = ? AND process_uuid NOT LIKE ? LIMIT 1`, id, fmt.Sprintf("pid:%d:%%", pid)).Scan(&one)
+	return err == nil
 }
 
 // Close closes the database.

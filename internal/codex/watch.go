@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"sync"
@@ -12,7 +13,9 @@ import (
 // ThreadWatch wakes whoever learns Codex's threads when one may have
 // appeared: a writer lock file created in thread-writer-locks/ (0.169) or
 // a rollout created in today's sessions folder (both versions), by inotify
-// — so discovery need not poll often to learn them promptly.
+// — so discovery need not poll often to learn them promptly. In a fresh
+// Codex home neither folder exists yet: it also watches the folders above
+// them, so their creation wakes discovery (which then watches them too).
 type ThreadWatch struct {
 	home string
 	C    chan struct{} // a wake-up, coalesced
@@ -21,6 +24,7 @@ type ThreadWatch struct {
 	fd      int // kept apart: os.File.Fd would make the file blocking
 	f       *os.File
 	watched map[string]bool
+	homeWD  int32 // the watch on home itself: only its two folders matter
 }
 
 // WatchThreads starts watching home; nil when inotify is not available
@@ -30,7 +34,7 @@ func WatchThreads(home string) *ThreadWatch {
 	if err != nil || home == "" {
 		return nil
 	}
-	w := &ThreadWatch{home: home, C: make(chan struct{}, 1), fd: fd, f: os.NewFile(uintptr(fd), "inotify"), watched: map[string]bool{}}
+	w := &ThreadWatch{home: home, C: make(chan struct{}, 1), fd: fd, f: os.NewFile(uintptr(fd), "inotify"), watched: map[string]bool{}, homeWD: -1}
 	w.Refresh()
 	go w.read()
 	return w
@@ -43,9 +47,14 @@ func (w *ThreadWatch) Refresh() {
 		return
 	}
 	now := time.Now()
+	sessions := filepath.Join(w.home, "sessions")
+	year := filepath.Join(sessions, now.Format("2006"))
+	month := filepath.Join(year, now.Format("01"))
 	dirs := []string{
+		w.home,
 		filepath.Join(w.home, threadLocksDir),
-		filepath.Join(w.home, "sessions", now.Format("2006"), now.Format("01"), now.Format("02")),
+		sessions, year, month,
+		filepath.Join(month, now.Format("02")),
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -53,8 +62,13 @@ func (w *ThreadWatch) Refresh() {
 		if w.watched[d] {
 			continue
 		}
-		if _, err := unix.InotifyAddWatch(w.fd, d, unix.IN_CREATE|unix.IN_MOVED_TO); err == nil {
-			w.watched[d] = true
+		wd, err := unix.InotifyAddWatch(w.fd, d, unix.IN_CREATE|unix.IN_MOVED_TO)
+		if err != nil {
+			continue
+		}
+		w.watched[d] = true
+		if d == w.home {
+			w.homeWD = int32(wd)
 		}
 	}
 }
@@ -62,14 +76,44 @@ func (w *ThreadWatch) Refresh() {
 func (w *ThreadWatch) read() {
 	buf := make([]byte, 4096)
 	for {
-		if _, err := w.f.Read(buf); err != nil {
+		n, err := w.f.Read(buf)
+		if err != nil {
 			return // closed
+		}
+		if !w.relevant(buf[:n]) {
+			continue
 		}
 		select {
 		case w.C <- struct{}{}:
 		default:
 		}
 	}
+}
+
+// relevant reports whether a read of inotify events names anything but
+// the other files Codex creates in its home (databases, history, temp
+// files): those must not wake discovery.
+func (w *ThreadWatch) relevant(b []byte) bool {
+	w.mu.Lock()
+	homeWD := w.homeWD
+	w.mu.Unlock()
+	for len(b) >= unix.SizeofInotifyEvent {
+		wd := int32(binary.NativeEndian.Uint32(b[0:4]))
+		nameLen := int(binary.NativeEndian.Uint32(b[12:16]))
+		end := unix.SizeofInotifyEvent + nameLen
+		if end > len(b) {
+			return true // cut short: wake rather than miss
+		}
+		name := string(b[unix.SizeofInotifyEvent:end])
+		for len(name) > 0 && name[len(name)-1] == 0 {
+			name = name[:len(name)-1]
+		}
+		if wd != homeWD || name == threadLocksDir || name == "sessions" {
+			return true
+		}
+		b = b[end:]
+	}
+	return false
 }
 
 // Close stops watching.

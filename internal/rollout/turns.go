@@ -1,10 +1,13 @@
 package rollout
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -720,3 +723,31 @@ func Bound(s string, n int) string {
 	}
 	return s[:i] + fmt.Sprintf("… [%d chars cut]", utf8.RuneCountInString(s[i:]))
 }
+
+// maxMetaLine bounds the first line ReadMeta reads: 0.169's session_meta
+// carries the base instructions (tens of KiB).
+const maxMetaLine = 1 << 20
+
+// ReadMeta reads a rollout's identity, its first line's session_meta,
+// without reading the rest of the file.
+func ReadMeta(path string) (SessionMeta, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return SessionMeta{}, fmt.Errorf("read rollout %s: %w", path, err)
+	}
+	defer f.Close()
+	line, err := bufio.NewReaderSize(io.LimitReader(f, maxMetaLine), 64<<10).ReadBytes('\n')
+	if err != nil {
+		return SessionMeta{}, fmt.Errorf("read rollout %s: no complete first line: %w", path, err)
+	}
+	a := newAssembler(Options{}.withDefaults(), nil)
+	a.add(parseLine(Line{Data: bytes.TrimSuffix(line, []byte("\n")), Size: int64(len(line) - 1)}), int64(len(line)))
+	if a.meta == nil {
+		return SessionMeta{}, fmt.Errorf("read rollout %s: the first line is not a session_meta", path)
+	}
+	return *a.meta, nil
+}
+
+// IDTime is the creation time a thread id carries (Codex's ids are
+// UUIDv7s); false when the id is no UUIDv7.
+func IDTime(id string) (time.Time, bool) { return uuidV7Time(id) }
