@@ -14,7 +14,7 @@ install:
 # (tmux, the pinned real Codex CLI versions), then vets and runs every test
 # with the race detector.
 test: test-deps vet
-	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) test -race -count=1 -timeout 60m ./...
 
 test-deps:
 	bash scripts/install-test-deps.sh

@@ -83,9 +83,9 @@ func TestUnderLoad(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = hog.Process.Kill(); _ = hog.Wait() })
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
-	args := []string{"-test.count=1", "-test.timeout=19m", "-test.skip=^(TestUnderLoad|TestIdle.*|Benchmark.*)$"}
+	args := []string{"-test.count=1", "-test.timeout=39m", "-test.skip=^(TestUnderLoad|TestIdle.*|Benchmark.*)$"}
 	if testing.Verbose() {
 		args = append(args, "-test.v")
 	}
