@@ -93,8 +93,7 @@ func (m *Manager) Import(ctx context.Context, o ImportOptions) (ImportResult, er
 			o.Progress(i, len(todo))
 		}
 		path := rollouts[id]
-		var err error
-		err = m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
 			s, created, err := m.ensureSession(ctx, tx, ledger.Session{ID: id, TranscriptPath: path, CodexHome: home, Sinks: sinks, EndReason: ReasonImport})
 			if err == nil && created {
 				err = tx.AddEvent(ctx, "session.imported", s.ID, "", "recorded from Codex's history by cx ctl import")
