@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +26,9 @@ type RunInfo struct {
 	// Mode is "app-server" when Codex serves a daemon's threads: many live
 	// at once, so a new thread never ends another (no /new there).
 	Mode string
+	// CodexCwd is the directory Codex runs in ("" when its arguments point
+	// it elsewhere: codex.Cwd).
+	CodexCwd string
 	// Started is when cx began launching Codex (zero: when the run is
 	// recorded); threads created since are candidates for this run.
 	Started time.Time
@@ -278,22 +280,14 @@ func (r *Run) writtenUnseen(ctx context.Context, pid int) map[string]string {
 	})
 }
 
-// codexCwd is the directory Codex runs in, "" when it cannot be known:
-// its arguments point it elsewhere (-C/--cd), or it serves a daemon's
-// threads, each with a directory of its own.
+// codexCwd is the directory Codex runs in, "" when it cannot be known
+// (the arguments pointed it elsewhere, or it serves a daemon's threads,
+// each with a directory of its own).
 func (info RunInfo) codexCwd() string {
 	if info.Mode == ModeAppServer {
 		return ""
 	}
-	for _, a := range info.Args {
-		if a == "--" {
-			break
-		}
-		if a == "-C" || a == "--cd" || strings.HasPrefix(a, "--cd=") || (strings.HasPrefix(a, "-C") && len(a) > 2) {
-			return ""
-		}
-	}
-	return info.Cwd
+	return info.CodexCwd
 }
 
 // Stopping records that cx is stopping Codex because of a signal: ends

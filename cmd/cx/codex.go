@@ -108,7 +108,7 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 	}
 	sup := lifecycle.Supervise(ctx, cfg, lifecycle.RunInfo{
 		ID: runID, CodexHome: codex.Home(a.getenv), CodexVersion: caps.Version,
-		Cwd: cwd(), Args: codexArgs, Sinks: cfg.Sinks, Mode: mode,
+		Cwd: cwd(), CodexCwd: codex.Cwd(codexArgs, caps, cwd()), Args: codexArgs, Sinks: cfg.Sinks, Mode: mode,
 	}, tap, a.errorf)
 	// Codex's own recipe with cx's variables; cx's hooks always run for it.
 	spec.Env = codex.Env(os.Environ(), bin, []string{"CX_HOME=" + cfg.Home, supervisorPIDVar + "=" + strconv.Itoa(os.Getpid()), "CX_RUN_ID=" + runID}, "CX_HOOKS_OFF")

@@ -282,6 +282,15 @@ func Args(user []string, caps Caps) []string {
 	return append([]string{"--no-daemon"}, user...)
 }
 
+// Cwd is the directory Codex will run in with args, started in dir; ""
+// when the arguments point it elsewhere (-C/--cd).
+func Cwd(args []string, caps Caps, dir string) string {
+	if p := parse(args, caps); p.anyFlags["-C"] || p.anyFlags["--cd"] {
+		return ""
+	}
+	return dir
+}
+
 // IsAppServer reports whether args run the app-server itself (not one of
 // its tooling subcommands).
 func IsAppServer(args []string, caps Caps) bool {

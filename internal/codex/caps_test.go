@@ -105,3 +105,17 @@ func TestSubcommand(t *testing.T) {
 		}
 	}
 }
+
+// Codex runs where cx started it unless -C/--cd points it elsewhere; a
+// prompt or an option's value that reads like the flag does not.
+func TestCwd(t *testing.T) {
+	data, _ := os.ReadFile("testdata/help-0.169.0.txt")
+	var caps Caps
+	parseHelp(data, &caps)
+	for args, want := range map[string]string{"": "/w", "exec hi": "/w", "-C /x": "", "--cd=/x exec hi": "", "exec --cd /x hi": "",
+		"-m -C exec hi": "/w", "exec -- -C": "/w"} {
+		if got := Cwd(strings.Fields(args), caps, "/w"); got != want {
+			t.Errorf("Cwd(%q) = %q, want %q", args, got, want)
+		}
+	}
+}
