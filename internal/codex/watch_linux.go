@@ -3,7 +3,6 @@ package codex
 import (
 	"encoding/binary"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -46,16 +45,7 @@ func (w *ThreadWatch) Refresh() {
 	if w == nil {
 		return
 	}
-	now := time.Now()
-	sessions := filepath.Join(w.home, "sessions")
-	year := filepath.Join(sessions, now.Format("2006"))
-	month := filepath.Join(year, now.Format("01"))
-	dirs := []string{
-		w.home,
-		filepath.Join(w.home, threadLocksDir),
-		sessions, year, month,
-		filepath.Join(month, now.Format("02")),
-	}
+	dirs := watchDirs(w.home, time.Now())
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, d := range dirs {
