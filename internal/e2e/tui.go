@@ -139,17 +139,27 @@ func (tu *TUI) WaitReady() {
 	tu.WaitFor(Ready, 60*time.Second)
 }
 
-// Type types text literally, then presses Enter.
+// Type puts text in the composer as a terminal paste, then presses Enter.
+// A paste (bracketed, as Codex asks of the terminal) is one event however
+// busy the machine is; typed characters are not — Codex reads a burst of
+// them with the Enter that follows as a paste and keeps the Enter as a
+// newline, which a loaded machine makes likely (issue 23's CI failure).
 func (tu *TUI) Type(text string) {
 	tu.h.T.Helper()
-	if _, err := tu.tmux("send-keys", "-t", "cx", "-l", text); err != nil {
-		tu.h.T.Fatalf("send-keys: %v", err)
+	if _, err := tu.tmux("set-buffer", "-b", "cxtype", "--", text); err != nil {
+		tu.h.T.Fatalf("set-buffer: %v", err)
 	}
-	time.Sleep(300 * time.Millisecond) // let the composer take the paste before Enter
+	if _, err := tu.tmux("paste-buffer", "-p", "-d", "-b", "cxtype", "-t", "cx"); err != nil {
+		tu.h.T.Fatalf("paste-buffer: %v", err)
+	}
+	// Enter once the screen shows the text, and again while the composer
+	// still holds it: a slow Codex may take the first Enter before the paste.
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && !strings.Contains(tu.Screen(), text) {
+		time.Sleep(50 * time.Millisecond)
+	}
 	tu.Keys("Enter")
-	// Under load the TUI may take the Enter as part of a paste burst and keep
-	// the text in the composer: press Enter again until it is submitted.
-	for i := 0; i < 5; i++ {
+	for time.Now().Before(deadline) {
 		time.Sleep(500 * time.Millisecond)
 		if composerLine(tu.Screen()) != "› "+text {
 			return
