@@ -8,9 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	_ "modernc.org/sqlite" // the logs database
@@ -141,31 +139,12 @@ func ThreadLocks(home string) map[string]bool {
 }
 
 // ThreadLocked reports whether a process holds a lock on the thread's
-// writer lock file (0.169's Codex keeps it locked while the thread is
-// loaded): the session is live. Read from /proc/locks, never by taking the
-// lock, which could stand in Codex's way.
+// writer lock file: 0.169's Codex flock(2)s it while the thread is loaded
+// (codex-facts: "creates and flocks thread-writer-locks/<id>.lock"), so a
+// held lock means the session is live. It is asked of the kernel without
+// taking the lock, which could stand in Codex's way: heldLock is per system.
 func ThreadLocked(home, id string) bool {
-	fi, err := os.Stat(filepath.Join(home, threadLocksDir, id+".lock"))
-	if err != nil {
-		return false
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return false
-	}
-	data, err := os.ReadFile("/proc/locks")
-	if err != nil {
-		return false
-	}
-	ino := ":" + strconv.FormatUint(st.Ino, 10)
-	for _, l := range strings.Split(string(data), "\n") {
-		for _, f := range strings.Fields(l) {
-			if strings.Count(f, ":") == 2 && strings.HasSuffix(f, ino) {
-				return true
-			}
-		}
-	}
-	return false
+	return heldLock(filepath.Join(home, threadLocksDir, id+".lock"))
 }
 
 // writerLocksSince is the first Codex version seen keeping a writer lock

@@ -2,8 +2,47 @@ package codex
 
 import (
 	"path/filepath"
+	"sync"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 )
+
+// ThreadWatch wakes whoever learns Codex's threads when one may have
+// appeared: a writer lock file created in thread-writer-locks/ (0.169) or
+// a rollout created in today's sessions folder (both versions) — so
+// discovery need not poll often to learn them promptly. In a fresh Codex
+// home neither folder exists yet: it also watches the folders above them,
+// so their creation wakes discovery (which then watches them too).
+//
+// The watching is fsnotify's (inotify on Linux, kqueue on macOS): one
+// code path on both systems, the kernel interface kept by a library
+// maintained and tested on each. Only creations (and renames into a
+// folder) wake; writes, which a live rollout gets at every event, do not.
+type ThreadWatch struct {
+	home string
+	C    chan struct{} // a wake-up, coalesced
+
+	mu      sync.Mutex
+	w       *fsnotify.Watcher
+	watched map[string]bool
+}
+
+// WatchThreads starts watching home; nil when the system gives no watch
+// (discovery then polls only).
+func WatchThreads(home string) *ThreadWatch {
+	if home == "" {
+		return nil
+	}
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil
+	}
+	w := &ThreadWatch{home: home, C: make(chan struct{}, 1), w: fw, watched: map[string]bool{}}
+	w.Refresh()
+	go w.read()
+	return w
+}
 
 // watchDirs are the folders a thread watch watches in home at now: the
 // thread locks folder, today's sessions folder, and — so that their
@@ -17,5 +56,71 @@ func watchDirs(home string, now time.Time) []string {
 		filepath.Join(home, threadLocksDir),
 		sessions, year, month,
 		filepath.Join(month, now.Format("02")),
+	}
+}
+
+// Refresh adds the folders that exist now and are not watched yet (the
+// locks folder appears with the first thread; a new day has a new folder).
+func (w *ThreadWatch) Refresh() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, d := range watchDirs(w.home, time.Now()) {
+		if w.watched[d] {
+			continue
+		}
+		if err := w.w.Add(d); err == nil {
+			w.watched[d] = true
+		}
+	}
+}
+
+func (w *ThreadWatch) read() {
+	for {
+		select {
+		case ev, ok := <-w.w.Events:
+			if !ok {
+				return // closed
+			}
+			if !w.relevant(ev) {
+				continue
+			}
+			select {
+			case w.C <- struct{}{}:
+			default:
+			}
+		case _, ok := <-w.w.Errors:
+			if !ok {
+				return
+			}
+			// An overflow lost events: wake rather than miss one.
+			select {
+			case w.C <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// relevant reports whether an event may mean a new thread: a creation in
+// a watched folder — in home itself only the two folders that matter, not
+// the other files Codex creates there (databases, history, temp files).
+func (w *ThreadWatch) relevant(ev fsnotify.Event) bool {
+	if !ev.Has(fsnotify.Create) {
+		return false
+	}
+	if filepath.Dir(ev.Name) != w.home {
+		return true
+	}
+	name := filepath.Base(ev.Name)
+	return name == threadLocksDir || name == "sessions"
+}
+
+// Close stops watching.
+func (w *ThreadWatch) Close() {
+	if w != nil {
+		_ = w.w.Close()
 	}
 }

@@ -1,40 +1,41 @@
-// Package proc reads what cx needs to know about processes from /proc:
-// start times (to tell a live process from a reused pid), parents (to check
-// which process a hook came from) and open files (to learn which sessions a
-// Codex process holds); and it starts cx detached (the background sweeper).
+// Package proc reads what cx needs to know about processes: start times
+// (to tell a live process from a reused pid), parents (to check which
+// process a hook came from), CPU time, and open files (to learn which
+// sessions a Codex process holds); and it starts cx detached (the
+// background sweeper).
 //
-// It imports only the standard library.
+// Where the facts come from differs by system, and only that lives in a
+// platform file: /proc on Linux (proc_linux.go), sysctl kern.proc on macOS
+// (proc_darwin.go). Everything built on them is shared.
+//
+// It imports the standard library and golang.org/x/sys/unix.
 package proc
 
 import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 )
 
-// Stat is the part of /proc/<pid>/stat cx uses.
+// Stat is what cx knows of a process.
 type Stat struct {
-	PID       int
-	Comm      string
-	State     byte
-	PPID      int
-	StartTime uint64 // clock ticks after boot: with the pid, a process identity
-	CPUTicks  uint64 // user and system time so far, in clock ticks
+	PID   int
+	Comm  string
+	State byte // 'Z' zombie, 'T' stopped, as in /proc/<pid>/stat
+	PPID  int
+	// StartTime is when the process started, in units of the system (clock
+	// ticks after boot on Linux, microseconds since the epoch on macOS):
+	// with the pid, a process identity.
+	StartTime uint64
+	// CPUTicks is user and system time so far, in clock ticks (Linux only:
+	// macOS does not say it through sysctl; 0 there).
+	CPUTicks uint64
 }
 
-// ReadStat reads /proc/<pid>/stat.
-func ReadStat(pid int) (Stat, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return Stat{}, err
-	}
-	return parseStat(pid, string(data))
-}
-
+// parseStat parses a Linux /proc/<pid>/stat line.
 func parseStat(pid int, s string) (Stat, error) {
 	// comm is in parentheses and may contain spaces or parentheses itself.
 	open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
@@ -76,22 +77,6 @@ func StartTime(pid int) uint64 {
 		return 0
 	}
 	return st.StartTime
-}
-
-// OpenFiles lists the paths pid's open descriptors point to.
-func OpenFiles(pid int) []string {
-	dir := fmt.Sprintf("/proc/%d/fd", pid)
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	out := make([]string, 0, len(ents))
-	for _, e := range ents {
-		if target, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && strings.HasPrefix(target, "/") {
-			out = append(out, target)
-		}
-	}
-	return out
 }
 
 // Ancestors returns pid's parent chain, nearest first, up to n processes.

@@ -9,6 +9,7 @@ package testpoint
 
 import (
 	"os"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -30,4 +31,16 @@ func PanicOn(env, point string) {
 	if v := os.Getenv(env); v != "" && v == point {
 		panic("test panic at " + point)
 	}
+}
+
+// Off reports whether CX_TEST_OFF (a comma-separated list) names a
+// safeguard that a test turns off to prove another alone ("pdeathsig":
+// the lifeline alone keeps Codex from outliving cx, as on macOS).
+func Off(name string) bool {
+	for _, v := range strings.Split(os.Getenv("CX_TEST_OFF"), ",") {
+		if v == name {
+			return true
+		}
+	}
+	return false
 }

@@ -147,3 +147,8 @@ func KeysAreSignals(fd uintptr) bool {
 	t, err := unix.IoctlGetTermios(int(fd), ioctlGetTermios)
 	return err == nil && t.Lflag&unix.ISIG != 0
 }
+
+// Termios reads the settings of the terminal on fd (tcgetattr).
+func Termios(fd uintptr) (*unix.Termios, error) {
+	return unix.IoctlGetTermios(int(fd), ioctlGetTermios)
+}

@@ -1,0 +1,23 @@
+package codex
+
+import (
+	"golang.org/x/sys/unix"
+)
+
+// heldLock asks fcntl(F_GETLK) whether a write lock on all of path would
+// be blocked. It only asks — it takes nothing. On macOS flock(2) and
+// fcntl(2) locks live in one list per vnode and F_GETLK walks all of it
+// (xnu bsd/kern/kern_lockf.c: lf_advlock's F_GETLK → lf_getblock, which
+// skips only the caller's own locks), so Codex's flock is seen.
+func heldLock(path string) bool {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: 0, Len: 0}
+	if err := unix.FcntlFlock(uintptr(fd), unix.F_GETLK, &lk); err != nil {
+		return false
+	}
+	return lk.Type != unix.F_UNLCK
+}
