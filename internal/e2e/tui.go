@@ -139,27 +139,25 @@ func (tu *TUI) WaitReady() {
 	tu.WaitFor(Ready, 60*time.Second)
 }
 
-// Type puts text in the composer as a terminal paste, then presses Enter.
-// A paste (bracketed, as Codex asks of the terminal) is one event however
-// busy the machine is; typed characters are not — Codex reads a burst of
-// them with the Enter that follows as a paste and keeps the Enter as a
-// newline, which a loaded machine makes likely (issue 23's CI failure).
+// Type types text literally, then presses Enter. Codex reads a burst of
+// characters as a paste and keeps an Enter that comes with it as a
+// newline; on a loaded machine the characters and an Enter sent 300 ms
+// later can still be read together (issue 23's CI failure). So Enter
+// waits until Codex has drawn the text in its composer — it has read the
+// characters — and then the paste window; it is pressed again while the
+// composer still holds the text.
 func (tu *TUI) Type(text string) {
 	tu.h.T.Helper()
-	if _, err := tu.tmux("set-buffer", "-b", "cxtype", "--", text); err != nil {
-		tu.h.T.Fatalf("set-buffer: %v", err)
+	if _, err := tu.tmux("send-keys", "-t", "cx", "-l", text); err != nil {
+		tu.h.T.Fatalf("send-keys: %v", err)
 	}
-	if _, err := tu.tmux("paste-buffer", "-p", "-d", "-b", "cxtype", "-t", "cx"); err != nil {
-		tu.h.T.Fatalf("paste-buffer: %v", err)
-	}
-	// Enter once the screen shows the text, and again while the composer
-	// still holds it: a slow Codex may take the first Enter before the paste.
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) && !strings.Contains(tu.Screen(), text) {
 		time.Sleep(50 * time.Millisecond)
 	}
+	time.Sleep(300 * time.Millisecond) // past Codex's paste-burst window
 	tu.Keys("Enter")
-	for time.Now().Before(deadline) {
+	for i := 0; i < 5; i++ {
 		time.Sleep(500 * time.Millisecond)
 		if composerLine(tu.Screen()) != "› "+text {
 			return
