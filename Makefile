@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: all build install test test-deps vet bench demo clean
+.PHONY: all build install test test-deps vet vet-darwin dist dist-check bench demo clean
 
 all: build
 
@@ -13,16 +13,34 @@ install:
 # The one test command (README, .ci/run): installs what the tests need
 # (tmux, the pinned real Codex CLI versions), then vets and runs every test
 # with the race detector.
-test: test-deps vet
+test: test-deps vet dist-check
 	$(GO) test -race -count=1 -timeout 60m ./...
 
 test-deps:
 	bash scripts/install-test-deps.sh
 
-vet:
+vet: vet-darwin
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	$(GO) vet ./...
+	@bash scripts/check-platform-files.sh
+
+# macOS cannot run here, but it must compile: every package and its tests
+# are vetted (go vet type-checks the tests) for both Mac architectures;
+# dist links cx for both.
+vet-darwin:
+	GOOS=darwin GOARCH=arm64 $(GO) vet ./...
+	GOOS=darwin GOARCH=amd64 $(GO) vet ./...
+
+# Release binaries for Linux and macOS, version stamped, with SHA-256 sums.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+DIST_TARGETS = linux/amd64 linux/arm64 darwin/arm64 darwin/amd64
+dist:
+	VERSION=$(VERSION) bash scripts/dist.sh $(DIST_TARGETS)
+
+# The linux/amd64 binary dist built runs and says its version.
+dist-check: dist
+	bash scripts/dist.sh --check
 
 # A first session through cx and a second one that starts where it stopped,
 # with the real Codex CLI against a local mock model.

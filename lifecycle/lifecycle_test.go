@@ -67,7 +67,8 @@ func (e *env) environ(extra ...string) []string {
 		}
 		env = append(env, kv)
 	}
-	env = append(env, "CODEX_HOME="+e.codexHome, "CX_HOME="+e.cxHome, "FAKE_CODEX=1", "CX_CODEX_BIN="+os.Args[0])
+	env = append(env, "CODEX_HOME="+e.codexHome, "CX_HOME="+e.cxHome, "FAKE_CODEX=1", "CX_CODEX_BIN="+os.Args[0],
+		"CX_TEST_OFF=pdeathsig") // the lifeline alone guards against orphans, as on macOS
 	env = append(env, e.extra...)
 	return append(env, extra...)
 }

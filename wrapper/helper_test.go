@@ -28,7 +28,7 @@ import (
 // spec from its environment (WRAPPER_TEST_ROLE=supervisor). Real processes,
 // real signals, real PTYs.
 func TestMain(m *testing.M) {
-	if os.Getenv(LeaderEnv) == "1" {
+	if IsLeader() {
 		os.Exit(LeaderMain(os.Args[1:]))
 	}
 	switch os.Getenv("WRAPPER_TEST_ROLE") {
@@ -37,6 +37,9 @@ func TestMain(m *testing.M) {
 	case "supervisor":
 		os.Exit(supervisorMain())
 	}
+	// The lifeline alone keeps children from outliving their supervisor, as
+	// on macOS: Linux's parent-death signal is off unless a test turns it on.
+	os.Setenv("CX_TEST_OFF", "pdeathsig")
 	os.Exit(m.Run())
 }
 
@@ -441,16 +444,11 @@ func alive(pid int) bool { return cxproc.Alive(pid, 0) }
 
 // procState is the one-letter state of pid ("S", "T", …), "" if gone.
 func procState(pid int) string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := cxproc.ReadStat(pid)
 	if err != nil {
 		return ""
 	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return ""
-	}
-	return s[i+2 : i+3]
+	return string(st.State)
 }
 
 // eventually polls cond until it holds or d passes.

@@ -10,23 +10,42 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// LeaderEnv marks a process started as the session leader of a PTY session
-// (Spec.Leader): the program that implements the leader calls LeaderMain
-// when it sees LeaderEnv=1 in its environment.
+// LeaderEnv marks a process started as the leader (Spec.Leader): the
+// program that implements it calls LeaderMain when IsLeader says so. Its
+// value is the mode: "1" leads a PTY session, "pipe" only guards a child
+// on plain pipes.
 const LeaderEnv = "CX_WRAPPER_LEADER"
+
+// leaderGraceEnv is how long the leader lets the child stop politely once
+// the lifeline says the supervisor is gone, in milliseconds: the stop
+// policy's KillAfter, the time between its signal and SIGKILL.
+const leaderGraceEnv = "CX_WRAPPER_LEADER_GRACE_MS"
+
+// IsLeader reports whether this process was started as a leader.
+func IsLeader() bool { return os.Getenv(LeaderEnv) != "" }
 
 // leaderFD is the status pipe the leader reports on: "pid N" once the child
 // runs, "stop" each time the child stops itself (job control), "err CODE
 // MESSAGE" when it could not start it.
 const leaderFD = 3
 
-// Why a leader: a child that leads its own session on the PTY is an orphaned
+// lifelineFD is the read end of the lifeline: a pipe whose write end only
+// the supervisor holds. Whatever ends the supervisor — an exit, a crash,
+// SIGKILL — the kernel closes that end and the leader reads EOF: the one
+// guard against a child outliving cx that works on every Unix (Linux's
+// parent-death signal has no macOS equivalent).
+const lifelineFD = 4
+
+// Why a leader: the lifeline needs a process of cx's own beside the child
+// that outlives the supervisor, in both modes. In PTY mode it also makes
+// job control work: a child that leads its own session on the PTY is an orphaned
 // process group (its parent, the supervisor, is in another session), and
 // the kernel discards the SIGTSTP such a group raises on Ctrl+Z. With a
 // small leader as the session's first process and the child in a process
@@ -40,10 +59,19 @@ const leaderFD = 3
 // to it, reports its pid and its stops on fd 3, and exits the way the child
 // did — with its code, or killed by the same signal — so the supervisor
 // sees the child's own status.
+//
+// In pipe mode ("pipe") the child gets a process group of its own and the
+// terminal, if any, is left alone; its stops are not reported.
 func LeaderMain(args []string) int {
-	// The status pipe is the leader's alone: the child and what it starts
-	// must not hold it open.
+	ptyMode := os.Getenv(LeaderEnv) != "pipe"
+	grace := 5 * time.Second
+	if ms, err := strconv.Atoi(os.Getenv(leaderGraceEnv)); err == nil && ms > 0 {
+		grace = time.Duration(ms) * time.Millisecond
+	}
+	// The status pipe and the lifeline are the leader's alone: the child and
+	// what it starts must not hold them open.
 	unix.CloseOnExec(leaderFD)
+	unix.CloseOnExec(lifelineFD)
 	status := os.NewFile(leaderFD, "leader-status")
 	report := func(format string, a ...any) {
 		if status != nil {
@@ -56,7 +84,7 @@ func LeaderMain(args []string) int {
 	}
 	env := make([]string, 0, len(os.Environ()))
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, LeaderEnv+"=") {
+		if !strings.HasPrefix(kv, LeaderEnv+"=") && !strings.HasPrefix(kv, leaderGraceEnv+"=") {
 			env = append(env, kv)
 		}
 	}
@@ -66,7 +94,7 @@ func LeaderMain(args []string) int {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = withParentDeath(&syscall.SysProcAttr{Setpgid: true, Foreground: ptyMode, Ctty: 0}, syscall.SIGKILL)
 	if err := cmd.Start(); err != nil {
 		code := 126
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
@@ -77,16 +105,21 @@ func LeaderMain(args []string) int {
 	}
 	pid := cmd.Process.Pid
 	report("pid %d", pid)
+	if lifeline := lifelineFile(); lifeline != nil {
+		go watchLifeline(lifeline, pid, grace)
+	}
+	waitFlags := 0
+	if ptyMode {
+		waitFlags = syscall.WUNTRACED
+	}
 	go func() {
 		for s := range sigs {
-			if err := syscall.Kill(-pid, s.(syscall.Signal)); err != nil {
-				_ = syscall.Kill(pid, s.(syscall.Signal))
-			}
+			signalGroup(pid, s.(syscall.Signal))
 		}
 	}()
 	for {
 		var ws syscall.WaitStatus
-		_, err := syscall.Wait4(pid, &ws, syscall.WUNTRACED, nil)
+		_, err := syscall.Wait4(pid, &ws, waitFlags, nil)
 		if errors.Is(err, syscall.EINTR) {
 			continue
 		}
@@ -100,6 +133,10 @@ func LeaderMain(args []string) int {
 			return ws.ExitStatus()
 		case ws.Signaled():
 			sig := ws.Signal()
+			// Said first: a Go program cannot always die of the signal its
+			// child died of (SIGQUIT makes the runtime exit 2 with a stack
+			// dump), so the supervisor takes the child's death from here.
+			report("end %d", int(sig))
 			signal.Reset(sig)
 			// No core file of the leader for the child's crash.
 			_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
@@ -111,6 +148,41 @@ func LeaderMain(args []string) int {
 	}
 }
 
+// lifelineFile is the lifeline the supervisor passed, nil if there is
+// none (a leader started without one must not read a closed descriptor's
+// error as the supervisor's death).
+func lifelineFile() *os.File {
+	var st unix.Stat_t
+	if err := unix.Fstat(lifelineFD, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		return nil
+	}
+	return os.NewFile(lifelineFD, "lifeline")
+}
+
+// watchLifeline waits for the supervisor to be gone — the lifeline's write
+// end closed, which only its death (or its end, once the child is gone)
+// does — then stops the child the polite way: SIGTERM to its group, and
+// SIGKILL if it is still there grace later. The leader then exits as the
+// child did.
+func watchLifeline(lifeline *os.File, pid int, grace time.Duration) {
+	var b [64]byte
+	for {
+		if _, err := lifeline.Read(b[:]); err != nil {
+			break // EOF: nobody holds the write end any more
+		}
+	}
+	signalGroup(pid, syscall.SIGTERM)
+	time.Sleep(grace)
+	signalGroup(pid, syscall.SIGKILL)
+}
+
+// signalGroup signals pid's process group, or pid alone if it leads none.
+func signalGroup(pid int, sig syscall.Signal) {
+	if err := syscall.Kill(-pid, sig); err != nil {
+		_ = syscall.Kill(pid, sig)
+	}
+}
+
 // leaderReport is one line the leader wrote on its status pipe.
 type leaderReport struct {
 	pid     int
@@ -119,24 +191,44 @@ type leaderReport struct {
 	errMsg  string
 }
 
-// readLeader parses the leader's status lines onto a channel; it ends
-// when the leader (and the child holding the pipe) is gone.
-func readLeader(f *os.File, out chan<- leaderReport) {
-	defer close(out)
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		word, rest, _ := strings.Cut(sc.Text(), " ")
-		switch word {
-		case "pid":
-			if n, err := strconv.Atoi(rest); err == nil {
-				out <- leaderReport{pid: n}
+// leaderStatus reads the leader's status lines: its reports onto a
+// channel (closed when the leader, and the child holding the pipe, are
+// gone) and the signal the child died of, if it said one.
+type leaderStatus struct {
+	reports chan leaderReport
+	done    chan struct{} // closed at the pipe's end
+	killed  atomic.Int32  // the signal of an "end" line, 0 if none
+}
+
+func readLeader(f *os.File) *leaderStatus {
+	ls := &leaderStatus{reports: make(chan leaderReport, 8), done: make(chan struct{})}
+	go func() {
+		defer close(ls.done)
+		defer close(ls.reports)
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			word, rest, _ := strings.Cut(sc.Text(), " ")
+			switch word {
+			case "pid":
+				if n, err := strconv.Atoi(rest); err == nil {
+					ls.reports <- leaderReport{pid: n}
+				}
+			case "stop":
+				select {
+				case ls.reports <- leaderReport{stopped: true}:
+				default: // nobody listens any more: the run is ending
+				}
+			case "end":
+				if n, err := strconv.Atoi(rest); err == nil {
+					ls.killed.Store(int32(n))
+				}
+			case "err":
+				code, msg, _ := strings.Cut(rest, " ")
+				n, _ := strconv.Atoi(code)
+				ls.reports <- leaderReport{errCode: n, errMsg: msg}
 			}
-		case "stop":
-			out <- leaderReport{stopped: true}
-		case "err":
-			code, msg, _ := strings.Cut(rest, " ")
-			n, _ := strconv.Atoi(code)
-			out <- leaderReport{errCode: n, errMsg: msg}
 		}
-	}
+	}()
+	return ls
 }

@@ -90,6 +90,24 @@ func TestPipeForwardsSignals(t *testing.T) {
 	eventually(t, 10*time.Second, "child gone after supervisor SIGKILL", func() bool { return !alive(child) })
 }
 
+// The supervisor SIGKILLed: the lifeline's end tells the leader, which
+// stops the child the polite way first — SIGTERM, then SIGKILL KillAfter
+// later — however the child takes the signal.
+func TestPipeLifelinePoliteThenKill(t *testing.T) {
+	t.Parallel()
+	out := newSyncBuffer()
+	p := startSupervisor(t, supOpts{mode: "pipe", child: "echo-signals", killAfter: 500 * time.Millisecond, stdout: pipeTo(t, out)})
+	out.waitFor(t, "ready", 10*time.Second)
+	child := p.childPid(t)
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	p.wait(t, 10*time.Second)
+	out.waitFor(t, "sig TERM", 10*time.Second)
+	eventually(t, 10*time.Second, "child gone after the polite stop", func() bool { return !alive(child) })
+	if n := strings.Count(out.String(), "sig "); n != 1 {
+		t.Fatalf("child saw %d signals, want SIGTERM once:\n%s", n, out.String())
+	}
+}
+
 // A child that ignores the forwarded signal is killed when the grace ends.
 func TestPipeGraceKill(t *testing.T) {
 	t.Parallel()

@@ -1,6 +1,7 @@
 package wrapper
 
 import (
+	"cx/internal/tty"
 	"fmt"
 	"io"
 	"os"
@@ -41,7 +42,7 @@ func newTerminal(t *testing.T, rows, cols uint16) *terminal {
 
 func (tm *terminal) termios(t *testing.T) unix.Termios {
 	t.Helper()
-	st, err := unix.IoctlGetTermios(int(tm.slave.Fd()), unix.TCGETS)
+	st, err := tty.Termios(tm.slave.Fd())
 	if err != nil {
 		t.Fatalf("tcgetattr: %v", err)
 	}
@@ -263,16 +264,22 @@ func TestPTYSuspendResume(t *testing.T) {
 	}
 }
 
-// The child never outlives the supervisor, even when it is SIGKILLed.
+// The child never outlives the supervisor, even when it is SIGKILLed: by
+// the lifeline alone (macOS), and with Linux's parent-death signal too.
 func TestPTYSupervisorKilled(t *testing.T) {
 	t.Parallel()
-	tm := newTerminal(t, 24, 80)
-	p := tm.start(t, supOpts{child: "echo-signals"})
-	child := p.childPid(t)
-	tm.out.waitFor(t, "ready", 10*time.Second)
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	p.wait(t, 10*time.Second)
-	eventually(t, 10*time.Second, "child gone", func() bool { return !alive(child) })
+	for name, env := range map[string][]string{"lifeline": nil, "lifeline+pdeathsig": {"CX_TEST_OFF="}} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tm := newTerminal(t, 24, 80)
+			p := tm.start(t, supOpts{child: "echo-signals", env: env})
+			child := p.childPid(t)
+			tm.out.waitFor(t, "ready", 10*time.Second)
+			_ = p.cmd.Process.Signal(syscall.SIGKILL)
+			p.wait(t, 10*time.Second)
+			eventually(t, 10*time.Second, "child gone", func() bool { return !alive(child) })
+		})
+	}
 }
 
 // Output is drained after the child exits, but a grandchild holding the PTY

@@ -2,10 +2,12 @@ package wrapper
 
 import (
 	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
-	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -62,9 +64,8 @@ type relay struct {
 
 func newRelay(src int, dst *os.File) *relay {
 	r := &relay{src: src, dst: dst, wakeR: -1, wakeW: -1, dstNB: -1, guard: func() {}, stopped: make(chan struct{})}
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err == nil {
-		r.wakeR, r.wakeW, r.ok = p[0], p[1], true
+	if rfd, wfd, err := cloexecPipe(); err == nil {
+		r.wakeR, r.wakeW, r.ok = rfd, wfd, true
 	}
 	if fl, err := unix.FcntlInt(uintptr(src), unix.F_GETFL, 0); err == nil {
 		r.drain = fl&unix.O_NONBLOCK != 0
@@ -182,10 +183,26 @@ func (r *relay) write(full <-chan []byte, free chan<- []byte, dstFailed chan str
 	}
 }
 
+// cloexecPipe makes a pipe whose ends no child inherits. pipe2(2) would
+// do it in one call on Linux but macOS has none; under syscall.ForkLock,
+// as Go's own os/exec does there, no fork sees the ends before they are
+// marked — one way on both systems.
+func cloexecPipe() (r, w int, err error) {
+	var p [2]int
+	syscall.ForkLock.RLock()
+	defer syscall.ForkLock.RUnlock()
+	if err := unix.Pipe(p[:]); err != nil {
+		return -1, -1, err
+	}
+	unix.CloseOnExec(p[0])
+	unix.CloseOnExec(p[1])
+	return p[0], p[1], nil
+}
+
 // openNonblocking opens the terminal f writes to again — a file
 // description of cx's own, so O_NONBLOCK on it changes nothing for the
 // shell that shares f's — and returns its descriptor; an error when f is
-// not a terminal that can be opened so.
+// not a terminal that can be opened so (the relay is pipelined then).
 func openNonblocking(f *os.File) (int, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
@@ -194,7 +211,7 @@ func openNonblocking(f *os.File) (int, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFCHR {
 		return -1, errors.New("not a character device")
 	}
-	path, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	path, err := terminalPath(&st)
 	if err != nil {
 		return -1, err
 	}
@@ -203,11 +220,45 @@ func openNonblocking(f *os.File) (int, error) {
 		return -1, err
 	}
 	var again unix.Stat_t
-	if err := unix.Fstat(fd, &again); err != nil || again.Rdev != st.Rdev {
+	if err := unix.Fstat(fd, &again); err != nil || !sameNode(&again, &st) {
 		unix.Close(fd)
 		return -1, errors.New("the path names another terminal")
 	}
 	return fd, nil
+}
+
+// terminalDirs are where terminals have names: /dev/pts on Linux,
+// /dev itself (ttysNNN) on macOS.
+var terminalDirs = []string{"/dev/pts", "/dev"}
+
+// terminalPath finds the name of the terminal st describes, as ttyname(3)
+// does: the character device in /dev with the same node. Asking the
+// device files, not /proc/self/fd (Linux only), is one way on both
+// systems; matching the node, not only the device number, keeps a
+// terminal of another devpts instance (a container's) from passing for it.
+func terminalPath(st *unix.Stat_t) (string, error) {
+	for _, dir := range terminalDirs {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if e.Type()&fs.ModeCharDevice == 0 {
+				continue
+			}
+			p := filepath.Join(dir, e.Name())
+			var c unix.Stat_t
+			if unix.Stat(p, &c) == nil && sameNode(&c, st) {
+				return p, nil
+			}
+		}
+	}
+	return "", errors.New("no device file names this terminal")
+}
+
+// sameNode reports whether a and b are the same device node.
+func sameNode(a, b *unix.Stat_t) bool {
+	return a.Dev == b.Dev && a.Ino == b.Ino && a.Rdev == b.Rdev
 }
 
 // runPolled is the relay on one goroutine with neither side ever blocking:

@@ -46,7 +46,11 @@ type supervisor struct {
 	// leaderReports carries the leader's job-control reports (the child
 	// stopped itself); nil without a leader.
 	leaderReports <-chan leaderReport
-	state         *os.ProcessState
+	leader        *leaderStatus // nil without a leader
+	// lifeline is the write end of the leader's lifeline, held until the
+	// supervisor ends (see lifelineFD); nil without a leader.
+	lifeline *os.File
+	state    *os.ProcessState
 }
 
 // guard restores the terminal before a panic in any goroutine takes the
@@ -174,6 +178,9 @@ func (s *supervisor) run(ctx context.Context) (ex Exit, err error) {
 
 	_ = g.Run()
 	sigCancel()
+	if s.lifeline != nil {
+		_ = s.lifeline.Close()
+	}
 	if s.ptmx != nil {
 		_ = s.ptmx.Close()
 	}
@@ -185,7 +192,7 @@ func (s *supervisor) run(ctx context.Context) (ex Exit, err error) {
 			err = rerr
 		}
 	}
-	ex = exitOf(s.state)
+	ex = s.childExit()
 	ex.Pid = s.target
 	ex.Received = stopper.received
 	if s.spec.Observer != nil {
@@ -200,15 +207,7 @@ func (s *supervisor) start() error {
 	}
 	if s.mode == ModePipe {
 		s.cmd.Stdin, s.cmd.Stdout, s.cmd.Stderr = s.spec.Stdin, s.spec.Stdout, s.spec.Stderr
-		// Its own process group, so forwarded signals reach its helpers too and
-		// the terminal's own signals reach it only through cx (never twice).
-		s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: s.spec.ParentDeathSignal}
-		if err := s.cmd.Start(); err != nil {
-			return err
-		}
-		s.pid = s.cmd.Process.Pid
-		s.target = s.pid
-		return nil
+		return s.startPiped()
 	}
 
 	var ws *pty.Winsize
@@ -221,46 +220,22 @@ func (s *supervisor) start() error {
 			return err
 		}
 	}
-	var statusR, statusW *os.File
-	if s.spec.Leader != "" {
-		var err error
-		if statusR, statusW, err = os.Pipe(); err != nil {
-			if s.raw != nil {
-				_ = s.raw.Restore()
-			}
-			return err
-		}
-		child := s.cmd
-		s.cmd = exec.Command(s.spec.Leader, append([]string{child.Path}, child.Args[1:]...)...)
-		s.cmd.Env = append(append([]string(nil), child.Env...), LeaderEnv+"=1")
-		s.cmd.Dir = child.Dir
-		s.cmd.ExtraFiles = []*os.File{statusW}
-	}
-	ptmx, err := pty.StartWithAttrs(s.cmd, ws, &syscall.SysProcAttr{
-		Setsid: true, Setctty: true, Pdeathsig: s.spec.ParentDeathSignal,
-	})
-	if statusW != nil {
-		statusW.Close()
-	}
+	l, err := s.withLeader("1")
 	if err != nil {
-		if statusR != nil {
-			statusR.Close()
-		}
 		if s.raw != nil {
 			_ = s.raw.Restore()
 		}
 		return err
 	}
-	s.pid = s.cmd.Process.Pid
-	s.target = s.pid
-	if statusR != nil {
-		if err := s.awaitLeader(statusR); err != nil {
+	ptmx, err := pty.StartWithAttrs(s.cmd, ws, withParentDeath(&syscall.SysProcAttr{Setsid: true, Setctty: true}, s.spec.ParentDeathSignal))
+	if err = s.leaderStarted(l, err); err != nil {
+		if ptmx != nil {
 			ptmx.Close()
-			if s.raw != nil {
-				_ = s.raw.Restore()
-			}
-			return err
 		}
+		if s.raw != nil {
+			_ = s.raw.Restore()
+		}
+		return err
 	}
 	if s.ptmx, err = tty.Unpolled(ptmx); err != nil {
 		_ = s.cmd.Process.Kill()
@@ -273,18 +248,93 @@ func (s *supervisor) start() error {
 	return nil
 }
 
+// startPiped starts the child on the stdio already set on s.cmd, below
+// the leader when there is one. The child gets a process group of its
+// own, so forwarded signals reach its helpers too and the terminal's own
+// signals reach it only through cx (never twice).
+func (s *supervisor) startPiped() error {
+	l, err := s.withLeader("pipe")
+	if err != nil {
+		return err
+	}
+	s.cmd.SysProcAttr = withParentDeath(&syscall.SysProcAttr{Setpgid: true}, s.spec.ParentDeathSignal)
+	return s.leaderStarted(l, s.cmd.Start())
+}
+
+// leaderPipes are the pipes between the supervisor and a leader about to
+// start: the leader's ends are closed in the supervisor once it started.
+type leaderPipes struct {
+	statusR, statusW *os.File
+	lifeR, lifeW     *os.File
+}
+
+// withLeader puts the leader (Spec.Leader, in mode "1" for a PTY session
+// or "pipe") between the supervisor and the child: s.cmd becomes the
+// leader, which runs the child. Without a leader it does nothing.
+func (s *supervisor) withLeader(mode string) (*leaderPipes, error) {
+	if s.spec.Leader == "" {
+		return nil, nil
+	}
+	l := &leaderPipes{}
+	var err error
+	if l.statusR, l.statusW, err = os.Pipe(); err != nil {
+		return nil, fmt.Errorf("leader status pipe: %w", err)
+	}
+	if l.lifeR, l.lifeW, err = os.Pipe(); err != nil {
+		l.statusR.Close()
+		l.statusW.Close()
+		return nil, fmt.Errorf("lifeline pipe: %w", err)
+	}
+	child := s.cmd
+	s.cmd = exec.Command(s.spec.Leader, append([]string{child.Path}, child.Args[1:]...)...)
+	s.cmd.Env = append(append([]string(nil), child.Env...),
+		LeaderEnv+"="+mode, fmt.Sprintf("%s=%d", leaderGraceEnv, s.spec.Stop.KillAfter.Milliseconds()))
+	s.cmd.Dir = child.Dir
+	s.cmd.Stdin, s.cmd.Stdout, s.cmd.Stderr = child.Stdin, child.Stdout, child.Stderr
+	s.cmd.ExtraFiles = []*os.File{l.statusW, l.lifeR} // fds 3 and 4: leaderFD, lifelineFD
+	return l, nil
+}
+
+// leaderStarted finishes a start (startErr is how it went): the pids, and
+// with a leader its report of the child's pid; the supervisor keeps the
+// lifeline's write end until it ends.
+func (s *supervisor) leaderStarted(l *leaderPipes, startErr error) error {
+	if l != nil {
+		l.statusW.Close()
+		l.lifeR.Close()
+	}
+	if startErr != nil {
+		if l != nil {
+			l.statusR.Close()
+			l.lifeW.Close()
+		}
+		return startErr
+	}
+	s.pid = s.cmd.Process.Pid
+	s.target = s.pid
+	if l == nil {
+		return nil
+	}
+	s.lifeline = l.lifeW
+	if err := s.awaitLeader(l.statusR); err != nil {
+		s.lifeline.Close()
+		s.lifeline = nil
+		return err
+	}
+	return nil
+}
+
 // awaitLeader waits for the leader to report the child's pid (or why it
 // could not start it) and keeps listening for its job-control reports.
 func (s *supervisor) awaitLeader(statusR *os.File) error {
-	reports := make(chan leaderReport, 8)
-	go readLeader(statusR, reports)
+	ls := readLeader(statusR)
 	fail := func(err error) error {
 		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
 		_, _ = s.cmd.Process.Wait()
 		return err
 	}
 	select {
-	case r, ok := <-reports:
+	case r, ok := <-ls.reports:
 		switch {
 		case !ok:
 			return fail(errors.New("the session leader exited before starting the child"))
@@ -299,8 +349,27 @@ func (s *supervisor) awaitLeader(statusR *os.File) error {
 	case <-time.After(10 * time.Second):
 		return fail(errors.New("the session leader did not start the child within 10s"))
 	}
-	s.leaderReports = reports
+	s.leader = ls
+	s.leaderReports = ls.reports
 	return nil
+}
+
+// childExit is how the child ended: the leader's wait status, which is
+// the child's, unless the leader said the child died of a signal it
+// could not die of itself.
+func (s *supervisor) childExit() Exit {
+	ex := exitOf(s.state)
+	if s.leader == nil {
+		return ex
+	}
+	select {
+	case <-s.leader.done: // the leader is gone: its pipe ends at once
+	case <-time.After(time.Second):
+	}
+	if sig := syscall.Signal(s.leader.killed.Load()); sig != 0 {
+		ex.Code, ex.Signal = 128+int(sig), sig
+	}
+	return ex
 }
 
 // startTapped starts the child with pipes of the supervisor's own for stdin
@@ -317,18 +386,14 @@ func (s *supervisor) startTapped() error {
 		return err
 	}
 	s.cmd.Stdin, s.cmd.Stdout, s.cmd.Stderr = inR, outW, s.spec.Stderr
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: s.spec.ParentDeathSignal}
-	if err := s.cmd.Start(); err != nil {
-		inR.Close()
-		inW.Close()
-		outR.Close()
-		outW.Close()
-		return err
-	}
+	err = s.startPiped()
 	inR.Close()
 	outW.Close()
-	s.pid = s.cmd.Process.Pid
-	s.target = s.pid
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return err
+	}
 	s.childIn, s.childOut = inW, outR
 	s.tapIn = newRelay(int(s.spec.Stdin.Fd()), inW)
 	s.tapIn.tap, s.tapIn.guard = s.spec.Tap.FromParent, s.guard

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"cx/internal/proc"
 	"errors"
 	"os"
 	"path/filepath"
@@ -18,6 +19,17 @@ import (
 // pid. A cx whose parent is the cx named there was started *as* codex by
 // that cx — a loop (e.g. another copy of cx named codex on PATH).
 const supervisorPIDVar = "CX_SUPERVISOR_PID"
+
+// startedBy reports whether the cx of pid (a decimal string) started this
+// process: as its parent, or through its leader (the parent's parent).
+func startedBy(pid string) bool {
+	ppid := os.Getppid()
+	if pid == strconv.Itoa(ppid) {
+		return true
+	}
+	st, err := proc.ReadStat(ppid)
+	return err == nil && pid == strconv.Itoa(st.PPID)
+}
 
 // ctrlC is the polite-stop keystroke for Codex: it handles no signal, but
 // Ctrl+C interrupts a running turn and quits at an idle prompt, ending the
@@ -50,7 +62,7 @@ func (a *app) unrecordedWarning(err error) {
 }
 
 func (a *app) runCodex(ctx context.Context, args []string) int {
-	if v, ok := a.getenv(supervisorPIDVar); ok && v == strconv.Itoa(os.Getppid()) {
+	if v, ok := a.getenv(supervisorPIDVar); ok && startedBy(v) {
 		a.errorf("codex resolves to cx itself (loop): set CX_CODEX_BIN or [codex] bin to the real Codex")
 		return 127
 	}

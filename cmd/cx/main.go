@@ -25,7 +25,7 @@ type app struct {
 }
 
 func main() {
-	if os.Getenv(wrapper.LeaderEnv) == "1" {
+	if wrapper.IsLeader() {
 		// cx as the session leader of Codex's PTY (job control): nothing of
 		// cx's own runs here.
 		os.Exit(wrapper.LeaderMain(os.Args[1:]))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cx/internal/tty"
 	"io"
 	"os"
 	"os/exec"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"github.com/creack/pty"
-	"golang.org/x/sys/unix"
 
 	"cx/internal/codextest"
 )
@@ -36,7 +36,7 @@ func TestSupervisorPanicLeavesTerminalAndStatus(t *testing.T) {
 			defer master.Close()
 			defer slave.Close()
 			go func() { _, _ = io.Copy(io.Discard, master) }()
-			before, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+			before, err := tty.Termios(slave.Fd())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +59,7 @@ func TestSupervisorPanicLeavesTerminalAndStatus(t *testing.T) {
 			if code := cmd.ProcessState.ExitCode(); code != 3 {
 				t.Fatalf("exit %d, want Codex's 3", code)
 			}
-			after, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+			after, err := tty.Termios(slave.Fd())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -178,6 +178,9 @@ func (h *H) Env() []string {
 		"CX_CODEX_BIN="+h.Codex.Launcher,
 		"CX_TEST_MOCK_KEY=mock",
 		"TERM=xterm-256color",
+		// Codex outlives no cx by the lifeline alone, as on macOS: Linux's
+		// parent-death signal is off.
+		"CX_TEST_OFF=pdeathsig",
 	)
 }
 
