@@ -180,9 +180,7 @@ func (st *stopper) keysAreSignals() bool {
 // signalChild signals the child's whole process group (it leads one).
 func (st *stopper) signalChild(sig os.Signal) {
 	if s, ok := sig.(syscall.Signal); ok {
-		if err := syscall.Kill(-st.s.target, s); err != nil {
-			_ = syscall.Kill(st.s.target, s)
-		}
+		signalGroup(st.s.target, s)
 		if sig == syscall.SIGKILL && st.s.pid != st.s.target {
 			_ = syscall.Kill(-st.s.pid, syscall.SIGKILL) // the leader too
 		}
