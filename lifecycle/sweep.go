@@ -50,12 +50,14 @@ const jobPoll = 100 * time.Millisecond
 func (m *Manager) waitForOthers(ctx context.Context, o SweepOptions, res *SweepResult) error {
 	start := time.Now()
 	lastProgress := time.Time{}
-	for {
+	for polls := 0; ; polls++ {
 		held, err := m.leasedElsewhere(ctx)
 		if err != nil {
 			return err
 		}
-		res.Waited = time.Since(start)
+		if polls > 0 { // a sweep that found nothing held waited for nothing
+			res.Waited = time.Since(start)
+		}
 		if len(held) == 0 || res.Waited >= o.Wait || ctx.Err() != nil {
 			res.InProgress = held
 			return nil
