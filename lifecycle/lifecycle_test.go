@@ -17,6 +17,7 @@ import (
 	"cx/internal/codextest"
 	"cx/internal/health"
 	"cx/internal/ledger"
+	"cx/internal/proc"
 	"cx/lifecycle"
 )
 
@@ -360,8 +361,14 @@ func TestOrphanRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "turn recorded", func() bool { s, ok := e.sessions()["A"]; return ok && s.Turns == 1 })
+	runs, err := e.db().Runs(context.Background(), true)
+	if err != nil || len(runs) != 1 || runs[0].CodexPID == 0 {
+		t.Fatalf("live runs %+v, %v", runs, err)
+	}
+	codextest.AwaitWatchman(t, cmd.Process.Pid)
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = runWait(cmd, 10*time.Second)
+	waitFor(t, "Codex gone with its cx", func() bool { return !proc.Alive(runs[0].CodexPID, runs[0].CodexStart) })
 	e.want("A", "live", "", 1, 0)
 	if out, code := e.ctl("sweep"); code != 0 {
 		t.Fatalf("sweep: %s", out)

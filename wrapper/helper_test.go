@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
+	"cx/internal/codextest"
 	cxproc "cx/internal/proc"
 )
 
@@ -388,6 +389,12 @@ func (p *proc) childPid(t *testing.T) int {
 	}
 	t.Fatal("supervisor never reported its child's pid")
 	return 0
+}
+
+// watchmanUp waits until the supervisor's watchman (pipe mode) runs.
+func (p *proc) watchmanUp(t *testing.T) {
+	t.Helper()
+	codextest.AwaitWatchman(t, p.cmd.Process.Pid)
 }
 
 type supOpts struct {

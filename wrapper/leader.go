@@ -17,10 +17,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// LeaderEnv marks a process started as the leader (Spec.Leader): the
-// program that implements it calls LeaderMain when IsLeader says so. Its
-// value is the mode: "1" leads a PTY session, "pipe" only guards a child
-// on plain pipes.
+// LeaderEnv marks a process started as the leader (Spec.Leader) of a PTY
+// session: the program that implements it calls LeaderMain when IsLeader
+// says so.
 const LeaderEnv = "CX_WRAPPER_LEADER"
 
 // leaderGraceEnv is how long the leader lets the child stop politely once
@@ -43,9 +42,10 @@ const leaderFD = 3
 // parent-death signal has no macOS equivalent).
 const lifelineFD = 4
 
-// Why a leader: the lifeline needs a process of cx's own beside the child
-// that outlives the supervisor, in both modes. In PTY mode it also makes
-// job control work: a child that leads its own session on the PTY is an orphaned
+// Why a leader: it makes job control work in a PTY session, and it is the
+// process beside the child that outlives the supervisor to hold the
+// lifeline (pipe mode has no leader: a watchman holds it there). Job
+// control: a child that leads its own session on the PTY is an orphaned
 // process group (its parent, the supervisor, is in another session), and
 // the kernel discards the SIGTSTP such a group raises on Ctrl+Z. With a
 // small leader as the session's first process and the child in a process
@@ -59,11 +59,7 @@ const lifelineFD = 4
 // to it, reports its pid and its stops on fd 3, and exits the way the child
 // did — with its code, or killed by the same signal — so the supervisor
 // sees the child's own status.
-//
-// In pipe mode ("pipe") the child gets a process group of its own and the
-// terminal, if any, is left alone; its stops are not reported.
 func LeaderMain(args []string) int {
-	ptyMode := os.Getenv(LeaderEnv) != "pipe"
 	grace := 5 * time.Second
 	if ms, err := strconv.Atoi(os.Getenv(leaderGraceEnv)); err == nil && ms > 0 {
 		grace = time.Duration(ms) * time.Millisecond
@@ -94,7 +90,7 @@ func LeaderMain(args []string) int {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.SysProcAttr = withParentDeath(&syscall.SysProcAttr{Setpgid: true, Foreground: ptyMode, Ctty: 0}, syscall.SIGKILL)
+	cmd.SysProcAttr = withParentDeath(&syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0}, syscall.SIGKILL)
 	if err := cmd.Start(); err != nil {
 		code := 126
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
@@ -108,10 +104,6 @@ func LeaderMain(args []string) int {
 	if lifeline := lifelineFile(); lifeline != nil {
 		go watchLifeline(lifeline, pid, grace)
 	}
-	waitFlags := 0
-	if ptyMode {
-		waitFlags = syscall.WUNTRACED
-	}
 	go func() {
 		for s := range sigs {
 			signalGroup(pid, s.(syscall.Signal))
@@ -119,7 +111,7 @@ func LeaderMain(args []string) int {
 	}()
 	for {
 		var ws syscall.WaitStatus
-		_, err := syscall.Wait4(pid, &ws, waitFlags, nil)
+		_, err := syscall.Wait4(pid, &ws, syscall.WUNTRACED, nil)
 		if errors.Is(err, syscall.EINTR) {
 			continue
 		}

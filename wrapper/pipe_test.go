@@ -85,12 +85,13 @@ func TestPipeForwardsSignals(t *testing.T) {
 	if got := strings.Count(out.String(), "sig "); got != 4 {
 		t.Fatalf("child saw %d signals, want 4:\n%s", got, out.String())
 	}
+	p.watchmanUp(t)
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	p.wait(t, 10*time.Second)
 	eventually(t, 10*time.Second, "child gone after supervisor SIGKILL", func() bool { return !alive(child) })
 }
 
-// The supervisor SIGKILLed: the lifeline's end tells the leader, which
+// The supervisor SIGKILLed: the lifeline's end tells the watchman, which
 // stops the child the polite way first — SIGTERM, then SIGKILL KillAfter
 // later — however the child takes the signal.
 func TestPipeLifelinePoliteThenKill(t *testing.T) {
@@ -99,6 +100,7 @@ func TestPipeLifelinePoliteThenKill(t *testing.T) {
 	p := startSupervisor(t, supOpts{mode: "pipe", child: "echo-signals", killAfter: 500 * time.Millisecond, stdout: pipeTo(t, out)})
 	out.waitFor(t, "ready", 10*time.Second)
 	child := p.childPid(t)
+	p.watchmanUp(t)
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	p.wait(t, 10*time.Second)
 	out.waitFor(t, "sig TERM", 10*time.Second)

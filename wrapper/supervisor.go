@@ -47,9 +47,11 @@ type supervisor struct {
 	// stopped itself); nil without a leader.
 	leaderReports <-chan leaderReport
 	leader        *leaderStatus // nil without a leader
-	// lifeline is the write end of the leader's lifeline, held until the
-	// supervisor ends (see lifelineFD); nil without a leader.
+	// lifeline is the write end of the leader's lifeline (PTY mode), held
+	// until the supervisor ends (see lifelineFD); nil without a leader.
 	lifeline *os.File
+	// watchman guards the child in pipe mode (see startWatchman).
+	watchman *watchman
 	state    *os.ProcessState
 }
 
@@ -181,6 +183,7 @@ func (s *supervisor) run(ctx context.Context) (ex Exit, err error) {
 	if s.lifeline != nil {
 		_ = s.lifeline.Close()
 	}
+	s.watchman.release()
 	if s.ptmx != nil {
 		_ = s.ptmx.Close()
 	}
@@ -220,7 +223,7 @@ func (s *supervisor) start() error {
 			return err
 		}
 	}
-	l, err := s.withLeader("1")
+	l, err := s.withLeader()
 	if err != nil {
 		if s.raw != nil {
 			_ = s.raw.Restore()
@@ -248,17 +251,24 @@ func (s *supervisor) start() error {
 	return nil
 }
 
-// startPiped starts the child on the stdio already set on s.cmd, below
-// the leader when there is one. The child gets a process group of its
-// own, so forwarded signals reach its helpers too and the terminal's own
-// signals reach it only through cx (never twice).
+// startPiped starts the child on the stdio already set on s.cmd, and a
+// watchman over it: in pipe mode there is no job control to serve, so no
+// leader (an exec of cx's own binary on the path to the child's start)
+// stands between the supervisor and the child. The child gets a process
+// group of its own, so forwarded signals reach its helpers too and the
+// terminal's own signals reach it only through cx (never twice).
 func (s *supervisor) startPiped() error {
-	l, err := s.withLeader("pipe")
-	if err != nil {
+	s.cmd.SysProcAttr = withParentDeath(&syscall.SysProcAttr{Setpgid: true}, s.spec.ParentDeathSignal)
+	if err := s.cmd.Start(); err != nil {
 		return err
 	}
-	s.cmd.SysProcAttr = withParentDeath(&syscall.SysProcAttr{Setpgid: true}, s.spec.ParentDeathSignal)
-	return s.leaderStarted(l, s.cmd.Start())
+	s.pid = s.cmd.Process.Pid
+	s.target = s.pid
+	stderr := s.spec.Stderr
+	s.watchman = startWatchman(s.target, s.spec.Stop.KillAfter, watchmanDelay, func(err error) {
+		fmt.Fprintf(stderr, "cx: warning: %v: the child may outlive a killed cx\n", err)
+	})
+	return nil
 }
 
 // leaderPipes are the pipes between the supervisor and a leader about to
@@ -268,10 +278,10 @@ type leaderPipes struct {
 	lifeR, lifeW     *os.File
 }
 
-// withLeader puts the leader (Spec.Leader, in mode "1" for a PTY session
-// or "pipe") between the supervisor and the child: s.cmd becomes the
-// leader, which runs the child. Without a leader it does nothing.
-func (s *supervisor) withLeader(mode string) (*leaderPipes, error) {
+// withLeader puts the leader (Spec.Leader) between the supervisor and the
+// child of a PTY session: s.cmd becomes the leader, which runs the child.
+// Without a leader it does nothing.
+func (s *supervisor) withLeader() (*leaderPipes, error) {
 	if s.spec.Leader == "" {
 		return nil, nil
 	}
@@ -288,7 +298,7 @@ func (s *supervisor) withLeader(mode string) (*leaderPipes, error) {
 	child := s.cmd
 	s.cmd = exec.Command(s.spec.Leader, append([]string{child.Path}, child.Args[1:]...)...)
 	s.cmd.Env = append(append([]string(nil), child.Env...),
-		LeaderEnv+"="+mode, fmt.Sprintf("%s=%d", leaderGraceEnv, s.spec.Stop.KillAfter.Milliseconds()))
+		LeaderEnv+"=1", fmt.Sprintf("%s=%d", leaderGraceEnv, s.spec.Stop.KillAfter.Milliseconds()))
 	s.cmd.Dir = child.Dir
 	s.cmd.Stdin, s.cmd.Stdout, s.cmd.Stderr = child.Stdin, child.Stdout, child.Stderr
 	s.cmd.ExtraFiles = []*os.File{l.statusW, l.lifeR} // fds 3 and 4: leaderFD, lifelineFD

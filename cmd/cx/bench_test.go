@@ -231,14 +231,13 @@ func BenchmarkPTYThroughput(b *testing.B) {
 }
 
 // BenchmarkStartOverhead runs a trivial child directly and through cx (pipe
-// mode, warm caps cache), alternating, and reports both medians and the
-// difference.
+// mode, warm caps cache), alternating, and reports the medians and the
+// differences; with CX_BENCH_BASELINE_CX=<another cx binary> also through
+// it, interleaved, and cx's figures over the baseline's
+// (scripts/bench.sh BASE=<rev>).
 func BenchmarkStartOverhead(b *testing.B) {
-	cx := codextest.CX(b)
 	env := fakeCodexEnv(b)
-	if out, err := exec.Command(cx, "ctl", "version").CombinedOutput(); err != nil {
-		b.Fatalf("%v %s", err, out)
-	}
+	bins := benchBins(b)
 	// run returns the time to the child's launch (the child prints the
 	// instant it runs) and the total wall time.
 	run := func(name string, args ...string) (launch, total time.Duration) {
@@ -256,46 +255,80 @@ func BenchmarkStartOverhead(b *testing.B) {
 		}
 		return time.Unix(0, ns).Sub(start), total
 	}
-	runs := max(b.N, 50)
-	var dLaunch, cLaunch, dTotal, cTotal []time.Duration
+	launch, total := map[string][]time.Duration{}, map[string][]time.Duration{}
 	b.ResetTimer()
-	for i := 0; i < runs; i++ {
+	for i := 0; i < max(b.N, 50); i++ {
 		l, t := run(os.Args[0], "trivial")
-		dLaunch, dTotal = append(dLaunch, l), append(dTotal, t)
-		l, t = run(cx, "trivial")
-		cLaunch, cTotal = append(cLaunch, l), append(cTotal, t)
+		launch["direct"], total["direct"] = append(launch["direct"], l), append(total["direct"], t)
+		for _, bin := range bins {
+			l, t := run(bin.path, "trivial")
+			launch[bin.name], total[bin.name] = append(launch[bin.name], l), append(total[bin.name], t)
+		}
 	}
-	b.ReportMetric(codextest.Ms(dLaunch, 50), "direct-launch-ms")
-	b.ReportMetric(codextest.Ms(cLaunch, 50), "cx-launch-ms")
-	b.ReportMetric(codextest.Ms(cLaunch, 50)-codextest.Ms(dLaunch, 50), "launch-overhead-ms")
-	b.ReportMetric(codextest.Ms(dTotal, 50), "direct-total-ms")
-	b.ReportMetric(codextest.Ms(cTotal, 50), "cx-total-ms")
-	b.ReportMetric(codextest.Ms(cTotal, 50)-codextest.Ms(dTotal, 50), "total-overhead-ms")
+	reportStart(b, bins, launch, total, "direct")
+}
+
+// benchBin is a cx binary a benchmark runs: this tree's, or the baseline.
+type benchBin struct{ name, path string }
+
+// benchBins is this tree's cx and, with CX_BENCH_BASELINE_CX, the baseline
+// cx, each with a warm caps cache.
+func benchBins(b *testing.B) []benchBin {
+	b.Helper()
+	bins := []benchBin{{"cx", codextest.CX(b)}}
+	if base := os.Getenv("CX_BENCH_BASELINE_CX"); base != "" {
+		bins = append(bins, benchBin{"base", base})
+	}
+	for _, bin := range bins {
+		if out, err := exec.Command(bin.path, "ctl", "version").CombinedOutput(); err != nil {
+			b.Fatalf("%s: %v %s", bin.name, err, out)
+		}
+	}
+	return bins
+}
+
+// reportStart reports each variant's median launch and total, the cx
+// binaries' overheads over ref, and cx's over the baseline's when there is
+// one.
+func reportStart(b *testing.B, bins []benchBin, launch, total map[string][]time.Duration, ref string) {
+	for name := range launch {
+		b.ReportMetric(codextest.Ms(launch[name], 50), name+"-launch-ms")
+		b.ReportMetric(codextest.Ms(total[name], 50), name+"-total-ms")
+	}
+	for _, bin := range bins {
+		b.ReportMetric(codextest.Ms(launch[bin.name], 50)-codextest.Ms(launch[ref], 50), bin.name+"-launch-overhead-ms")
+		b.ReportMetric(codextest.Ms(total[bin.name], 50)-codextest.Ms(total[ref], 50), bin.name+"-total-overhead-ms")
+	}
+	if _, ok := launch["base"]; ok {
+		b.ReportMetric(codextest.Ms(launch["cx"], 50)/codextest.Ms(launch["base"], 50), "cx/base-launch")
+		b.ReportMetric(codextest.Ms(total["cx"], 50)/codextest.Ms(total["base"], 50), "cx/base-total")
+	}
 }
 
 // BenchmarkPTYStartOverhead is the start of an interactive run, the way a
 // user meets it — cx on a terminal (PTY mode: raw mode, a new PTY, Codex
 // below cx's session leader) — against the same child started on the
-// terminal directly and through cx without the leader, interleaved. The
-// child prints the instant it runs: "launch" is the time to that instant,
+// terminal directly and through cx without the leader (and, with
+// CX_BENCH_BASELINE_CX, through the baseline cx), interleaved. The child
+// prints the instant it runs: "launch" is the time to that instant,
 // "total" to the end of its output (cx restored the terminal and exited).
 func BenchmarkPTYStartOverhead(b *testing.B) {
-	cx := codextest.CX(b)
 	env := fakeCodexEnv(b)
-	if out, err := exec.Command(cx, "ctl", "version").CombinedOutput(); err != nil {
-		b.Fatalf("%v %s", err, out)
-	}
-	variants := []struct {
+	bins := benchBins(b)
+	type variant struct {
 		name string
 		cmd  func() *exec.Cmd
-	}{
+	}
+	variants := []variant{
 		{"direct", func() *exec.Cmd { c := exec.Command(os.Args[0], "trivial"); c.Env = env; return c }},
-		{"cx", func() *exec.Cmd { c := exec.Command(cx, "trivial"); c.Env = env; return c }},
 		{"cx-no-leader", func() *exec.Cmd {
-			c := exec.Command(cx, "trivial")
+			c := exec.Command(bins[0].path, "trivial")
 			c.Env = append(env[:len(env):len(env)], "CX_TEST_NO_LEADER=1")
 			return c
 		}},
+	}
+	for _, bin := range bins {
+		variants = append(variants, variant{bin.name, func() *exec.Cmd { c := exec.Command(bin.path, "trivial"); c.Env = env; return c }})
 	}
 	launch, total := map[string][]time.Duration{}, map[string][]time.Duration{}
 	for i := 0; i < max(b.N, 50); i++ {
@@ -315,10 +348,7 @@ func BenchmarkPTYStartOverhead(b *testing.B) {
 			total[v.name] = append(total[v.name], d)
 		}
 	}
-	for _, v := range variants {
-		b.ReportMetric(codextest.Ms(launch[v.name], 50), v.name+"-launch-ms")
-		b.ReportMetric(codextest.Ms(total[v.name], 50), v.name+"-total-ms")
-	}
+	reportStart(b, bins, launch, total, "direct")
 	b.ReportMetric(codextest.Ms(launch["cx"], 50)-codextest.Ms(launch["cx-no-leader"], 50), "leader-launch-ms")
 }
 

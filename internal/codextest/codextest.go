@@ -1,7 +1,8 @@
 // Package codextest finds the real Codex CLI binaries that
 // scripts/install-codex.sh installed, and builds the cx binary for tests
 // that run it as a real process; and it holds what the benchmarks share
-// (a percentile in milliseconds, a /proc status field).
+// (a percentile in milliseconds, a /proc status field) and what tests of
+// cx as a process share (AwaitWatchman).
 //
 // A test that needs real Codex skips when it is absent — except under
 // CI=true, where absence is a failure, so CI can never pass by skipping.
@@ -9,13 +10,16 @@ package codextest
 
 import (
 	"bufio"
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Install is one installed Codex version.
@@ -136,4 +140,21 @@ func RemoveBuilt() {
 	if buildPath != "" {
 		_ = os.RemoveAll(filepath.Dir(buildPath))
 	}
+}
+
+// AwaitWatchman waits until cx (or a supervisor) with the given pid runs
+// its watchman, the guard of a pipe-mode child started watchmanDelay after
+// it: a test that SIGKILLs cx sooner tests Linux's parent-death signal,
+// not the guard macOS has.
+func AwaitWatchman(t testing.TB, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		out, err := exec.Command("pgrep", "-P", strconv.Itoa(pid), "-f", "cx-watchman").Output()
+		if err == nil && len(bytes.TrimSpace(out)) > 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no watchman below pid %d within 10s", pid)
 }
