@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -29,6 +30,11 @@ func (a *app) ctlSearch(ctx context.Context, args []string) int {
 		fs.BoolVar(&all, "all", false, "search every project")
 		fs.StringVar(&since, "since", "", "only turns since `WHEN`: a duration ago (36h, 7d, 2w) or a date (2006-01-02)")
 		cli.JSONFlag(&asJSON)(fs)
+	}, Check: func([]string) error {
+		if limit < 1 {
+			return fmt.Errorf("--limit %d: show at least 1 turn", limit)
+		}
+		return nil
 	}}, args)
 	if !ok {
 		return code
@@ -84,6 +90,10 @@ func (a *app) withArchive(ctx context.Context, f func(*recall.Archive) int) int 
 // showTurn is `cx ctl show ID --turn N`.
 func (a *app) showTurn(ctx context.Context, id string, n int, asJSON bool) int {
 	return a.withArchive(ctx, func(ar *recall.Archive) int {
+		id, ok := a.resolveSession(ctx, ar.ResolveSession, id)
+		if !ok {
+			return 1
+		}
 		v, err := ar.Turn(ctx, id, n)
 		if err != nil {
 			a.errorf("show: %v", err)
@@ -113,6 +123,12 @@ func (a *app) ctlImport(ctx context.Context, args []string) int {
 	o := lifecycle.ImportOptions{CodexHome: codexHome, DryRun: dryRun}
 	if o.CodexHome == "" {
 		o.CodexHome = codex.Home(a.getenv)
+	}
+	// A home that is not there is a mistyped path or a Codex never run,
+	// not a home with nothing to import (one without sessions/ yet is).
+	if fi, err := os.Stat(o.CodexHome); err != nil || !fi.IsDir() {
+		a.errorf("import: no Codex home at %s (a directory): nothing to import from", o.CodexHome)
+		return 1
 	}
 	var err error
 	if o.Since, err = recall.ParseSince(since, time.Now()); err != nil {
@@ -168,11 +184,31 @@ func (a *app) ctlForget(ctx context.Context, args []string) int {
 	}
 	return a.withManager(ctx, func(m *lifecycle.Manager) int {
 		ids := pos
+		if len(pos) == 1 {
+			id, ok := a.resolveSession(ctx, m.DB.ResolveSession, pos[0])
+			if !ok {
+				if asJSON {
+					a.printJSON(map[string]any{"forgotten": map[string]int{}, "failed": 1, "scrubbed": false})
+				}
+				return 1
+			}
+			ids = []string{id}
+		}
 		if project != "" {
 			var err error
 			if ids, err = m.ProjectSessions(ctx, project); err != nil {
 				a.errorf("forget: %v", err)
 				return 1
+			}
+			// A project whose directory is gone may still have sessions; one
+			// with neither is most likely a mistyped path.
+			if _, err := os.Stat(project); len(ids) == 0 && err != nil {
+				a.errorf("forget: no session of %s's project in the ledger, and no such directory", project)
+				return 1
+			}
+			if len(ids) == 0 && !asJSON {
+				fmt.Fprintf(a.stdout, "no session of %s's project in the ledger: nothing to forget\n", project)
+				return 0
 			}
 		}
 		if !yes {
@@ -205,8 +241,17 @@ func (a *app) ctlForget(ctx context.Context, args []string) int {
 				fmt.Fprintf(a.stdout, "%s: forgotten (%d archived turn(s))\n", id, n)
 			}
 		}
+		// Gone from the bytes too: the database's free space and its WAL.
+		scrubbed := true
+		if len(out) > 0 {
+			if _, err := m.DB.Scrub(ctx); err != nil {
+				scrubbed = false
+				failed++
+				a.errorf("forget: the rows are gone, but copies may remain in the ledger's files: %v; run the same forget again once other cx processes are done", err)
+			}
+		}
 		if asJSON {
-			a.printJSON(map[string]any{"forgotten": out, "failed": failed})
+			a.printJSON(map[string]any{"forgotten": out, "failed": failed, "scrubbed": scrubbed})
 		}
 		if failed > 0 {
 			return 1

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -112,6 +114,7 @@ func TestScripts(t *testing.T) {
 			"jsonhas":  cmdJSONHas,
 			"exits":    cmdExits,
 			"payload":  cmdPayload,
+			"nobytes":  cmdNoBytes,
 		},
 	})
 }
@@ -253,6 +256,38 @@ func cmdJSONHas(ts *testscript.TestScript, neg bool, args []string) {
 		if _, ok := obj[k]; !ok {
 			ts.Fatalf("%s has no key %q", args[0], k)
 		}
+	}
+}
+
+// cmdNoBytes fails if any file under DIR holds TEXT in its bytes — a
+// database's free pages, its WAL and shm included — naming each file and
+// how many copies it holds ("gone means gone from the bytes"):
+//
+//	nobytes TEXT DIR
+func cmdNoBytes(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: nobytes TEXT DIR")
+	}
+	text := []byte(args[0])
+	var found []string
+	err := filepath.WalkDir(ts.MkAbs(args[1]), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if n := bytes.Count(data, text); n > 0 {
+			found = append(found, fmt.Sprintf("%s: %d", p, n))
+		}
+		return nil
+	})
+	if err != nil {
+		ts.Fatalf("nobytes: %v", err)
+	}
+	if len(found) > 0 {
+		ts.Fatalf("%q is still in the bytes of:\n%s", text, strings.Join(found, "\n"))
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"cx/internal/checkpoint"
 	"cx/internal/cli"
 	"cx/internal/config"
+	"cx/internal/ledger"
 	"cx/internal/rollout"
 	"cx/internal/tty"
 	"cx/lifecycle"
@@ -27,6 +28,22 @@ func (a *app) sessionFailed(what, id string, err error) int {
 		a.errorf("%s %s: %v", what, id, err)
 	}
 	return 1
+}
+
+// resolveSession turns what the user typed into a session id: the id, or
+// the unique prefix of one (as git takes a commit's); false, reported,
+// when it names none or several.
+func (a *app) resolveSession(ctx context.Context, resolve func(context.Context, string) (string, error), id string) (string, bool) {
+	full, err := resolve(ctx, id)
+	switch {
+	case err == nil:
+		return full, true
+	case errors.Is(err, ledger.ErrNotFound):
+		a.errorf("no session %s in the ledger", id)
+	default:
+		a.errorf("%v", err)
+	}
+	return "", false
 }
 
 // withManager runs a ctl command's f with the ledger open.
@@ -131,9 +148,18 @@ func (a *app) ctlStatus(ctx context.Context, args []string) int {
 func (a *app) ctlShow(ctx context.Context, args []string) int {
 	var asJSON bool
 	var turn int
+	var flags *flag.FlagSet
 	pos, code, ok := a.args(cli.Spec{Name: "show", Synopsis: "<session>", Min: 1, Max: 1, Define: func(fs *flag.FlagSet) {
-		fs.IntVar(&turn, "turn", 0, "show archived turn N whole (as search numbers them)")
+		flags = fs
+		fs.IntVar(&turn, "turn", 0, "show archived turn `N` whole (as search numbers them)")
 		cli.JSONFlag(&asJSON)(fs)
+	}, Check: func([]string) error {
+		set := false
+		flags.Visit(func(f *flag.Flag) { set = set || f.Name == "turn" })
+		if set && turn < 1 {
+			return fmt.Errorf("--turn %d: turns are numbered from 1", turn)
+		}
+		return nil
 	}}, args)
 	if !ok {
 		return code
@@ -142,7 +168,10 @@ func (a *app) ctlShow(ctx context.Context, args []string) int {
 		return a.showTurn(ctx, pos[0], turn, asJSON)
 	}
 	return a.withReader(ctx, func(m *lifecycle.Manager) int {
-		id := pos[0]
+		id, ok := a.resolveSession(ctx, m.DB.ResolveSession, pos[0])
+		if !ok {
+			return 1
+		}
 		out, err := m.Show(ctx, id)
 		if err != nil {
 			return a.sessionFailed("show", id, err)
@@ -192,8 +221,11 @@ func (a *app) ctlCommit(ctx context.Context, args []string) int {
 	if !ok {
 		return code
 	}
-	id := pos[0]
 	return a.withManager(ctx, func(m *lifecycle.Manager) int {
+		id, ok := a.resolveSession(ctx, m.DB.ResolveSession, pos[0])
+		if !ok {
+			return 1
+		}
 		out, err := m.CommitNow(ctx, id)
 		if err != nil {
 			return a.sessionFailed("commit", id, err)

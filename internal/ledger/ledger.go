@@ -55,7 +55,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
 	}
 	f.Close()
-	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate",
+	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_pragma=secure_delete(1)&_txlock=immediate",
 		path, opts.BusyTimeout.Milliseconds())
 	sdb, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -355,6 +355,15 @@ var migrations = []string{
 	CREATE INDEX recall_turns_project ON recall_turns(project, at);
 	CREATE VIRTUAL TABLE recall_text USING fts5(prompt, reply, commands, files, tokenize = 'unicode61 remove_diacritics 2');
 	INSERT INTO meta (key, value) SELECT '` + RecallBackfillKey + `', 'pending' WHERE EXISTS (SELECT 1 FROM archives)
+		ON CONFLICT(key) DO UPDATE SET value = excluded.value;`,
+	// 9: forgetting removes the bytes, not only the rows. Deleted content
+	// is zeroed (secure_delete, on every connection of Open) and FTS5
+	// removes a deleted row's terms from its index rather than adding a
+	// delete marker beside them. What a ledger freed before this was kept
+	// in free pages and free space within pages: the first forget vacuums
+	// it away (ScrubKey).
+	`INSERT INTO recall_text(recall_text, rank) VALUES('secure-delete', 1);
+	INSERT INTO meta (key, value) SELECT '` + ScrubKey + `', 'pending' WHERE EXISTS (SELECT 1 FROM sessions)
 		ON CONFLICT(key) DO UPDATE SET value = excluded.value;`,
 }
 

@@ -945,3 +945,36 @@ func (db *DB) GenerationCheckpoint(ctx context.Context, sessionID string, gen in
 	}
 	return cp, err
 }
+
+// ErrAmbiguous means a session id prefix names more than one session.
+var ErrAmbiguous = errors.New("ambiguous")
+
+// ResolveSession returns the session whose id is id, or else the one
+// session whose id starts with id (as git takes a commit's prefix).
+func (db *DB) ResolveSession(ctx context.Context, id string) (string, error) {
+	if id == "" {
+		return id, fmt.Errorf("no session id: %w", ErrNotFound)
+	}
+	var n int
+	if err := db.db.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE id = ?`, id).Scan(&n); err != nil || n > 0 {
+		return id, err
+	}
+	// A range over the primary key, not LIKE: ids may hold '_' and '%'.
+	ids, err := list(ctx, db.db, func(r scanner) (string, error) {
+		var s string
+		return s, r.Scan(&s)
+	}, `SELECT id FROM sessions WHERE id > ? AND id < ? ORDER BY id LIMIT 3`, id, id+"\U0010FFFF")
+	switch {
+	case err != nil:
+		return id, err
+	case len(ids) == 0:
+		return id, fmt.Errorf("session %s: %w", id, ErrNotFound)
+	case len(ids) > 1:
+		more := ""
+		if len(ids) > 2 {
+			more = ", …"
+		}
+		return id, fmt.Errorf("session id prefix %s is %w: %s, %s%s", id, ErrAmbiguous, ids[0], ids[1], more)
+	}
+	return ids[0], nil
+}

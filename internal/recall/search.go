@@ -395,3 +395,8 @@ func HitsText(query string, hits []Hit) string {
 	}
 	return b.String()
 }
+
+// ResolveSession is the ledger's: id, or the one session id starts.
+func (ar *Archive) ResolveSession(ctx context.Context, id string) (string, error) {
+	return ar.db.ResolveSession(ctx, id)
+}
