@@ -66,6 +66,12 @@ func (in *Installer) Checks(ctx context.Context, cwd string) []health.Check {
 			out = append(out, health.Check{Name: "hooks trusted", OK: true, Detail: fmt.Sprintf("%d hooks trusted in %s", len(st.Installed), in.ConfigPath())})
 		}
 	}
+	if in.Codex == "" && err == nil && len(st.Installed) > 0 {
+		// Only Codex knows whether it trusts a hook (0.169 and later ask),
+		// and there is none to ask: not a pass, not a failure of the hooks.
+		out = append(out, health.Check{Name: "hooks trusted", Detail: "unknown: no Codex to ask (Codex 0.169 and later run a hook only once trusted)",
+			Fix: "install Codex, then `cx ctl install` again to record the hooks' trust"})
+	}
 	if err == nil && len(st.Missing) == 0 {
 		out = append(out, in.fire(ctx, cwd))
 	}

@@ -56,7 +56,7 @@ type ParseError struct {
 }
 
 func (e *ParseError) Error() string {
-	return fmt.Sprintf("%s: %v (cx will not rewrite a file it cannot parse; fix or move it, then run `cx ctl install` again)", e.Path, e.Err)
+	return fmt.Sprintf("%s: %v (cx will not rewrite a file it cannot parse; fix or move it, then run the same `cx ctl` command again)", e.Path, e.Err)
 }
 
 type edit struct {

@@ -88,6 +88,10 @@ type state struct {
 	// config.toml had before cx's first install; Codex's trust write adds
 	// the ones missing, and uninstall takes those out again when empty.
 	ConfigTables []string `json:"config_tables"`
+	// HadConfig says config.toml existed before cx's first install: if it
+	// did not, uninstall removes the file once cx's tables leave it empty.
+	// A pointer: a state written before it was recorded says nothing.
+	HadConfig *bool `json:"had_config,omitempty"`
 }
 
 func (in *Installer) statePath() string {
@@ -135,6 +139,9 @@ type Result struct {
 	Changed  bool
 	Trusted  []string // trust keys recorded
 	Warnings []string
+	// ConfigCreated (Uninstall): config.toml did not exist before cx's
+	// first install; RemoveEmptyConfig takes it away once nothing is in it.
+	ConfigCreated bool
 }
 
 // Install writes cx's entries (atomically, with a backup of the previous
@@ -146,7 +153,9 @@ func (in *Installer) Install(ctx context.Context) (Result, error) {
 		return res, err
 	}
 	if changed {
-		st := state{HooksPath: in.HooksPath(), Original: string(old), HadOriginal: old != nil, ConfigTables: in.trustTables()}
+		_, cerr := os.Stat(in.ConfigPath())
+		hadConfig := !errors.Is(cerr, fs.ErrNotExist)
+		st := state{HooksPath: in.HooksPath(), Original: string(old), HadOriginal: old != nil, ConfigTables: in.trustTables(), HadConfig: &hadConfig}
 		if prev, err := in.readState(); err == nil && prev.InstalledSum == sum(old) {
 			st = prev // a repair of cx's own install: the original stays the first one
 		}
@@ -343,16 +352,15 @@ func (in *Installer) Uninstall(ctx context.Context) (Result, error) {
 			return res, err
 		}
 	}
-	if out != nil {
-		if !bytes.Equal(out, cur) {
-			if err := fsutil.WriteAtomic(in.HooksPath()+".bak", cur, 0o600); err != nil {
-				return res, err
-			}
-			if err := fsutil.WriteAtomic(in.HooksPath(), out, 0o600); err != nil {
-				return res, err
-			}
+	// No backup of its own: uninstall only takes cx's entries out, and
+	// what else the file holds stays in it.
+	if out != nil && !bytes.Equal(out, cur) {
+		if err := fsutil.WriteAtomic(in.HooksPath(), out, 0o600); err != nil {
+			return res, err
 		}
 	}
+	in.dropRedundantBackup(cur, out, st.Original)
+	res.ConfigCreated = stErr == nil && st.HadConfig != nil && !*st.HadConfig
 	res.Changed = true
 	_ = os.Remove(in.statePath())
 	if in.Trust && before != nil {
@@ -381,6 +389,44 @@ func (in *Installer) Uninstall(ctx context.Context) (Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// dropRedundantBackup removes the hooks.json.bak an install left when it
+// holds nothing the user would miss: the file as uninstall leaves it, the
+// original, or either with cx's entries in it (an install's backup of a
+// file cx had already written). Any other .bak is the user's, and stays.
+func (in *Installer) dropRedundantBackup(cur, out []byte, original string) {
+	bak, err := os.ReadFile(in.HooksPath() + ".bak")
+	if err != nil {
+		return
+	}
+	strip := func(b []byte) []byte {
+		s, _, err := Remove(in.HooksPath(), b, func(string) bool { return true })
+		if err != nil {
+			return nil
+		}
+		return s
+	}
+	known := [][]byte{out, []byte(original), strip(cur)}
+	for _, b := range [][]byte{bak, strip(bak)} {
+		for _, k := range known {
+			if b != nil && k != nil && bytes.Equal(b, k) {
+				_ = os.Remove(in.HooksPath() + ".bak")
+				return
+			}
+		}
+	}
+}
+
+// RemoveEmptyConfig removes config.toml when it holds nothing but blank
+// lines — what a Codex's own `mcp remove` or cx's table edits leave of a
+// file that did not exist before cx (Result.ConfigCreated).
+func (in *Installer) RemoveEmptyConfig() error {
+	data, err := os.ReadFile(in.ConfigPath())
+	if err != nil || len(bytes.TrimSpace(data)) > 0 {
+		return nil
+	}
+	return os.Remove(in.ConfigPath())
 }
 
 func (in *Installer) listHooks(ctx context.Context) ([]codex.Hook, error) {

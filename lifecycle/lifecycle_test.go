@@ -304,6 +304,20 @@ func TestPreCompactSplitsGenerations(t *testing.T) {
 	}
 }
 
+// A compaction, then the terminal closed before another turn: the empty
+// generation never happened, and the session shows its last end — the
+// hangup — not the compaction.
+func TestCompactThenHangupShowsTheHangup(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.run("start A; hook SessionStart A startup; turn A before; compact A; hook SessionStart A compact; die 1")
+	e.want("A", "committed", "killed:HUP", 1, 1)
+	gens, err := e.db().Generations(context.Background(), "A")
+	if err != nil || len(gens) != 1 || gens[0].EndReason != "compact" {
+		t.Fatalf("generations %+v (%v)", gens, err)
+	}
+}
+
 func TestChildKilledAndSignalledCX(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -426,10 +426,12 @@ func (m *Manager) endLive(ctx context.Context, id, reason string, o EndOptions) 
 		now := tx.Now()
 		if n == 0 && s.Generation > 1 {
 			// A reopened generation that never got a turn (a resume without a
-			// prompt): it never happened; the session is as it was.
+			// prompt): it never happened; the session is as it was, but
+			// ended the way it just ended (a compaction, then a closed
+			// terminal, shows the hangup, not the compaction).
 			prev, err := tx.Generation(ctx, s.ID, s.Generation-1)
 			if err == nil {
-				s.Generation, s.Status, s.EndReason, s.EndedAt = prev.Generation, prev.Status, prev.EndReason, &prev.EndedAt
+				s.Generation, s.Status, s.EndReason, s.EndedAt = prev.Generation, prev.Status, reason, &now
 				s.Turns = prev.Turns
 				ended = true
 				_ = tx.AddEvent(ctx, "generation.discarded", s.ID, s.RunID, reason)

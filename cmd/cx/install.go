@@ -198,6 +198,11 @@ func (a *app) ctlUninstall(ctx context.Context, args []string) int {
 	if _, err := in.UninstallMCP(uctx); err != nil {
 		res.Warnings = append(res.Warnings, "mcp: "+err.Error())
 	}
+	if res.ConfigCreated {
+		if err := in.RemoveEmptyConfig(); err != nil {
+			res.Warnings = append(res.Warnings, err.Error())
+		}
+	}
 	for _, w := range res.Warnings {
 		a.errorf("warning: %s", w)
 	}

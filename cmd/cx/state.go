@@ -30,6 +30,15 @@ func (a *app) sessionFailed(what, id string, err error) int {
 	return 1
 }
 
+// jobState is a job's state and, if any, how many of its attempts failed
+// (a job done at the first try has none).
+func jobState(j lifecycle.JobView) string {
+	if j.Attempts == 0 {
+		return j.State
+	}
+	return fmt.Sprintf("%s, %d failed attempt(s)", j.State, j.Attempts)
+}
+
 // resolveSession turns what the user typed into a session id: the id, or
 // the unique prefix of one (as git takes a commit's); false, reported,
 // when it names none or several.
@@ -135,7 +144,7 @@ func (a *app) ctlStatus(ctx context.Context, args []string) int {
 		}
 		fmt.Fprintf(a.stdout, "pending jobs: %d\n", len(out.Pending))
 		for _, j := range out.Pending {
-			fmt.Fprintf(a.stdout, "  #%d %s %s g%d → %s (%s, attempts %d) %s\n", j.ID, j.Kind, j.SessionID, j.Generation, j.Target(), j.State, j.Attempts, j.LastError)
+			fmt.Fprintf(a.stdout, "  #%d %s %s g%d → %s (%s) %s\n", j.ID, j.Kind, j.SessionID, j.Generation, j.Target(), jobState(j), j.LastError)
 		}
 		fmt.Fprintf(a.stdout, "parked jobs: %d\n", len(out.Parked))
 		for _, j := range out.Parked {
@@ -191,7 +200,7 @@ func (a *app) ctlShow(ctx context.Context, args []string) int {
 			fmt.Fprintf(a.stdout, "  g%d %s (%s) turns %d ended %s\n", g.Generation, g.Status, g.EndReason, g.Turns, g.EndedAt)
 		}
 		for _, j := range out.Jobs {
-			line := fmt.Sprintf("  job #%d %s g%d → %s: %s (attempts %d)", j.ID, j.Kind, j.Generation, j.Target(), j.State, j.Attempts)
+			line := fmt.Sprintf("  job #%d %s g%d → %s: %s", j.ID, j.Kind, j.Generation, j.Target(), jobState(j))
 			if j.LastError != "" {
 				line += " " + j.LastError
 			}
