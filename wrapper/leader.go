@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"cx/internal/tty"
 )
 
 // LeaderEnv marks a process started as the leader (Spec.Leader) of a PTY
@@ -26,6 +28,15 @@ const LeaderEnv = "CX_WRAPPER_LEADER"
 // the lifeline says the supervisor is gone, in milliseconds: the stop
 // policy's KillAfter, the time between its signal and SIGKILL.
 const leaderGraceEnv = "CX_WRAPPER_LEADER_GRACE_MS"
+
+// leaderTermiosEnv carries the user's terminal settings from before raw
+// mode (tty.EncodeTermios), for the leader to restore on terminalFD when
+// the lifeline says the supervisor died: a SIGKILLed cx must not leave the
+// user's shell in raw mode.
+const leaderTermiosEnv = "CX_WRAPPER_LEADER_TERMIOS"
+
+// terminalFD is the user's terminal, passed with leaderTermiosEnv.
+const terminalFD = 5
 
 // IsLeader reports whether this process was started as a leader.
 func IsLeader() bool { return os.Getenv(LeaderEnv) != "" }
@@ -68,6 +79,10 @@ func LeaderMain(args []string) int {
 	// what it starts must not hold them open.
 	unix.CloseOnExec(leaderFD)
 	unix.CloseOnExec(lifelineFD)
+	termios := os.Getenv(leaderTermiosEnv)
+	if termios != "" {
+		unix.CloseOnExec(terminalFD)
+	}
 	status := os.NewFile(leaderFD, "leader-status")
 	report := func(format string, a ...any) {
 		if status != nil {
@@ -80,7 +95,7 @@ func LeaderMain(args []string) int {
 	}
 	env := make([]string, 0, len(os.Environ()))
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, LeaderEnv+"=") && !strings.HasPrefix(kv, leaderGraceEnv+"=") {
+		if !strings.HasPrefix(kv, LeaderEnv+"=") && !strings.HasPrefix(kv, leaderGraceEnv+"=") && !strings.HasPrefix(kv, leaderTermiosEnv+"=") {
 			env = append(env, kv)
 		}
 	}
@@ -102,7 +117,11 @@ func LeaderMain(args []string) int {
 	pid := cmd.Process.Pid
 	report("pid %d", pid)
 	if lifeline := lifelineFile(); lifeline != nil {
-		go watchLifeline(lifeline, pid, grace)
+		go watchLifeline(lifeline, pid, grace, func() {
+			if termios != "" {
+				_ = tty.RestoreTermios(terminalFD, termios)
+			}
+		})
 	}
 	go func() {
 		for s := range sigs {
@@ -153,16 +172,17 @@ func lifelineFile() *os.File {
 
 // watchLifeline waits for the supervisor to be gone — the lifeline's write
 // end closed, which only its death (or its end, once the child is gone)
-// does — then stops the child the polite way: SIGTERM to its group, and
-// SIGKILL if it is still there grace later. The leader then exits as the
-// child did.
-func watchLifeline(lifeline *os.File, pid int, grace time.Duration) {
+// does — then gives the user's terminal back (restore), and stops the
+// child the polite way: SIGTERM to its group, and SIGKILL if it is still
+// there grace later. The leader then exits as the child did.
+func watchLifeline(lifeline *os.File, pid int, grace time.Duration, restore func()) {
 	var b [64]byte
 	for {
 		if _, err := lifeline.Read(b[:]); err != nil {
 			break // EOF: nobody holds the write end any more
 		}
 	}
+	restore()
 	signalGroup(pid, syscall.SIGTERM)
 	time.Sleep(grace)
 	signalGroup(pid, syscall.SIGKILL)

@@ -265,19 +265,28 @@ func TestPTYSuspendResume(t *testing.T) {
 }
 
 // The child never outlives the supervisor, even when it is SIGKILLed: by
-// the lifeline alone (macOS), and with Linux's parent-death signal too.
+// the lifeline alone (macOS), and with Linux's parent-death signal too;
+// and the user's terminal is out of raw mode again.
 func TestPTYSupervisorKilled(t *testing.T) {
 	t.Parallel()
 	for name, env := range map[string][]string{"lifeline": nil, "lifeline+pdeathsig": {"CX_TEST_OFF="}} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			tm := newTerminal(t, 24, 80)
+			before := tm.termios(t)
 			p := tm.start(t, supOpts{child: "echo-signals", env: env})
 			child := p.childPid(t)
 			tm.out.waitFor(t, "ready", 10*time.Second)
+			if !tm.isRaw(t) {
+				t.Fatal("the terminal is not raw while the child runs")
+			}
 			_ = p.cmd.Process.Signal(syscall.SIGKILL)
 			p.wait(t, 10*time.Second)
 			eventually(t, 10*time.Second, "child gone", func() bool { return !alive(child) })
+			// The leader gave the user's terminal back: no `reset` needed.
+			if after := tm.termios(t); after != before {
+				t.Fatalf("terminal left as the dead supervisor set it (raw %v)", tm.isRaw(t))
+			}
 		})
 	}
 }

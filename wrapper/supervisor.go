@@ -217,20 +217,31 @@ func (s *supervisor) start() error {
 	if sz, ok := tty.GetSize(s.spec.Stdin.Fd(), s.spec.Stdout.Fd()); ok {
 		ws = &pty.Winsize{Rows: sz.Rows, Cols: sz.Cols}
 	}
+	saved := "" // the user's terminal as it was, for the leader to restore
 	if tty.IsTerminal(s.spec.Stdin.Fd()) {
+		if t, err := tty.Termios(s.spec.Stdin.Fd()); err == nil {
+			saved = tty.EncodeTermios(t)
+		}
 		s.raw = tty.NewRaw(s.spec.Stdin.Fd())
 		if err := s.raw.Enter(); err != nil {
 			return err
 		}
 	}
-	l, err := s.withLeader()
+	l, err := s.withLeader(saved)
 	if err != nil {
 		if s.raw != nil {
 			_ = s.raw.Restore()
 		}
 		return err
 	}
-	ptmx, err := pty.StartWithAttrs(s.cmd, ws, withParentDeath(&syscall.SysProcAttr{Setsid: true, Setctty: true}, s.spec.ParentDeathSignal))
+	// No parent-death signal for the leader, unlike a child on pipes: killed
+	// at once with cx, it could not give the user's terminal back; the
+	// lifeline stops it, on Linux as on macOS.
+	attrs := &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if s.spec.Leader == "" {
+		attrs = withParentDeath(attrs, s.spec.ParentDeathSignal)
+	}
+	ptmx, err := pty.StartWithAttrs(s.cmd, ws, attrs)
 	if err = s.leaderStarted(l, err); err != nil {
 		if ptmx != nil {
 			ptmx.Close()
@@ -280,8 +291,10 @@ type leaderPipes struct {
 
 // withLeader puts the leader (Spec.Leader) between the supervisor and the
 // child of a PTY session: s.cmd becomes the leader, which runs the child.
-// Without a leader it does nothing.
-func (s *supervisor) withLeader() (*leaderPipes, error) {
+// With termios (the user's terminal settings before raw mode, encoded) the
+// leader also holds the user's terminal, to give it back should the
+// supervisor die in raw mode. Without a leader it does nothing.
+func (s *supervisor) withLeader(termios string) (*leaderPipes, error) {
 	if s.spec.Leader == "" {
 		return nil, nil
 	}
@@ -302,6 +315,10 @@ func (s *supervisor) withLeader() (*leaderPipes, error) {
 	s.cmd.Dir = child.Dir
 	s.cmd.Stdin, s.cmd.Stdout, s.cmd.Stderr = child.Stdin, child.Stdout, child.Stderr
 	s.cmd.ExtraFiles = []*os.File{l.statusW, l.lifeR} // fds 3 and 4: leaderFD, lifelineFD
+	if termios != "" {
+		s.cmd.Env = append(s.cmd.Env, leaderTermiosEnv+"="+termios)
+		s.cmd.ExtraFiles = append(s.cmd.ExtraFiles, s.spec.Stdin) // fd 5: terminalFD
+	}
 	return l, nil
 }
 

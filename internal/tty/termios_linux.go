@@ -2,5 +2,9 @@ package tty
 
 import "golang.org/x/sys/unix"
 
-// ioctlGetTermios reads a terminal's settings.
-const ioctlGetTermios = unix.TCGETS
+// ioctlGetTermios reads a terminal's settings; ioctlSetTermios sets them
+// at once (tcsetattr TCSANOW).
+const (
+	ioctlGetTermios = unix.TCGETS
+	ioctlSetTermios = unix.TCSETS
+)

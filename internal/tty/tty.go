@@ -5,9 +5,11 @@
 package tty
 
 import (
+	"encoding/hex"
 	"fmt"
 	"os"
 	"sync"
+	"unsafe"
 
 	"github.com/mattn/go-isatty"
 	"golang.org/x/sys/unix"
@@ -151,4 +153,25 @@ func KeysAreSignals(fd uintptr) bool {
 // Termios reads the settings of the terminal on fd (tcgetattr).
 func Termios(fd uintptr) (*unix.Termios, error) {
 	return unix.IoctlGetTermios(int(fd), ioctlGetTermios)
+}
+
+// EncodeTermios writes a terminal's settings as text, for another process
+// of the same binary to restore (RestoreTermios): the supervisor's leader
+// gives the user's terminal back when the supervisor dies in raw mode.
+func EncodeTermios(t *unix.Termios) string {
+	return hex.EncodeToString(unsafe.Slice((*byte)(unsafe.Pointer(t)), unsafe.Sizeof(*t)))
+}
+
+// RestoreTermios sets the terminal on fd to settings EncodeTermios wrote.
+func RestoreTermios(fd int, encoded string) error {
+	var t unix.Termios
+	b, err := hex.DecodeString(encoded)
+	if err != nil || len(b) != int(unsafe.Sizeof(t)) {
+		return fmt.Errorf("restore terminal: settings %q are not this binary's", encoded)
+	}
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&t)), len(b)), b)
+	if err := unix.IoctlSetTermios(fd, ioctlSetTermios, &t); err != nil {
+		return fmt.Errorf("restore terminal: %w", err)
+	}
+	return nil
 }
