@@ -198,6 +198,15 @@ func (m *Manager) handleHook(ctx context.Context, in HookInput) (HookResult, err
 				if err != nil {
 					m.Log.Printf("catch up %s on resume: %v", s.ID, err)
 				}
+				// The resume's block carries the session's checkpoint as it
+				// is now, after any compaction: a compaction not yet given to
+				// the model (the terminal closed before the next prompt) must
+				// not come again after the resumed prompt.
+				if err == nil && !deferred {
+					if _, err := m.markCompactionInjected(ctx, s.ID); err != nil {
+						m.Log.Printf("compaction of %s on resume: %v", s.ID, err)
+					}
+				}
 			}
 			if owned {
 				return res, m.setForeground(ctx, run.ID, s.ID)

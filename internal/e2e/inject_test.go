@@ -3,6 +3,7 @@ package e2e
 import (
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -147,5 +148,40 @@ func TestInjectionFallback(t *testing.T) {
 		if n := strings.Count(txt, "<cx-context"); n != 1 {
 			t.Fatalf("fallback context present %d times", n)
 		}
+	})
+}
+
+// A turn, /compact, the terminal closed before another turn, then `resume
+// --last` and a turn: the resumed history holds each injected section once
+// — the resume's checkpoint is the compaction's, not a second copy of it
+// after the prompt (issue 25, item 2).
+func TestResumeAfterCompactionNoRepeat(t *testing.T) {
+	eachCodex(t, func(t *testing.T, in codextest.Install) {
+		h := New(t, in, Options{})
+		tu := h.StartTUI()
+		tu.WaitReady()
+		tu.Prompt("compact me later [[shell: echo compact-ok]]", "mock: done (1 steps)")
+		tu.Type("/compact")
+		time.Sleep(2 * time.Second)
+		tu.WaitReady()
+		tu.Signal(tu.CXPid(), syscall.SIGHUP) // the terminal closed
+		tu.WaitExit(30 * time.Second)
+
+		tu = h.StartTUI("resume", "--last")
+		tu.WaitText("compact me later", 60*time.Second)
+		tu.WaitReady()
+		tu.Prompt("resumed after compaction", "mock reply: resumed after compaction")
+		resumed := requestFor(t, h, "resumed after compaction")
+		counts := sectionCounts(resumed)
+		if len(counts) == 0 {
+			t.Fatalf("no cx context in the resumed request:\n%s", inputText(resumed))
+		}
+		for s, n := range counts {
+			if n != 1 {
+				t.Fatalf("section %s is in the resumed request %d times:\n%s", s, n, inputText(resumed))
+			}
+		}
+		tu.Slash("/exit")
+		tu.WaitExit(30 * time.Second)
 	})
 }
