@@ -59,7 +59,8 @@ func ForSessionStart(ctx context.Context, r Request) string {
 	in := Input{Source: r.Source, MaxChars: r.MaxChars}
 	id := continuity.Store{Home: r.Home}.Identify(r.Cwd)
 	if r.Source != "compact" {
-		in.ProjectContinuity, in.WorktreeContinuity = continuity.Store{Home: r.Home}.Read(id)
+		project, worktree := continuity.Store{Home: r.Home}.Read(id)
+		in.ProjectContinuity, in.WorktreeContinuity = continuity.ForContext(project), continuity.ForContext(worktree)
 	}
 	disk := checkpoint.OSDisk(r.Cwd)
 	switch r.Source {

@@ -164,3 +164,31 @@ func TestProjectHeaderHasNoCredentials(t *testing.T) {
 		t.Fatalf("project file:\n%s", b)
 	}
 }
+
+func TestGoalOf(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"fix the flaky test in parser_test.go", "fix the flaky test in parser_test.go"},
+		{"Add notes and check them. [[plan: write notes | run checks]] [[patch]]*** Begin Patch\n*** Add File: notes.txt\n+line", "Add notes and check them."},
+		{"Why does the build fail? Here is the log:\n```\nerror: x\n```", "Why does the build fail?"},
+		{"\n\n  refactor the cache\nthen run the tests", "refactor the cache"},
+		{"apply this:\ndiff --git a/x b/x\n--- a/x\n+++ b/x", "apply this:"},
+		{"version 1.2.3 is out, bump it", "version 1.2.3 is out, bump it"}, // a dot inside a word ends nothing
+		{"```go\nfunc main() {}\n```", ""},
+		{strings.Repeat("word ", 100), strings.TrimSpace(rollout.OneLine(strings.Repeat("word ", 100), 200))},
+	} {
+		if got := goalOf(c.in); got != c.want {
+			t.Errorf("goalOf(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestForContextDropsWhatIsForPeople(t *testing.T) {
+	doc := "# Continuity — worktree /w\n\nThis checkout's goal and next steps. Edit freely.\n\n## Goal\n\nship it\n\n## Confirmed working\n\n## Tried and failed\n\n## Not yet tried\n\n- [ ] run checks\n\n## My notes\n\nkeep this\n"
+	want := "### Goal\n\nship it\n\n### Not yet tried\n\n- [ ] run checks\n\n## My notes\n\nkeep this"
+	if got := ForContext(doc); got != want {
+		t.Fatalf("ForContext:\n%s\nwant:\n%s", got, want)
+	}
+	if got := ForContext("# Continuity\n\n## Goal\n\n## Tried and failed\n"); got != "" {
+		t.Fatalf("an empty document gives %q", got)
+	}
+}

@@ -220,8 +220,10 @@ func (d *Doc) applyWorktree(ev Evidence) {
 	for i := len(ev.Turns) - 1; i >= 0; i-- {
 		u := strings.TrimSpace(ev.Turns[i].User)
 		if u != "" && !checkpoint.IsVague(u) {
-			d.Sections[secGoal] = []string{rollout.OneLine(u, 400)}
-			break
+			if g := goalOf(u); g != "" {
+				d.Sections[secGoal] = []string{g}
+				break
+			}
 		}
 	}
 	if len(ev.Plan) > 0 {
@@ -257,6 +259,54 @@ func (d *Doc) applyWorktree(ev Evidence) {
 }
 
 func firstLine(s string) string { return rollout.OneLine(checkpoint.FirstLine(s), 200) }
+
+// maxGoal bounds a goal: a sentence, not a prompt.
+const maxGoal = 200
+
+// goalOf is the goal a prompt states: its first line, up to the first
+// sentence's end, before any code, patch or diff pasted into it ("" if the
+// prompt is nothing but those).
+func goalOf(prompt string) string {
+	for _, mark := range []string{"```", "*** Begin Patch", "diff --git ", "\n--- a/", "\n+++ b/"} {
+		if i := strings.Index(prompt, mark); i >= 0 {
+			prompt = prompt[:i]
+		}
+	}
+	line := ""
+	for _, l := range strings.Split(prompt, "\n") {
+		if line = strings.TrimSpace(l); line != "" {
+			break
+		}
+	}
+	// The first sentence, when it ends within the bound.
+	for i, r := range line {
+		if i >= maxGoal*4 {
+			break
+		}
+		if (r == '.' || r == '?' || r == '!') && (i+1 == len(line) || line[i+1] == ' ') {
+			line = line[:i+1]
+			break
+		}
+	}
+	return rollout.OneLine(line, maxGoal)
+}
+
+// ForContext is a continuity document as the model is given it: its known
+// sections that hold something, in order, and a person's own sections —
+// without the title and preamble written for people, or empty headings.
+func ForContext(text string) string {
+	d := Parse(text)
+	var b strings.Builder
+	for _, s := range sectionOrder {
+		if lines := trimBlank(d.Sections[s]); len(lines) > 0 {
+			fmt.Fprintf(&b, "### %s\n\n%s\n\n", s, strings.Join(lines, "\n"))
+		}
+	}
+	if len(d.Extra) > 0 {
+		b.WriteString(strings.Join(d.Extra, "\n") + "\n")
+	}
+	return strings.TrimSpace(b.String())
+}
 
 // Store is where continuity files live: CX_HOME/projects/<project id>/.
 type Store struct{ Home string }
