@@ -60,7 +60,13 @@ func ForSessionStart(ctx context.Context, r Request) string {
 	id := continuity.Store{Home: r.Home}.Identify(r.Cwd)
 	if r.Source != "compact" {
 		project, worktree := continuity.Store{Home: r.Home}.Read(id)
-		in.ProjectContinuity, in.WorktreeContinuity = continuity.ForContext(project), continuity.ForContext(worktree)
+		in.ProjectContinuity = continuity.ForContext(project)
+		// The worktree's goal and next steps are the last session's to end
+		// here — with threads side by side in one checkout, perhaps another
+		// thread's. A resumed thread has its own in its checkpoint.
+		if r.Source != "resume" {
+			in.WorktreeContinuity = continuity.ForContext(worktree)
+		}
 	}
 	disk := checkpoint.OSDisk(r.Cwd)
 	switch r.Source {

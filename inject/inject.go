@@ -73,7 +73,7 @@ func build(in Input) string {
 		secs = append(secs, s)
 	}
 	if in.Source != "compact" {
-		add("continuity-worktree", "Continuity of this worktree", in.WorktreeContinuity)
+		add("continuity-worktree", "Continuity of this worktree (left by the last session to end here)", in.WorktreeContinuity)
 	}
 	if in.Checkpoint != nil && in.Checkpoint.Stats.Turns > 0 {
 		title := "Checkpoint of this session"
@@ -83,7 +83,7 @@ func build(in Input) string {
 		add("checkpoint", title, checkpoint.View(*in.Checkpoint, checkpoint.DefaultViewCaps, in.Disk))
 	}
 	if in.Source != "compact" {
-		add("continuity-project", "Continuity of this project", in.ProjectContinuity)
+		add("continuity-project", "Continuity of this project (every session's commands)", in.ProjectContinuity)
 		add("overview", "Archive overview of this session", in.Overview)
 	}
 	if len(secs) == 0 {
