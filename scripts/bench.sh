@@ -16,7 +16,8 @@ if [ -n "${BASE:-}" ]; then
   (cd "$tmp/src" && go build -o "$tmp/cx-base" ./cmd/cx)
   export CX_BENCH_BASELINE_CX="$tmp/cx-base"
 fi
-go test -run '^$' -bench 'PTYThroughput|StartOverhead|PTYStartOverhead|HookStdinOpen|AppServerBigFrame|AppServerFrameLatency|PTYEchoLatency|MCPInitialize' -benchtime 1x -count "${COUNT:-3}" ./cmd/cx
+# CheckpointCommand: `cx ctl checkpoint` at 100 MB and 1 GB (compare with BASE=a4d09e3).
+go test -run '^$' -bench 'PTYThroughput|StartOverhead|PTYStartOverhead|HookStdinOpen|AppServerBigFrame|AppServerFrameLatency|PTYEchoLatency|MCPInitialize|CheckpointCommand' -benchtime 1x -count "${COUNT:-3}" ./cmd/cx
 go test -run '^$' -bench 'HookLatency' -benchtime 1x -count "${COUNT:-3}" ./lifecycle
 CX_BENCH_ROUNDS="${ROUNDS:-5}" go test -run '^$' -bench 'HookHistory' -benchtime 1x -timeout 60m -v ./lifecycle
 # Recall: cx ctl search over a ~100 MB archived session against a ~1 MB one.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 
 	"cx/internal/checkpoint"
 	"cx/internal/cli"
@@ -22,12 +21,11 @@ func (a *app) ctlCheckpoint(ctx context.Context, args []string) int {
 	if !ok {
 		return code
 	}
-	data, err := os.ReadFile(pos[0])
+	cp, err := checkpoint.FromFile(pos[0], checkpoint.DefaultCaps)
 	if err != nil {
 		a.errorf("checkpoint: %v", err)
 		return 1
 	}
-	cp := checkpoint.FromRollout(data, checkpoint.DefaultCaps)
 	if asJSON {
 		_, _ = a.stdout.Write(cp.JSON())
 		return 0

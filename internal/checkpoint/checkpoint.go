@@ -109,6 +109,20 @@ func FromRollout(data []byte, caps Caps) Checkpoint {
 	return fromCapture(c, caps)
 }
 
+// FromFile is FromRollout of a rollout file, read as a stream: each turn is
+// folded in as it is read and dropped, so memory does not grow with the
+// file (a 1 GB rollout costs what a 1 MB one does).
+func FromFile(path string, caps Caps) (Checkpoint, error) {
+	f := NewFold()
+	c, err := rollout.StreamFile(path, rollout.Options{MaxToolChars: 4000}, func(t rollout.Turn) { f.Add(t, caps) })
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	f.Meta(c.Meta)
+	f.Count(c.Aborted, c.Compactions, len(c.Placeholders))
+	return f.Checkpoint(caps), nil
+}
+
 // fromCapture reduces an assembled capture: its turns folded in order.
 func fromCapture(c rollout.Capture, caps Caps) Checkpoint {
 	f := NewFold()

@@ -183,3 +183,25 @@ func TestCapsEvictDeterministically(t *testing.T) {
 		t.Fatalf("task %+v", cp.Task)
 	}
 }
+
+// The streamed reduction is the whole-file one, byte for byte.
+func TestFromFileIsFromRollout(t *testing.T) {
+	paths, _ := filepath.Glob("../../testdata/rollouts/*/*.jsonl")
+	big := filepath.Join(t.TempDir(), "big.jsonl")
+	if err := os.WriteFile(big, bigRollout(t, 4<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range append(paths, big) {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		streamed, err := FromFile(p, DefaultCaps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := streamed.JSON(), FromRollout(data, DefaultCaps).JSON(); !bytes.Equal(got, want) {
+			t.Errorf("%s: streamed checkpoint differs:\n%s\nwant:\n%s", p, got, want)
+		}
+	}
+}

@@ -17,6 +17,10 @@ const Mask = "[REDACTED]"
 type rule struct {
 	re   *regexp.Regexp
 	repl string
+	// hints: every match contains one of these (lower case, looked up in
+	// the lower-cased text). A text with none of them skips the rule's
+	// scan; the regular expression stays the judge of what is a secret.
+	hints []string
 }
 
 // rules are compiled on first use: cx's hook runs on every turn, and most
@@ -24,23 +28,23 @@ type rule struct {
 var rules = sync.OnceValue(func() []rule {
 	return []rule{
 		// Private key blocks (PEM), whole.
-		{regexp.MustCompile(`(?s)-----BEGIN ((?:RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY(?: BLOCK)?)-----.*?-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----`), "-----BEGIN $1-----" + Mask + "-----END $1-----"},
+		{regexp.MustCompile(`(?s)-----BEGIN ((?:RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY(?: BLOCK)?)-----.*?-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----`), "-----BEGIN $1-----" + Mask + "-----END $1-----", []string{"-----begin "}},
 		// Authorization / auth-ish headers.
-		{regexp.MustCompile(`(?im)\b((?:proxy-)?authorization|x-api-key|api-key|x-auth-token|cookie)(\s*:\s*)(?:(bearer|basic|token|bot)\s+)?[^\s"'\r\n,;]+`), "$1$2$3 " + Mask},
+		{regexp.MustCompile(`(?im)\b((?:proxy-)?authorization|x-api-key|api-key|x-auth-token|cookie)(\s*:\s*)(?:(bearer|basic|token|bot)\s+)?[^\s"'\r\n,;]+`), "$1$2$3 " + Mask, []string{"authorization", "api-key", "x-auth-token", "cookie"}},
 		// Provider tokens with recognisable shapes.
-		{regexp.MustCompile(`\bsk-(?:proj-|ant-(?:api\d\d-)?|live_|test_)?[A-Za-z0-9_\-]{16,}`), Mask},        // OpenAI, Anthropic, Stripe-like
-		{regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}\b`), Mask},                            // GitHub
-		{regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{40,}\b`), Mask},                                        // GitHub fine-grained
-		{regexp.MustCompile(`\bglpat-[A-Za-z0-9_\-]{20,}\b`), Mask},                                           // GitLab
-		{regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}\b`), Mask},                                       // Slack
-		{regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), Mask},                                           // AWS access key id
-		{regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}\b`), Mask},                                              // Google API key
-		{regexp.MustCompile(`\bhf_[A-Za-z0-9]{30,}\b`), Mask},                                                 // Hugging Face
-		{regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36}\b`), Mask},                                                 // npm
-		{regexp.MustCompile(`\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{20,}\b`), Mask},                         // Stripe
-		{regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\b`), Mask}, // JWT
+		{regexp.MustCompile(`\bsk-(?:proj-|ant-(?:api\d\d-)?|live_|test_)?[A-Za-z0-9_\-]{16,}`), Mask, []string{"sk-"}},              // OpenAI, Anthropic, Stripe-like
+		{regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}\b`), Mask, []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}}, // GitHub
+		{regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{40,}\b`), Mask, []string{"github_pat_"}},                                      // GitHub fine-grained
+		{regexp.MustCompile(`\bglpat-[A-Za-z0-9_\-]{20,}\b`), Mask, []string{"glpat-"}},                                              // GitLab
+		{regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}\b`), Mask, []string{"xox"}},                                             // Slack
+		{regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), Mask, []string{"akia", "asia"}},                                        // AWS access key id
+		{regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}\b`), Mask, []string{"aiza"}},                                                   // Google API key
+		{regexp.MustCompile(`\bhf_[A-Za-z0-9]{30,}\b`), Mask, []string{"hf_"}},                                                       // Hugging Face
+		{regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36}\b`), Mask, []string{"npm_"}},                                                      // npm
+		{regexp.MustCompile(`\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{20,}\b`), Mask, []string{"_live_", "_test_"}},                  // Stripe
+		{regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\b`), Mask, []string{"eyj"}},       // JWT
 		// Credentials inside URLs: scheme://user:password@host
-		{regexp.MustCompile(`\b([a-z][a-z0-9+.\-]*://[^\s:/@]+:)[^\s@/]{3,}@`), "${1}" + Mask + "@"},
+		{regexp.MustCompile(`\b([a-z][a-z0-9+.\-]*://[^\s:/@]+:)[^\s@/]{3,}@`), "${1}" + Mask + "@", []string{"://"}},
 	}
 })
 
@@ -50,13 +54,40 @@ var assignRE = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`(?i)\b([A-Z0-9_]*(?:API_?KEY|ACCESS_?KEY|SECRET(?:_?KEY)?|TOKEN|PASSWORD|PASSWD|PWD|CREDENTIALS?|PRIVATE_?KEY|AUTH(?:_?TOKEN)?))(\s*[=:]\s*)("[^"\n]*"|'[^'\n]*'|[^\s"',;]+)`)
 })
 
+// assignHints: every secret-looking assignment's name contains one.
+var assignHints = []string{"key", "token", "secret", "passw", "pwd", "credential", "auth"}
+
 // String returns s with secrets replaced by Mask.
-func String(s string) string {
+func String(s string) string { return redact(s, true) }
+
+// redact is String; without hints it runs every rule's scan (the tests
+// hold the two to the same answers).
+func redact(s string, hinted bool) string {
 	if s == "" {
 		return s
 	}
+	lower := ""
+	if hinted {
+		lower = strings.ToLower(s)
+	}
+	applies := func(hints []string) bool {
+		if !hinted {
+			return true
+		}
+		for _, h := range hints {
+			if strings.Contains(lower, h) {
+				return true
+			}
+		}
+		return false
+	}
 	for _, r := range rules() {
-		s = r.re.ReplaceAllString(s, r.repl)
+		if applies(r.hints) {
+			s = r.re.ReplaceAllString(s, r.repl)
+		}
+	}
+	if !applies(assignHints) {
+		return s
 	}
 	re := assignRE()
 	s = re.ReplaceAllStringFunc(s, func(m string) string {

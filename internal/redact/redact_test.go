@@ -1,9 +1,12 @@
 package redact
 
 import (
-	"cx/internal/redact/redacttest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"cx/internal/redact/redacttest"
 )
 
 func TestSecretsRemoved(t *testing.T) {
@@ -41,5 +44,37 @@ func TestNonSecretsSurvive(t *testing.T) {
 	// A number-valued *_LIMIT is kept because its name is not secret-like.
 	if got := String("TOKEN_LIMIT=4096"); got != "TOKEN_LIMIT=4096" {
 		t.Errorf("TOKEN_LIMIT changed: %q", got)
+	}
+}
+
+// The hints only skip scans that could find nothing: with and without
+// them, the same answer — on every secret sample, each embedded in text
+// and in mixed case, and on every line of the recorded rollouts.
+func TestHintsChangeNothing(t *testing.T) {
+	var corpus []string
+	for _, c := range redacttest.Secrets {
+		corpus = append(corpus, c.In, "see "+c.In+" there", strings.ToUpper(c.In), strings.ToLower(c.In), c.In+"\n"+c.In)
+	}
+	paths, _ := filepath.Glob("../../testdata/rollouts/*/*.jsonl")
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		corpus = append(corpus, strings.Split(string(data), "\n")...)
+	}
+	for _, s := range corpus {
+		if got, want := redact(s, true), redact(s, false); got != want {
+			t.Errorf("hinted %q\n  gives %q\n  every rule gives %q", s, got, want)
+		}
+	}
+}
+
+// BenchmarkString: a long prompt with no secret in it, the common case.
+func BenchmarkString(b *testing.B) {
+	s := strings.Repeat("refactor the parser so the tests pass; run go test ./... and fix what fails. ", 200)
+	b.SetBytes(int64(len(s)))
+	for i := 0; i < b.N; i++ {
+		_ = String(s)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"syscall"
 )
@@ -62,6 +63,10 @@ func readLines(path string, cur Cursor, maxLine int, fn func(Line) error) (ReadR
 	}
 	f, err := os.Open(path)
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is said once
+		}
 		return ReadResult{Cursor: cur}, fmt.Errorf("open rollout %s: %w", path, err)
 	}
 	defer f.Close()

@@ -155,6 +155,26 @@ func CaptureFile(path string, cur Cursor, meta *SessionMeta, opts Options) (Capt
 	return c, nil
 }
 
+// StreamFile reads a whole rollout and hands each of its turns to emit in
+// order, the last one (perhaps still open) at the end; it keeps no turn
+// once handed on, so its memory does not grow with the rollout. The
+// capture it returns has everything but the turns.
+func StreamFile(path string, opts Options, emit func(Turn)) (Capture, error) {
+	opts = opts.withDefaults()
+	a := newAssembler(opts, nil)
+	a.emit = emit
+	res, err := readLines(path, Cursor{}, opts.MaxLineBytes, func(l Line) error {
+		a.add(parseLine(l), l.Offset+l.Size+1)
+		return nil
+	})
+	if err != nil {
+		return Capture{}, err
+	}
+	c := a.finish()
+	c.Bytes, c.Cursor = res.Bytes, res.Cursor
+	return c, nil
+}
+
 // Assemble reduces complete rollout bytes (no cursor) to their capture.
 func Assemble(data []byte, opts Options) Capture {
 	opts = opts.withDefaults()
@@ -184,7 +204,8 @@ type assembler struct {
 	forkAt    int64 // where that copy's session_meta starts
 	forkTime  time.Time
 	turns     []Turn
-	cur       *Turn // the open turn
+	emit      func(Turn) // streaming: each turn once final, none kept (nil: keep them all)
+	cur       *Turn      // the open turn
 	taskID    string
 	taskStart int64 // offset of the task_started that opened the current task
 	taskAt    string
@@ -204,6 +225,7 @@ func newAssembler(opts Options, meta *SessionMeta) *assembler {
 }
 
 func (a *assembler) finish() Capture {
+	a.flush()
 	a.capture.Meta = a.meta
 	a.capture.Turns = a.turns
 	return a.capture
@@ -454,9 +476,23 @@ func (a *assembler) prompt(text string, r Record) {
 	if t.Time == "" {
 		t.Time = r.Timestamp
 	}
+	a.flush()
 	a.turns = append(a.turns, t)
 	a.cur = &a.turns[len(a.turns)-1]
 	a.calls = map[string]int{}
+}
+
+// flush hands the turns before a new one to emit, when streaming: only the
+// open turn (a.cur) can still change, so none of them will.
+func (a *assembler) flush() {
+	if a.emit == nil {
+		return
+	}
+	for _, t := range a.turns {
+		a.emit(t)
+	}
+	clear(a.turns)
+	a.turns = a.turns[:0]
 }
 
 func (a *assembler) taskKey(r Record) string {
