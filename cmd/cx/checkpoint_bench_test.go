@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,34 +10,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// writeBigRollout writes a real-shaped 0.169 rollout of at least size
-// bytes to path — the recorded turns of a real session repeated, each copy
-// with its own ids — streaming, so a 1 GB one costs no memory here.
-func writeBigRollout(tb testing.TB, path string, size int64) {
-	tb.Helper()
-	data, err := os.ReadFile("../../testdata/rollouts/0.169.0/tui-compact-interrupt.jsonl")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	i := bytes.IndexByte(data, '\n')
-	head, body := data[:i+1], data[i+1:]
-	f, err := os.Create(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	n, _ := w.Write(head)
-	for c, written := 0, int64(n); written < size; c++ {
-		m, _ := w.Write(bytes.ReplaceAll(body, []byte("01a200e2-"), []byte(fmt.Sprintf("%08x-", c))))
-		written += int64(m)
-	}
-	if err := w.Flush(); err != nil {
-		tb.Fatal(err)
-	}
-	f.Close()
-}
+	"cx/internal/codextest"
+)
 
 // BenchmarkCheckpointCommand is `cx ctl checkpoint --json` on a ~100 MB
 // and a ~1 GB real-shaped rollout, as a process on one core (GOMAXPROCS=1)
@@ -58,7 +31,12 @@ func BenchmarkCheckpointCommand(b *testing.B) {
 	}{{"100MB", 100 << 20, max(b.N, 3)}, {"1GB", 1 << 30, 1}}
 	for _, sz := range sizes {
 		path := filepath.Join(dir, sz.name+".jsonl")
-		writeBigRollout(b, path, sz.bytes)
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		codextest.WriteBigRollout(b, f, sz.bytes)
+		f.Close()
 		fi, _ := os.Stat(path)
 		times := map[string][]time.Duration{}
 		for r := 0; r < sz.rounds; r++ {

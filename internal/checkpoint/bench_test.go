@@ -8,26 +8,17 @@ import (
 	"testing"
 	"time"
 
+	"cx/internal/codextest"
 	"cx/internal/rollout"
 )
 
-// bigRollout builds a real-shaped rollout of at least size bytes by
-// repeating the recorded turns of a real 0.169 session, each copy with its
-// own turn ids.
+// bigRollout builds a real-shaped rollout of at least size bytes
+// (codextest.WriteBigRollout) in memory.
 func bigRollout(tb testing.TB, size int) []byte {
 	tb.Helper()
-	data, err := os.ReadFile("../../testdata/rollouts/0.169.0/tui-compact-interrupt.jsonl")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	i := bytes.IndexByte(data, '\n')
-	head, body := data[:i+1], data[i+1:]
 	var b bytes.Buffer
-	b.Grow(size + len(body))
-	b.Write(head)
-	for n := 0; b.Len() < size; n++ {
-		b.Write(bytes.ReplaceAll(body, []byte("01a200e2-"), []byte(fmt.Sprintf("%08x-", n))))
-	}
+	b.Grow(size + 1<<20)
+	codextest.WriteBigRollout(tb, &b, int64(size))
 	return b.Bytes()
 }
 

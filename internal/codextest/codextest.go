@@ -11,6 +11,8 @@ package codextest
 import (
 	"bufio"
 	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -157,4 +159,27 @@ func AwaitWatchman(t testing.TB, pid int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("no watchman below pid %d within 10s", pid)
+}
+
+// WriteBigRollout writes a real-shaped Codex 0.169 rollout of at least
+// size bytes to w: the recorded turns of a real session (testdata, found
+// from the module root) repeated, each copy with its own ids — streamed,
+// so a 1 GB one costs no memory.
+func WriteBigRollout(tb testing.TB, w io.Writer, size int64) {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join(moduleRoot(), "testdata", "rollouts", "0.169.0", "tui-compact-interrupt.jsonl"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	i := bytes.IndexByte(data, '\n')
+	head, body := data[:i+1], data[i+1:]
+	bw := bufio.NewWriterSize(w, 1<<20)
+	n, _ := bw.Write(head)
+	for c, written := 0, int64(n); written < size; c++ {
+		m, _ := bw.Write(bytes.ReplaceAll(body, []byte("01a200e2-"), []byte(fmt.Sprintf("%08x-", c))))
+		written += int64(m)
+	}
+	if err := bw.Flush(); err != nil {
+		tb.Fatal(err)
+	}
 }

@@ -237,11 +237,10 @@ func (h *H) Rollouts() []string {
 
 // RolloutSessionIDs are the session ids named by the rollout files.
 func (h *H) RolloutSessionIDs() []string {
-	re := regexp.MustCompile(`([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$`)
 	var ids []string
 	for _, p := range h.Rollouts() {
-		if m := re.FindStringSubmatch(p); m != nil {
-			ids = append(ids, m[1])
+		if id := rolloutID(p); id != "" {
+			ids = append(ids, id)
 		}
 	}
 	return ids
@@ -317,4 +316,14 @@ func (h *H) CXCtl(args ...string) string {
 		h.T.Fatalf("cx %v: exit %d: %s", args, code, errOut)
 	}
 	return out
+}
+
+var rolloutIDRE = regexp.MustCompile(`([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$`)
+
+// rolloutID is the session id a rollout's file name ends with ("" if none).
+func rolloutID(path string) string {
+	if m := rolloutIDRE.FindStringSubmatch(path); m != nil {
+		return m[1]
+	}
+	return ""
 }

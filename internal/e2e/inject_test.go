@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"fmt"
+	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -33,6 +36,40 @@ func inputText(r mockmodel.Request) string {
 	}
 	return b.String()
 }
+
+// emptySection is the first heading in text followed by nothing before the
+// next heading of its level or above, or the end of a cx block ("" if none).
+func emptySection(text string) string {
+	level := func(l string) int {
+		n := len(l) - len(strings.TrimLeft(l, "#"))
+		if n == 0 || !strings.HasPrefix(l[n:], " ") {
+			return 0
+		}
+		return n
+	}
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		k := level(l)
+		if k == 0 {
+			continue
+		}
+		for _, next := range lines[i+1:] {
+			if strings.TrimSpace(next) == "" {
+				continue
+			}
+			if j := level(next); (j > 0 && j <= k) || strings.HasPrefix(next, "</cx-context>") {
+				return l
+			}
+			break
+		}
+	}
+	return ""
+}
+
+var cxBlock = regexp.MustCompile(`(?s)<cx-context .*?</cx-context>`)
+
+// cxBlocks is the cx context blocks in text, one after another.
+func cxBlocks(text string) string { return strings.Join(cxBlock.FindAllString(text, -1), "\n") }
 
 var sectionsAttr = regexp.MustCompile(`<cx-context source="[^"]*" sections="([^"]*)"`)
 
@@ -88,6 +125,13 @@ func TestInjection(t *testing.T) {
 		}
 		if !strings.Contains(inputText(first), "echo parser-ok") {
 			t.Fatalf("the previous session's command is not in the context:\n%s", inputText(first))
+		}
+		// No heading without a body, and none of what is written for people.
+		if m := emptySection(cxBlocks(inputText(first))); m != "" {
+			t.Fatalf("an empty section is injected (%q):\n%s", m, inputText(first))
+		}
+		if strings.Contains(inputText(first), "Edit freely") {
+			t.Fatalf("the continuity file's preamble is injected:\n%s", inputText(first))
 		}
 		tu.Type("/compact")
 		time.Sleep(2 * time.Second)
@@ -183,5 +227,56 @@ func TestResumeAfterCompactionNoRepeat(t *testing.T) {
 		}
 		tu.Slash("/exit")
 		tu.WaitExit(30 * time.Second)
+	})
+}
+
+// Threads started side by side in one worktree, each resumed for a second
+// turn: a resumed thread's request carries its own goal and no other
+// thread's (issue 25, item 3: the worktree's continuity was whichever
+// thread ended last).
+func TestConcurrentThreadsResumeWithTheirOwnGoal(t *testing.T) {
+	eachCodex(t, func(t *testing.T, in codextest.Install) {
+		h := New(t, in, Options{})
+		const n = 4
+		marker := func(i int) string { return fmt.Sprintf("quokka%dgoal", i) }
+		var wg sync.WaitGroup
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, errOut, code := h.Exec("", "exec", "build the "+marker(i)+" widget"); code != 0 {
+					t.Errorf("thread %d: exit %d: %s", i, code, errOut)
+				}
+			}()
+		}
+		wg.Wait()
+		committedOnce(t, h)
+		ids := map[int]string{}
+		for _, p := range h.Rollouts() {
+			data, _ := os.ReadFile(p)
+			for i := 0; i < n; i++ {
+				if strings.Contains(string(data), marker(i)) {
+					ids[i] = rolloutID(p)
+				}
+			}
+		}
+		if len(ids) != n {
+			t.Fatalf("threads found %v in %v", ids, h.Rollouts())
+		}
+		for i := 0; i < n; i++ {
+			prompt := fmt.Sprintf("second turn of thread %d", i)
+			if _, errOut, code := h.Exec("", "exec", "resume", ids[i], prompt); code != 0 {
+				t.Fatalf("resume %d: exit %d: %s", i, code, errOut)
+			}
+			text := inputText(requestFor(t, h, prompt))
+			if !strings.Contains(text, marker(i)) {
+				t.Fatalf("resumed thread %d lacks its own goal:\n%s", i, text)
+			}
+			for j := 0; j < n; j++ {
+				if j != i && strings.Contains(text, marker(j)) {
+					t.Fatalf("resumed thread %d is told thread %d's goal:\n%s", i, j, text)
+				}
+			}
+		}
 	})
 }
