@@ -236,11 +236,10 @@ func BenchmarkPTYThroughput(b *testing.B) {
 // it, interleaved, and cx's figures over the baseline's
 // (scripts/bench.sh BASE=<rev>).
 func BenchmarkStartOverhead(b *testing.B) {
-	env := fakeCodexEnv(b)
 	bins := benchBins(b)
 	// run returns the time to the child's launch (the child prints the
 	// instant it runs) and the total wall time.
-	run := func(name string, args ...string) (launch, total time.Duration) {
+	run := func(env []string, name string, args ...string) (launch, total time.Duration) {
 		c := exec.Command(name, args...)
 		c.Env = env
 		start := time.Now()
@@ -258,29 +257,36 @@ func BenchmarkStartOverhead(b *testing.B) {
 	launch, total := map[string][]time.Duration{}, map[string][]time.Duration{}
 	b.ResetTimer()
 	for i := 0; i < max(b.N, 50); i++ {
-		l, t := run(os.Args[0], "trivial")
+		l, t := run(bins[0].env, os.Args[0], "trivial")
 		launch["direct"], total["direct"] = append(launch["direct"], l), append(total["direct"], t)
 		for _, bin := range bins {
-			l, t := run(bin.path, "trivial")
+			l, t := run(bin.env, bin.path, "trivial")
 			launch[bin.name], total[bin.name] = append(launch[bin.name], l), append(total[bin.name], t)
 		}
 	}
 	reportStart(b, bins, launch, total, "direct")
 }
 
-// benchBin is a cx binary a benchmark runs: this tree's, or the baseline.
-type benchBin struct{ name, path string }
+// benchBin is a cx binary a benchmark runs: this tree's, or the baseline,
+// with the fake Codex and a CX_HOME of its own (a baseline cannot open a
+// ledger a newer cx migrated: it would skip its bookkeeping and look fast).
+type benchBin struct {
+	name, path string
+	env        []string
+}
 
 // benchBins is this tree's cx and, with CX_BENCH_BASELINE_CX, the baseline
 // cx, each with a warm caps cache.
 func benchBins(b *testing.B) []benchBin {
 	b.Helper()
-	bins := []benchBin{{"cx", codextest.CX(b)}}
+	bins := []benchBin{{"cx", codextest.CX(b), fakeCodexEnv(b)}}
 	if base := os.Getenv("CX_BENCH_BASELINE_CX"); base != "" {
-		bins = append(bins, benchBin{"base", base})
+		bins = append(bins, benchBin{"base", base, fakeCodexEnv(b)})
 	}
 	for _, bin := range bins {
-		if out, err := exec.Command(bin.path, "ctl", "version").CombinedOutput(); err != nil {
+		c := exec.Command(bin.path, "ctl", "version")
+		c.Env = bin.env
+		if out, err := c.CombinedOutput(); err != nil {
 			b.Fatalf("%s: %v %s", bin.name, err, out)
 		}
 	}
@@ -313,8 +319,8 @@ func reportStart(b *testing.B, bins []benchBin, launch, total map[string][]time.
 // prints the instant it runs: "launch" is the time to that instant,
 // "total" to the end of its output (cx restored the terminal and exited).
 func BenchmarkPTYStartOverhead(b *testing.B) {
-	env := fakeCodexEnv(b)
 	bins := benchBins(b)
+	env := bins[0].env
 	type variant struct {
 		name string
 		cmd  func() *exec.Cmd
@@ -328,7 +334,7 @@ func BenchmarkPTYStartOverhead(b *testing.B) {
 		}},
 	}
 	for _, bin := range bins {
-		variants = append(variants, variant{bin.name, func() *exec.Cmd { c := exec.Command(bin.path, "trivial"); c.Env = env; return c }})
+		variants = append(variants, variant{bin.name, func() *exec.Cmd { c := exec.Command(bin.path, "trivial"); c.Env = bin.env; return c }})
 	}
 	launch, total := map[string][]time.Duration{}, map[string][]time.Duration{}
 	for i := 0; i < max(b.N, 50); i++ {

@@ -42,7 +42,7 @@ func BenchmarkCheckpointCommand(b *testing.B) {
 		for r := 0; r < sz.rounds; r++ {
 			for _, bin := range bins {
 				cmd := exec.Command(bin.path, "ctl", "checkpoint", "--json", path)
-				cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+				cmd.Env = append(bin.env, "GOMAXPROCS=1")
 				start := time.Now()
 				if out, err := cmd.Output(); err != nil || !bytes.Contains(out, []byte(`"turns"`)) {
 					b.Fatalf("%s checkpoint %s: %v", bin.name, sz.name, err)
