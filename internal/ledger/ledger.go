@@ -133,15 +133,6 @@ func isDamage(err error) bool {
 	return strings.Contains(s, "not a database") || strings.Contains(s, "malformed") || strings.Contains(s, "SQLITE_CORRUPT") || strings.Contains(s, "SQLITE_NOTADB")
 }
 
-// isBusy reports whether err is SQLite's "database is locked".
-func isBusy(err error) bool {
-	if err == nil {
-		return false
-	}
-	s := err.Error()
-	return strings.Contains(s, "SQLITE_BUSY") || strings.Contains(s, "database is locked")
-}
-
 // Close closes the ledger.
 func (db *DB) Close() error { return db.db.Close() }
 

@@ -454,11 +454,6 @@ func (tx *Tx) UnownedLive(ctx context.Context) ([]Session, error) {
 	return listSessions(ctx, tx.tx, `WHERE run_id = '' AND status = ? ORDER BY last_seen DESC`, Live)
 }
 
-// openRuns returns runs not yet ended.
-func (tx *Tx) openRuns(ctx context.Context) ([]Run, error) {
-	return listRuns(ctx, tx.tx, `WHERE ended_at IS NULL ORDER BY started_at`)
-}
-
 // PutRun inserts or replaces a run.
 func (tx *Tx) PutRun(ctx context.Context, r Run) error {
 	var exit any

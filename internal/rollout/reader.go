@@ -9,7 +9,6 @@ package rollout
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -184,8 +183,3 @@ func inodeOf(fi os.FileInfo) uint64 {
 	}
 	return 0
 }
-
-var newline = []byte{'\n'}
-
-// countLines counts complete lines in b (tests and benchmarks).
-func countLines(b []byte) int { return bytes.Count(b, newline) }
