@@ -52,7 +52,7 @@ func TestMergeKeepsHandEditsAndMovesOutcomes(t *testing.T) {
 	if strings.Contains(p, "(exit 1)") {
 		t.Errorf("a command that now works is still listed as failed:\n%s", p)
 	}
-	for _, want := range []string{"fix the flaky parser test", "- [>] find the race", "- [ ] add a regression test", "Last session: `s2`"} {
+	for _, want := range []string{"fix the flaky parser test", "- [>] find the race", "- [?] add a regression test", "Last session: `s2`"} {
 		if !strings.Contains(w, want) {
 			t.Errorf("worktree file lacks %q:\n%s", want, w)
 		}
@@ -190,5 +190,35 @@ func TestForContextDropsWhatIsForPeople(t *testing.T) {
 	}
 	if got := ForContext("# Continuity\n\n## Goal\n\n## Tried and failed\n"); got != "" {
 		t.Fatalf("an empty document gives %q", got)
+	}
+}
+
+// A plan step left "pending" by a plan that commands followed is not "not
+// yet tried": it stays open, said as what it is; a plan updated after the
+// last command is taken at its word.
+func TestPendingStepAfterCommandsIsNotUntried(t *testing.T) {
+	plan := []checkpoint.PlanStep{{Text: "write notes", Status: "completed"}, {Text: "run the checks", Status: "pending"}}
+	update := rollout.ToolCall{Name: "update_plan"}
+	check := rollout.ToolCall{Name: "exec_command", Command: "go test ./..."}
+	for _, c := range []struct {
+		name     string
+		tools    []rollout.ToolCall
+		notTried bool
+	}{
+		{"commands after the plan", []rollout.ToolCall{update, check}, false},
+		{"plan after the commands", []rollout.ToolCall{check, update}, true},
+		{"no command", []rollout.ToolCall{update}, true},
+	} {
+		var d Doc
+		d.Sections = map[string][]string{}
+		d.applyWorktree(Evidence{Turns: []rollout.Turn{{User: "add notes and check them", Tools: c.tools}}, Plan: plan})
+		untried := strings.Join(d.Sections[secNotTried], "\n")
+		next := strings.Join(d.Sections[secNext], "\n")
+		if got := strings.Contains(untried, "run the checks"); got != c.notTried {
+			t.Errorf("%s: under %q: %v (%q), want %v", c.name, secNotTried, got, untried, c.notTried)
+		}
+		if !c.notTried && !strings.Contains(next, "- [?] run the checks") {
+			t.Errorf("%s: the open step is not under %q: %q", c.name, secNext, next)
+		}
 	}
 }

@@ -230,18 +230,24 @@ func (d *Doc) applyWorktree(ev Evidence) {
 		keep := func(lines []string) []string {
 			out := lines[:0:0]
 			for _, l := range lines {
-				if !strings.HasPrefix(l, "- [ ] ") && !strings.HasPrefix(l, "- [>] ") {
+				if !strings.HasPrefix(l, "- [ ] ") && !strings.HasPrefix(l, "- [>] ") && !strings.HasPrefix(l, "- [?] ") {
 					out = append(out, l)
 				}
 			}
 			return out
 		}
 		notTried, next := keep(d.Sections[secNotTried]), keep(d.Sections[secNext])
+		// A plan not updated after commands ran may say "pending" of a step
+		// those commands did: not "not yet tried", but open as far as the
+		// plan says.
+		stale := commandsAfterPlan(ev.Turns)
 		for _, s := range ev.Plan {
-			switch s.Status {
-			case "pending":
+			switch {
+			case s.Status == "pending" && stale:
+				next = append(next, "- [?] "+s.Text+" (open in the plan, not updated after the commands that followed it)")
+			case s.Status == "pending":
 				notTried = append(notTried, "- [ ] "+s.Text)
-			case "in_progress":
+			case s.Status == "in_progress":
 				next = append(next, "- [>] "+s.Text)
 			}
 		}
@@ -256,6 +262,23 @@ func (d *Doc) applyWorktree(ev Evidence) {
 		}
 	}
 	d.Sections[secFilesEtc] = capList(files, maxListLength)
+}
+
+// commandsAfterPlan reports whether a command ran after the last plan
+// update in turns (or with no update in them at all).
+func commandsAfterPlan(turns []rollout.Turn) bool {
+	after := false
+	for _, t := range turns {
+		for _, tc := range t.Tools {
+			switch {
+			case tc.Name == "update_plan":
+				after = false
+			case tc.Command != "":
+				after = true
+			}
+		}
+	}
+	return after
 }
 
 func firstLine(s string) string { return rollout.OneLine(checkpoint.FirstLine(s), 200) }
