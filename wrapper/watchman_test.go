@@ -1,7 +1,11 @@
 package wrapper
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +25,34 @@ func startGroup(t *testing.T, script string) (int, <-chan struct{}) {
 	go func() { _ = c.Wait(); close(done) }()
 	t.Cleanup(func() { _ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL); <-done })
 	return c.Process.Pid, done
+}
+
+// awaitIgnored waits until process pid ignores every one of sigs (a
+// shell's trap has run), from Linux's /proc/<pid>/status SigIgn mask;
+// where there is none, it waits a second.
+func awaitIgnored(t *testing.T, pid int, sigs ...syscall.Signal) {
+	t.Helper()
+	var want uint64
+	for _, s := range sigs {
+		want |= 1 << (uint(s) - 1)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			time.Sleep(time.Second)
+			return
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if hex, ok := strings.CutPrefix(line, "SigIgn:"); ok {
+				if mask, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64); err == nil && mask&want == want {
+					return
+				}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("process %d does not ignore %v after 10s", pid, sigs)
 }
 
 func gone(t *testing.T, done <-chan struct{}, within time.Duration) bool {
@@ -57,7 +89,7 @@ func TestWatchman(t *testing.T) {
 		if err := m.wait(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(300 * time.Millisecond) // the trap is set
+		awaitIgnored(t, pid, syscall.SIGTERM)
 		m.lifeline.Close()
 		if gone(t, done, 300*time.Millisecond) {
 			t.Fatal("group gone before the grace ended: SIGTERM was not ignored, or SIGKILL came early")
@@ -111,7 +143,7 @@ func TestWatchman(t *testing.T) {
 		if err := m.wait(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(300 * time.Millisecond) // the traps are set
+		awaitIgnored(t, m.cmd.Process.Pid, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
 		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT} {
 			_ = syscall.Kill(-m.cmd.Process.Pid, sig)
 		}
