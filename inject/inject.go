@@ -12,7 +12,9 @@
 //
 // It imports internal/checkpoint, internal/continuity, internal/codex,
 // internal/config, internal/ledger (its types), internal/redact,
-// internal/rollout and hookcfg (whether the hooks are active).
+// internal/rollout; whether the hooks are active is its caller's question
+// (AtLaunch takes the answer as a function), so inject never reaches into
+// installation code.
 package inject
 
 import (

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"cx/hookcfg"
 	"cx/internal/codex"
 	"cx/internal/config"
 	"cx/internal/ledger"
@@ -29,15 +28,14 @@ func AtStart(ctx context.Context, cfg config.Config, source, cwd string) (string
 // the context at session start — not installed, not trusted: the block
 // through Codex's developer instructions, for the interactive TUI and exec
 // (the others start no session of the user's). The note says so to the user ("" when nothing
-// was added). Checking costs one stat when there is no continuity yet.
-func AtLaunch(ctx context.Context, cfg config.Config, codexHome, cwd string, user, codexArgs []string, caps codex.Caps) ([]string, string) {
+// was added). Checking costs one stat when there is no continuity yet;
+// only then is hooksActive asked (the installer's answer, and why not).
+func AtLaunch(ctx context.Context, cfg config.Config, codexHome, cwd string, user, codexArgs []string, caps codex.Caps, hooksActive func(context.Context) (bool, string)) ([]string, string) {
 	sub := codex.Subcommand(user, caps)
 	if !cfg.Inject.Enabled || !hasContinuity(cfg.Home) || !(codex.SelectsTUI(user, caps) || sub == "exec" || sub == "e") {
 		return codexArgs, ""
 	}
-	self, _ := hookcfg.Self()
-	in := &hookcfg.Installer{CodexHome: codexHome, CXPath: self, Trust: caps.HasHookTrust()}
-	ok, why := in.Active(ctx)
+	ok, why := hooksActive(ctx)
 	if ok {
 		return codexArgs, ""
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"cx/hookcfg"
 	"cx/inject"
 	"cx/internal/codex"
 	"cx/internal/config"
@@ -107,7 +108,11 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 		return ex.Code
 	}
 
-	codexArgs, note := inject.AtLaunch(ctx, cfg, codex.Home(a.getenv), cwd(), args, spec.Args, caps)
+	codexArgs, note := inject.AtLaunch(ctx, cfg, codex.Home(a.getenv), cwd(), args, spec.Args, caps, func(ctx context.Context) (bool, string) {
+		self, _ := hookcfg.Self()
+		in := &hookcfg.Installer{CodexHome: codex.Home(a.getenv), CXPath: self, Trust: caps.HasHookTrust()}
+		return in.Active(ctx)
+	})
 	if note != "" {
 		a.errorf("%s", note)
 	}

@@ -21,6 +21,8 @@ import (
 	"cx/internal/sink"
 )
 
+var _ sink.Sink = (*Sink)(nil)
+
 // Sink is the exec sink.
 type Sink struct{ h sink.Host }
 

@@ -20,6 +20,8 @@ import (
 	"cx/internal/sink"
 )
 
+var _ sink.Sink = (*Sink)(nil)
+
 // Sink is the local sink.
 type Sink struct{ h sink.Host }
 

@@ -28,6 +28,16 @@ import (
 	"cx/internal/testpoint"
 )
 
+// The sink's optional abilities, checked at compile time: lifecycle finds
+// them by type assertion, where a drifted signature would turn one off
+// without a word.
+var (
+	_ sink.Sink       = (*Sink)(nil)
+	_ sink.Appender   = (*Sink)(nil)
+	_ sink.Overviewer = (*Sink)(nil)
+	_ sink.Checker    = (*Sink)(nil)
+)
+
 // Sink sends each turn to the OpenViking session "cx-<id>" once,
 // and commits each generation once, in order. The server has no
 // idempotency, so before every request cx records what the server's
