@@ -15,7 +15,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -95,6 +94,7 @@ func sqliteCode(err error) int {
 
 // SQLite's primary result codes cx tells apart.
 const (
+	sqliteError    = 1
 	sqliteReadOnly = 8
 	sqliteCorrupt  = 11
 	sqliteCantOpen = 14
@@ -129,8 +129,8 @@ func IsDamaged(err error) bool {
 }
 
 func isDamage(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "not a database") || strings.Contains(s, "malformed") || strings.Contains(s, "SQLITE_CORRUPT") || strings.Contains(s, "SQLITE_NOTADB")
+	c := sqliteCode(err)
+	return c == sqliteCorrupt || c == sqliteNotADB
 }
 
 // Close closes the ledger.

@@ -151,8 +151,13 @@ func (db *DB) Search(ctx context.Context, q RecallQuery) ([]RecallHit, error) {
 // isQueryError reports whether err is SQLite refusing an FTS5 query (as
 // opposed to the ledger failing).
 func isQueryError(err error) bool {
+	// SQLITE_ERROR is also what a broken statement of cx's own would give:
+	// the query's own complaints are told apart by what FTS5 says.
+	if sqliteCode(err) != sqliteError {
+		return false
+	}
 	s := err.Error()
-	return strings.Contains(s, "fts5:") || strings.Contains(s, "SQL logic error") || strings.Contains(s, "unterminated string") || strings.Contains(s, "no such column")
+	return strings.Contains(s, "fts5:") || strings.Contains(s, "unterminated string") || strings.Contains(s, "no such column") || strings.Contains(s, "SQL logic error")
 }
 
 // queryErrorText is SQLite's complaint without the driver's wrapping.
