@@ -19,10 +19,11 @@ import (
 	"cx/internal/codex"
 	"cx/internal/fsutil"
 	"cx/internal/health"
+	"cx/internal/mcpproto"
 )
 
 // MCPName is the name cx's MCP server is registered under in Codex.
-const MCPName = "cx"
+const MCPName = mcpproto.Name
 
 // MCPServer is the registration of this cx's MCP server: `cx mcp`, told
 // which CX_HOME to search (Codex starts MCP servers with a reduced
@@ -209,7 +210,7 @@ func probeMCP(ctx context.Context, s codex.MCPServer) ([]string, error) {
 		return nil, err
 	}
 	defer func() { stdin.Close(); _ = cmd.Wait() }()
-	_, err = fmt.Fprint(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"cx-doctor","version":"1"}}}`+"\n"+
+	_, err = fmt.Fprint(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+mcpproto.ProbeVersion+`","capabilities":{},"clientInfo":{"name":"cx-doctor","version":"1"}}}`+"\n"+
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+
 		`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`+"\n")
 	if err != nil {

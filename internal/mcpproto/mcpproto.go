@@ -1,0 +1,18 @@
+// Package mcpproto is what cx's MCP server and its installer agree on: the
+// name the server is registered under in Codex and the MCP protocol
+// revisions it speaks — one home for each, so the server (mcpserver) and
+// doctor's probe of it (hookcfg) cannot drift apart.
+//
+// It imports nothing.
+package mcpproto
+
+// Name is the server's name, and the name cx registers it under in Codex.
+const Name = "cx"
+
+// Versions are the MCP revisions the server speaks, newest first; a client
+// asking for another is answered with the newest.
+var Versions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// ProbeVersion is the revision doctor's probe asks for: one every Codex
+// seen so far speaks, and the server too.
+const ProbeVersion = "2025-06-18"
