@@ -313,7 +313,7 @@ func (t *AppServerTap) end(ctx context.Context, id string) {
 func (t *AppServerTap) Configure(spec *wrapper.Spec) {
 	spec.Stop.CloseStdin = true
 	spec.Tap = t
-	if dir := os.Getenv("CX_TEST_TAP_LOG"); dir != "" {
+	if dir := testpoint.String(testpoint.TapLog); dir != "" {
 		spec.Tap = teeTap(t, dir) // tests compare both sides of the relay
 	}
 }

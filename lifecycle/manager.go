@@ -118,10 +118,10 @@ func newManager(cfg config.Config, db *ledger.DB) *Manager {
 		Getenv:      os.LookupEnv,
 		hookBacklog: 4 << 20,
 	}
-	if n, err := strconv.ParseInt(os.Getenv("CX_TEST_HOOK_BACKLOG"), 10, 64); err == nil && n > 0 {
+	if n, ok := testpoint.Int(testpoint.HookBacklog); ok {
 		m.hookBacklog = n // the first-sight tests: a long history without 4 MiB of it
 	}
-	if d, err := time.ParseDuration(os.Getenv("CX_TEST_LEASE")); err == nil && d > 0 {
+	if d, ok := testpoint.Duration(testpoint.Lease); ok {
 		m.Lease = d // crash-point tests: a dead worker's lease expires quickly
 	}
 	m.Sinks = defaultSinks(m.host())

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"time"
 
 	"cx/internal/ledger"
@@ -32,7 +31,7 @@ const defaultLease = 2 * time.Minute
 // one hour, with ±20 % jitter so many workers do not retry in step.
 func backoff(attempts int) time.Duration {
 	d := 2 * time.Second
-	if t, err := time.ParseDuration(os.Getenv("CX_TEST_BACKOFF")); err == nil && t > 0 {
+	if t, ok := testpoint.Duration(testpoint.Backoff); ok {
 		d = t // fault tests: retries without waiting seconds
 	}
 	for i := 1; i < attempts && d < time.Hour; i++ {

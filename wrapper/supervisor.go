@@ -84,7 +84,7 @@ func (s *supervisor) run(ctx context.Context) (ex Exit, err error) {
 	if s.spec.Observer != nil {
 		s.spec.Observer.Started(s.target, s.mode)
 	}
-	testpoint.PanicOn("CX_TEST_PANIC", "started")
+	testpoint.PanicOn(testpoint.WrapperPanic, "started")
 
 	exited := make(chan struct{})
 	stopper := newStopper(s)
@@ -145,10 +145,10 @@ func (s *supervisor) run(ctx context.Context) (ex Exit, err error) {
 		}
 		out := newRelay(ptmxFD, s.spec.Stdout)
 		out.keepReading, out.guard, out.pipelined = true, s.guard, true
-		if fd, err := openNonblocking(s.spec.Stdout); err == nil && os.Getenv("CX_TEST_RELAY") != "pipelined" {
+		if fd, err := openNonblocking(s.spec.Stdout); err == nil && testpoint.String(testpoint.Relay) != "pipelined" {
 			out.dstNB = fd // the polled relay; else the reader and writer threads
 		}
-		out.before = func() { testpoint.PanicOn("CX_TEST_PANIC", "output") }
+		out.before = func() { testpoint.PanicOn(testpoint.WrapperPanic, "output") }
 		outDone := make(chan struct{})
 		go func() {
 			defer s.guard()

@@ -12,6 +12,7 @@ import (
 	"cx/inject"
 	"cx/internal/codex"
 	"cx/internal/config"
+	"cx/internal/testpoint"
 	"cx/lifecycle"
 	"cx/wrapper"
 )
@@ -96,7 +97,7 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 	if self, err := os.Executable(); err == nil {
 		spec.Leader = self // Ctrl+Z in Codex suspends it, and cx, as without cx
 	}
-	if v, _ := a.getenv("CX_TEST_NO_LEADER"); v == "1" {
+	if v, _ := a.getenv(testpoint.NoLeader); v == "1" {
 		spec.Leader = "" // the benchmark's "before": what the leader costs at start
 	}
 	if homeErr != nil {

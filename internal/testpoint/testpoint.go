@@ -3,12 +3,16 @@
 // step of ending and committing can be interrupted and finished later by a
 // sweep), CX_TEST_PANIC_AT panics (a bug in cx still answers Codex and
 // leaves the terminal whole). Unset, each point is one environment read.
+// It also holds, by name, every other test setting production code reads
+// (HookBacklog, Lease, Backoff, TapLog, Relay, NoLeader): no CX_TEST_
+// variable is read anywhere else.
 //
 // It imports only the standard library.
 package testpoint
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -44,3 +48,32 @@ func Off(name string) bool {
 	}
 	return false
 }
+
+// The tests' settings that shorten what a user never waits for, or pick a
+// path a test must reach: read here and nowhere else, so every seam of
+// cx's production code that a test can move is listed in one file.
+const (
+	HookBacklog = "CX_TEST_HOOK_BACKLOG" // bytes: the most unread rollout a hook reads
+	Lease       = "CX_TEST_LEASE"        // duration: a job's lease
+	Backoff     = "CX_TEST_BACKOFF"      // duration: the retry backoff's base
+	TapLog      = "CX_TEST_TAP_LOG"      // directory: app-server mode copies both relayed streams there
+	Relay       = "CX_TEST_RELAY"        // "pipelined": the PTY relay without the polled writer
+	NoLeader    = "CX_TEST_NO_LEADER"    // "1": a PTY session without cx's session leader
+	// WrapperPanic names a point of the PTY relay to panic at (PanicOn).
+	WrapperPanic = "CX_TEST_PANIC"
+)
+
+// Duration is the test setting name as a positive duration, if set.
+func Duration(name string) (time.Duration, bool) {
+	d, err := time.ParseDuration(os.Getenv(name))
+	return d, err == nil && d > 0
+}
+
+// Int is the test setting name as a positive integer, if set.
+func Int(name string) (int64, bool) {
+	n, err := strconv.ParseInt(os.Getenv(name), 10, 64)
+	return n, err == nil && n > 0
+}
+
+// String is the test setting name ("" when unset).
+func String(name string) string { return os.Getenv(name) }
