@@ -223,7 +223,7 @@ func (in *Installer) trustOurs(ctx context.Context) ([]string, error) {
 		}
 	}
 	if len(keys) == 0 {
-		return nil, fmt.Errorf("Codex does not list cx's hooks from %s", in.HooksPath())
+		return nil, fmt.Errorf("cx's hooks from %s are not in the list Codex gives", in.HooksPath())
 	}
 	if err := c.Trust(ctx, ours); err != nil {
 		return nil, err

@@ -83,7 +83,7 @@ func (in *Installer) InstallMCP(ctx context.Context) (bool, error) {
 			return false, nil
 		}
 		if found && !isOurMCP(have) {
-			return false, fmt.Errorf("Codex already has an MCP server named %q (%s): not replacing it", MCPName, have.Command)
+			return false, fmt.Errorf("an MCP server named %q is already in Codex (%s): not replacing it", MCPName, have.Command)
 		}
 		return true, codex.MCPAdd(ctx, in.Codex, in.CodexEnv, MCPName, want)
 	}
