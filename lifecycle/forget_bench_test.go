@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"cx/internal/codextest"
 )
 
 // BenchmarkForget is what forgetting that forgets costs: a ledger holding
@@ -60,23 +62,13 @@ func BenchmarkForget(b *testing.B) {
 		fi, _ := os.Stat(db)
 		b.ReportMetric(imp.Seconds(), v.name+"-import-s")
 		b.ReportMetric(float64(fi.Size())/(1<<20), v.name+"-ledger-MiB")
-		if countIn(db, rare) == 0 {
+		if codextest.CountIn(rare, db, db+"-wal", db+"-shm") == 0 {
 			b.Fatalf("%s: the small session's word is not in the ledger before its forget", v.name)
 		}
 		small := timed("forget small", v.forgetter, "ctl", "forget", "--yes", smallID)
 		b.ReportMetric(float64(small.Milliseconds()), v.name+"-forget-1MB-in-big-ledger-ms")
-		b.ReportMetric(float64(countIn(db, rare)), v.name+"-copies-left")
+		b.ReportMetric(float64(codextest.CountIn(rare, db, db+"-wal", db+"-shm")), v.name+"-copies-left")
 		big := timed("forget big", v.forgetter, "ctl", "forget", "--yes", bigID)
 		b.ReportMetric(float64(big.Milliseconds()), v.name+"-forget-big-ms")
 	}
-}
-
-// countIn counts text in a ledger's files: the database, its WAL, its shm.
-func countIn(db, text string) int {
-	n := 0
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		data, _ := os.ReadFile(db + suffix)
-		n += bytes.Count(data, []byte(text))
-	}
-	return n
 }

@@ -1,14 +1,13 @@
 package wrapper
 
 import (
-	"fmt"
-	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"cx/internal/codextest"
 )
 
 // startGroup starts a shell script as the leader of a process group of its
@@ -28,8 +27,8 @@ func startGroup(t *testing.T, script string) (int, <-chan struct{}) {
 }
 
 // awaitIgnored waits until process pid ignores every one of sigs (a
-// shell's trap has run), from Linux's /proc/<pid>/status SigIgn mask;
-// where there is none, it waits a second.
+// shell's trap has run), from Linux's SigIgn mask; where there is none,
+// it waits a second.
 func awaitIgnored(t *testing.T, pid int, sigs ...syscall.Signal) {
 	t.Helper()
 	var want uint64
@@ -38,17 +37,13 @@ func awaitIgnored(t *testing.T, pid int, sigs ...syscall.Signal) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		if err != nil {
+		v, ok := codextest.StatusField(pid, "SigIgn:")
+		if !ok {
 			time.Sleep(time.Second)
 			return
 		}
-		for _, line := range strings.Split(string(data), "\n") {
-			if hex, ok := strings.CutPrefix(line, "SigIgn:"); ok {
-				if mask, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64); err == nil && mask&want == want {
-					return
-				}
-			}
+		if mask, err := strconv.ParseUint(v, 16, 64); err == nil && mask&want == want {
+			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -950,26 +950,23 @@ func (db *DB) ResolveSession(ctx context.Context, id string) (string, error) {
 	if id == "" {
 		return id, fmt.Errorf("no session id: %w", ErrNotFound)
 	}
-	var n int
-	if err := db.db.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE id = ?`, id).Scan(&n); err != nil || n > 0 {
-		return id, err
-	}
-	// A range over the primary key, not LIKE: ids may hold '_' and '%'.
+	// One range over the primary key (not LIKE: ids may hold '_' and '%'):
+	// the id itself, if it is one, sorts first.
 	ids, err := list(ctx, db.db, func(r scanner) (string, error) {
 		var s string
 		return s, r.Scan(&s)
-	}, `SELECT id FROM sessions WHERE id > ? AND id < ? ORDER BY id LIMIT 3`, id, id+"\U0010FFFF")
+	}, `SELECT id FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT 3`, id, id+"\U0010FFFF")
 	switch {
 	case err != nil:
 		return id, err
 	case len(ids) == 0:
 		return id, fmt.Errorf("session %s: %w", id, ErrNotFound)
-	case len(ids) > 1:
-		more := ""
-		if len(ids) > 2 {
-			more = ", …"
-		}
-		return id, fmt.Errorf("session id prefix %s is %w: %s, %s%s", id, ErrAmbiguous, ids[0], ids[1], more)
+	case ids[0] == id || len(ids) == 1:
+		return ids[0], nil
 	}
-	return ids[0], nil
+	more := ""
+	if len(ids) > 2 {
+		more = ", …"
+	}
+	return id, fmt.Errorf("session id prefix %s is %w: %s, %s%s", id, ErrAmbiguous, ids[0], ids[1], more)
 }

@@ -1,28 +1,20 @@
 package ledger
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"cx/internal/codextest"
 )
 
 // copiesIn counts text in the ledger's files: the database, its WAL, its shm.
 func copiesIn(t *testing.T, path, text string) int {
 	t.Helper()
-	n := 0
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		data, err := os.ReadFile(path + suffix)
-		if err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
-		n += bytes.Count(data, []byte(text))
-	}
-	return n
+	return codextest.CountIn(text, path, path+"-wal", path+"-shm")
 }
 
 // putAndDelete writes text into an ordinary row (small, and large enough
