@@ -11,6 +11,7 @@ package hookcfg
 
 import (
 	"bytes"
+	"cx/internal/codex"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -26,8 +27,8 @@ type Entry struct {
 
 // Entries are cx's hooks, in the order they are written.
 var Entries = []Entry{
-	{"SessionStart", 30}, {"UserPromptSubmit", 10}, {"Stop", 30}, {"PreCompact", 60},
-	{"PostCompact", 30}, {"SessionEnd", 3}, {"Interrupt", 3},
+	{codex.HookSessionStart, 30}, {codex.HookUserPromptSubmit, 10}, {codex.HookStop, 30}, {codex.HookPreCompact, 60},
+	{codex.HookPostCompact, 30}, {codex.HookSessionEnd, 3}, {codex.HookInterrupt, 3},
 }
 
 // Command is the hook command for event: the absolute cx path, quoted.

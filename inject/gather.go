@@ -40,7 +40,7 @@ type Ledger interface {
 	Generations(ctx context.Context, sessionID string) ([]ledger.Generation, error)
 }
 
-// Injector is the injector the hook server asks (lifecycle.Injector).
+// Injector is the injector the hook server asks (hookserver.Injector).
 type Injector struct{}
 
 // ForSessionStart is ForSessionStart.

@@ -2,106 +2,31 @@ package lifecycle
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"cx/inject"
 	"cx/internal/codex"
+	"cx/internal/fsutil"
 	"cx/internal/health"
 	"cx/internal/ledger"
 	"cx/internal/proc"
 	"cx/internal/sink"
 )
 
-// Hook events cx handles (Codex's spelling).
-const (
-	evSessionStart     = "SessionStart"
-	evUserPromptSubmit = "UserPromptSubmit"
-	evStop             = "Stop"
-	evPreCompact       = "PreCompact"
-	evPostCompact      = "PostCompact"
-	evSessionEnd       = "SessionEnd"
-	evInterrupt        = "Interrupt"
-)
-
-// knownEvents are the events with a handler.
-var knownEvents = []string{evSessionStart, evUserPromptSubmit, evStop, evPreCompact, evPostCompact, evSessionEnd, evInterrupt}
-
-// HookPayload is the JSON Codex gives a hook on stdin.
-type HookPayload struct {
-	SessionID      string `json:"session_id"`
-	TranscriptPath string `json:"transcript_path"`
-	Cwd            string `json:"cwd"`
-	HookEventName  string `json:"hook_event_name"`
-	Source         string `json:"source"`
-	TurnID         string `json:"turn_id"`
-	Trigger        string `json:"trigger"`
-	Reason         string `json:"reason"`
-	Model          string `json:"model"`
-	// What was said: read for its size in the hook log, never stored.
-	Prompt               string `json:"prompt"`
-	LastAssistantMessage string `json:"last_assistant_message"`
-}
-
-// HookInput is one hook invocation.
-type HookInput struct {
-	Event   string // from the command line; the payload's hook_event_name wins
-	Payload []byte
+// Hook is one hook event, as the hook server parsed it.
+type Hook struct {
+	Event   string // Codex's event name (codex.Hook*), settled by codex.ParseHook
+	Payload codex.HookPayload
 	RunID   string // CX_RUN_ID of the hook's environment
 	PPID    int    // the hook process's parent
-
-	parsed *parsedHook // Parse's result: a payload (up to 16 MiB) is decoded once
-}
-
-type parsedHook struct {
-	event   string
-	payload HookPayload
-	err     error
-}
-
-// Parse validates the input and settles its event name (parseHook), once:
-// later calls, and handleHook given this input, reuse the result.
-func (in *HookInput) Parse() (string, HookPayload, error) {
-	if in.parsed == nil {
-		ev, p, err := parseHook(*in)
-		in.parsed = &parsedHook{ev, p, err}
-	}
-	return in.parsed.event, in.parsed.payload, in.parsed.err
-}
-
-// parseHook validates a hook's input and settles its event name.
-func parseHook(in HookInput) (string, HookPayload, error) {
-	var p HookPayload
-	if len(strings.TrimSpace(string(in.Payload))) == 0 {
-		return in.Event, p, errors.New("empty hook input")
-	}
-	if err := json.Unmarshal(in.Payload, &p); err != nil {
-		return in.Event, p, fmt.Errorf("hook input is not JSON: %w", err)
-	}
-	ev := in.Event
-	if p.HookEventName != "" {
-		ev = p.HookEventName
-	}
-	known := false
-	for _, k := range knownEvents {
-		known = known || k == ev
-	}
-	if !known {
-		return ev, p, fmt.Errorf("unknown hook event %q", ev)
-	}
-	if p.SessionID == "" {
-		return ev, p, fmt.Errorf("%s hook input has no session_id", ev)
-	}
-	return ev, p, nil
 }
 
 // HookResult tells the caller what the event calls for beyond the ledger.
 type HookResult struct {
-	Event   string
-	Payload HookPayload
 	// InjectCheckpoint: a compaction happened that the model has not been
 	// given the fresh checkpoint for yet (0.128 fires no hook for it; cx saw
 	// it in the rollout), so this UserPromptSubmit should carry it.
@@ -112,149 +37,305 @@ type HookResult struct {
 	CatchUpDeferred bool
 }
 
-// handleHook acts on one hook event. It never blocks for long: slow work
-// (commits) is left in the outbox.
-func (m *Manager) handleHook(ctx context.Context, in HookInput) (HookResult, error) {
-	ev, p, err := in.Parse()
-	res := HookResult{Event: ev, Payload: p}
+// hookRecord is what the first transaction of a hook settled.
+type hookRecord struct {
+	session ledger.Session
+	run     ledger.Run
+	owned   bool
+	// ends are sessions whose live generation this SessionStart ends: the
+	// run's previous foreground session (/new, /clear), or for a Codex
+	// started without cx the one other session active within the window.
+	ends []string
+}
+
+// HandleHook acts on one hook event, in two write transactions at most
+// before the ends it causes (the package doc lists them per event). It
+// never blocks for long: slow work (commits) is left in the outbox.
+func (m *Manager) HandleHook(ctx context.Context, h Hook) (HookResult, error) {
+	var res HookResult
+	if strings.HasPrefix(h.Payload.SessionID, health.DoctorPrefix) {
+		return res, nil
+	}
+	rec, err := m.recordHook(ctx, h)
 	if err != nil {
 		return res, err
 	}
-	if strings.HasPrefix(p.SessionID, health.DoctorPrefix) {
-		return res, nil
+	switch h.Event {
+	case codex.HookSessionStart:
+		err = m.onSessionStart(ctx, h.Payload.Source, rec, &res)
+	case codex.HookUserPromptSubmit:
+		err = m.onPrompt(ctx, rec.session.ID, &res)
+	case codex.HookStop:
+		err = m.onStop(ctx, rec.session.ID, &res)
+	case codex.HookPreCompact:
+		err = m.onPreCompact(ctx, rec.session.ID)
+	case codex.HookSessionEnd:
+		err = m.onSessionEnd(ctx, rec.session, &res)
 	}
-	run, owned := m.attribute(ctx, in.RunID, in.PPID)
+	return res, err
+}
+
+// recordHook is a hook's first transaction: the session learned (or its
+// empty fields filled), adopted by the run the hook belongs to, reopened
+// by a resume, seen; the run's foreground moved by a SessionStart; the
+// event recorded.
+func (m *Manager) recordHook(ctx context.Context, h Hook) (hookRecord, error) {
+	p := h.Payload
+	var rec hookRecord
+	rec.run, rec.owned = m.attribute(ctx, h.RunID, h.PPID)
 	hint := ledger.Session{ID: p.SessionID, TranscriptPath: p.TranscriptPath, Cwd: p.Cwd, CodexHome: m.codexHome()}
-	if owned {
-		hint.RunID, hint.Sinks, hint.CodexHome = run.ID, run.Sinks, run.CodexHome
+	if rec.owned {
+		hint.RunID, hint.Sinks, hint.CodexHome = rec.run.ID, rec.run.Sinks, rec.run.CodexHome
 	}
-	var s ledger.Session
-	err = m.DB.Tx(ctx, func(tx *ledger.Tx) error {
-		var err error
-		s, _, err = m.ensureSession(ctx, tx, hint)
+	err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		rec.ends = nil
+		s, _, err := m.ensureSession(ctx, tx, hint)
 		if err != nil {
 			return err
 		}
 		changed := false
-		if owned && s.RunID != run.ID {
-			adoptable := s.RunID == "" || ev == evSessionStart
+		if rec.owned && s.RunID != rec.run.ID {
+			adoptable := s.RunID == "" || h.Event == codex.HookSessionStart
 			if !adoptable {
 				if prev, err := tx.Run(ctx, s.RunID); err != nil || prev.EndedAt != nil {
 					adoptable = true
 				}
 			}
 			if adoptable {
-				adopt(&s, run)
+				adopt(&s, rec.run)
 				changed = true
 			}
 		}
-		if ev == evSessionStart && p.Source == "resume" && s.Status != ledger.Live {
-			// The session is live again under this run; a resume without a
-			// turn leaves it as it was (see endLive).
-			m.openNext(&s, tx, s.Cursor.Seen)
-			changed = true
-		}
-		if ev == evUserPromptSubmit || ev == evStop {
+		switch h.Event {
+		case codex.HookSessionStart:
+			if p.Source == "resume" && s.Status != ledger.Live {
+				// The session is live again under this run; a resume without a
+				// turn leaves it as it was (see endInTx).
+				m.openNext(&s, tx, s.Cursor.Seen)
+				changed = true
+			}
+			if err := m.startForeground(ctx, tx, &rec, s.ID, p.Source); err != nil {
+				return err
+			}
+		case codex.HookUserPromptSubmit, codex.HookStop:
 			s.LastSeen = tx.Now()
 			changed = true
 		}
-		detail := ev
+		detail := h.Event
 		if p.Source != "" {
 			detail += "(" + p.Source + ")"
 		}
-		if ev == evInterrupt && p.TurnID != "" {
+		if h.Event == codex.HookInterrupt && p.TurnID != "" {
 			detail += " turn " + p.TurnID
 		}
-		_ = tx.AddEvent(ctx, "hook", s.ID, run.ID, detail)
+		_ = tx.AddEvent(ctx, "hook", s.ID, rec.run.ID, detail)
+		rec.session = s
 		if changed {
 			return tx.PutSession(ctx, s)
 		}
 		return nil
 	})
-	if err != nil {
-		return res, err
-	}
+	return rec, err
+}
 
-	switch ev {
-	case evSessionStart:
-		switch p.Source {
-		case "startup", "clear":
-			reason := reasonNew
-			if p.Source == "clear" {
-				reason = reasonClear
-			}
-			if owned && run.Mode == ModeAppServer {
-				return res, nil // a daemon's threads run side by side
-			}
-			if owned {
-				return res, m.switchForeground(ctx, run.ID, s.ID, reason)
-			}
-			return res, m.activeWindow(ctx, s.ID, reason)
-		case "resume", "fork":
-			if p.Source == "resume" {
-				// What the resumed history holds, for its checkpoint.
-				_, deferred, err := m.catchUpOnHook(ctx, s.ID)
-				res.CatchUpDeferred = deferred
-				if err != nil {
-					m.Log.Printf("catch up %s on resume: %v", s.ID, err)
-				}
-				// The resume's block carries the session's checkpoint as it
-				// is now, after any compaction: a compaction not yet given to
-				// the model (the terminal closed before the next prompt) must
-				// not come again after the resumed prompt.
-				if err == nil && !deferred {
-					if _, err := m.markCompactionInjected(ctx, s.ID); err != nil {
-						m.Log.Printf("compaction of %s on resume: %v", s.ID, err)
-					}
-				}
-			}
-			if owned {
-				return res, m.setForeground(ctx, run.ID, s.ID)
-			}
-		case "compact":
-			// Codex (0.169) fires this after a compaction: the checkpoint is
-			// injected here, so the next prompt must not inject it again.
-			_, deferred, err := m.catchUpOnHook(ctx, s.ID)
-			if res.CatchUpDeferred = deferred; err != nil || deferred {
-				return res, err
-			}
-			_, err = m.markCompactionInjected(ctx, s.ID)
-			return res, err
+// startForeground settles, inside recordHook's transaction, what a
+// SessionStart does to the run's foreground: a new thread (/new, /clear)
+// or a resumed one becomes it — a daemon's threads run side by side, so an
+// app-server run keeps none — and the one it replaces is to end. A Codex
+// started without cx has no run: a new session there ends the one other
+// un-owned session active within the window; with two or more candidates
+// it cannot know which, and leaves them to the idle sweep.
+func (m *Manager) startForeground(ctx context.Context, tx *ledger.Tx, rec *hookRecord, id, source string) error {
+	newThread := source == "startup" || source == "clear"
+	if !rec.owned {
+		if !newThread {
+			return nil
 		}
-	case evUserPromptSubmit:
-		_, deferred, err := m.catchUpOnHook(ctx, s.ID)
-		if res.CatchUpDeferred = deferred; err != nil || deferred {
-			return res, err
+		live, err := tx.UnownedLive(ctx)
+		if err != nil {
+			return err
 		}
-		due, err := m.markCompactionInjected(ctx, s.ID)
-		res.InjectCheckpoint = due
-		return res, err
-	case evStop:
-		s, deferred, err := m.catchUpOnHook(ctx, s.ID)
-		if res.CatchUpDeferred = deferred; err != nil || deferred {
-			return res, err
+		cutoff := tx.Now().Add(-m.Cfg.Lifecycle.ActiveWindow.Duration)
+		var cands []string
+		for _, s := range live {
+			if s.ID != id && s.LastSeen.After(cutoff) {
+				cands = append(cands, s.ID)
+			}
 		}
-		return res, m.armAppends(ctx, s)
-	case evPreCompact:
-		if _, err := m.catchUp(ctx, s.ID); err != nil {
-			return res, err
+		if len(cands) == 1 {
+			rec.ends = cands
 		}
-		return res, m.compact(ctx, s.ID)
-	case evSessionEnd:
-		reason := m.endReason(ctx, s.RunID, reasonSessionEnd)
-		if backlog(s) > m.hookBacklog {
-			// The end needs every turn: a long unread history is caught up
-			// and ended by the background sweeper, from the outbox.
-			res.CatchUpDeferred = true
-			return res, m.DB.Tx(ctx, func(tx *ledger.Tx) error {
-				_, err := tx.EnqueueDetail(ctx, JobEnd, s.ID, s.Generation, "", reason)
-				return err
-			})
-		}
-		_, err := m.End(ctx, s.ID, reason, EndOptions{})
-		return res, err
+		return nil
 	}
-	return res, nil
+	if (newThread && rec.run.Mode == ModeAppServer) || !(newThread || source == "resume" || source == "fork") {
+		return nil
+	}
+	r, err := tx.Run(ctx, rec.run.ID)
+	if err != nil {
+		return err
+	}
+	if newThread && r.Foreground != "" && r.Foreground != id {
+		rec.ends = []string{r.Foreground}
+	}
+	r.Foreground = id
+	return tx.PutRun(ctx, r)
+}
+
+// onSessionStart: a new thread ends the one it replaces; a resume captures
+// what the resumed history holds (for its checkpoint) and, in the same
+// transaction, marks any compaction given — the resume's block carries the
+// checkpoint as it is now, so a compaction the model was not given yet
+// (the terminal closed before the next prompt) must not come again after
+// the resumed prompt. Codex (0.169) fires source "compact" after a
+// compaction: the checkpoint is injected there, so the next prompt must
+// not inject it again.
+func (m *Manager) onSessionStart(ctx context.Context, source string, rec hookRecord, res *HookResult) error {
+	switch source {
+	case "startup", "clear":
+		reason := reasonNew
+		if source == "clear" {
+			reason = reasonClear
+		}
+		for _, id := range rec.ends {
+			if _, err := m.End(ctx, id, reason, EndOptions{}); err != nil {
+				return err
+			}
+		}
+	case "resume", "compact":
+		_, deferred, err := m.capture(ctx, rec.session.ID, m.hookBacklog, func(ctx context.Context, tx *ledger.Tx, s *ledger.Session) error {
+			_, err := markCompactionInjected(ctx, tx, s)
+			return err
+		})
+		res.CatchUpDeferred = deferred
+		if err != nil && source == "resume" {
+			m.Log.Printf("catch up %s on resume: %v", rec.session.ID, err)
+			return nil
+		}
+		return err
+	}
+	return nil
+}
+
+// onPrompt captures the turns so far and says whether a compaction is
+// still to be given to the model, marking it given.
+func (m *Manager) onPrompt(ctx context.Context, id string, res *HookResult) error {
+	var err error
+	_, res.CatchUpDeferred, err = m.capture(ctx, id, m.hookBacklog, func(ctx context.Context, tx *ledger.Tx, s *ledger.Session) error {
+		var err error
+		res.InjectCheckpoint, err = markCompactionInjected(ctx, tx, s)
+		return err
+	})
+	return err
+}
+
+// onStop captures the finished turn and arms sending it to the session's
+// remote sinks.
+func (m *Manager) onStop(ctx context.Context, id string, res *HookResult) error {
+	var err error
+	_, res.CatchUpDeferred, err = m.capture(ctx, id, m.hookBacklog, m.armAppends)
+	return err
+}
+
+// onPreCompact ends the generation before a compaction and opens the next,
+// in the transaction that captures it: the compacted half is a generation
+// of its own.
+func (m *Manager) onPreCompact(ctx context.Context, id string) error {
+	ended := false
+	_, _, err := m.capture(ctx, id, 0, func(ctx context.Context, tx *ledger.Tx, s *ledger.Session) error {
+		ended = false
+		if s.Status != ledger.Live || s.Turns == 0 {
+			return nil
+		}
+		var err error
+		if ended, err = m.endInTx(ctx, tx, id, reasonCompact, EndOptions{OnlyGeneration: s.Generation}); err != nil || !ended {
+			return err
+		}
+		*s, err = tx.Session(ctx, id)
+		if err != nil || s.Status == ledger.Live {
+			return err
+		}
+		m.openNext(s, tx, s.Cursor.Seen)
+		_ = tx.AddEvent(ctx, "generation.opened", s.ID, s.RunID, fmt.Sprintf("%d after compaction", s.Generation))
+		return tx.PutSession(ctx, *s)
+	})
+	return err
+}
+
+// onSessionEnd ends the generation — for the reason of the signal that is
+// stopping the run, if one is. A long unread history is caught up and
+// ended by the background sweeper, from the outbox: the end needs every
+// turn.
+func (m *Manager) onSessionEnd(ctx context.Context, s ledger.Session, res *HookResult) error {
+	reason := m.endReason(ctx, s.RunID, reasonSessionEnd)
+	if backlog(s) > m.hookBacklog {
+		res.CatchUpDeferred = true
+		return m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+			_, err := tx.EnqueueDetail(ctx, JobEnd, s.ID, s.Generation, "", reason)
+			return err
+		})
+	}
+	_, err := m.End(ctx, s.ID, reason, EndOptions{})
+	return err
+}
+
+// AfterHook is what every hook does after its event, with the time left:
+// it ends the sessions of runs that died (orphans), and reports whether
+// commits are due (the caller starts the background sweeper).
+func (m *Manager) AfterHook(ctx context.Context, event string) (sweepDue bool) {
+	if _, err := m.recoverOrphans(ctx); err != nil {
+		m.Log.Printf("hook %s: orphan recovery: %v", event, err)
+	}
+	due, _ := m.DB.DueJobs(ctx, time.Now().UTC())
+	return due
+}
+
+// SweeperRunning reports whether a background sweeper holds its place.
+func SweeperRunning(home string) bool { return fsutil.Held(sweepLockPath(home)) }
+
+// sweepLockPath is held by the one background sweeper at a time.
+func sweepLockPath(home string) string { return filepath.Join(home, "sweep.lock") }
+
+// lockSweeper makes this process the one background sweeper; it fails at
+// once (fsutil.ErrLocked) while another holds the place.
+func lockSweeper(home string) (func(), error) { return fsutil.Lock(sweepLockPath(home), false) }
+
+// InjectRequest is what the injector is asked for one hook: the session,
+// a read-only view of the ledger and — when the block is about the session
+// itself (own: resume, compaction) — its checkpoint as of its last capture,
+// from the ledger, and on resume the overview of a remote sink it goes to.
+func (m *Manager) InjectRequest(ctx context.Context, p codex.HookPayload, own bool) inject.Request {
+	req := inject.Request{Home: m.Cfg.Home, Ledger: m.DB, Source: p.Source, SessionID: p.SessionID, Cwd: p.Cwd,
+		TranscriptPath: p.TranscriptPath, MaxChars: m.Cfg.Inject.MaxChars}
+	if !own {
+		return req
+	}
+	if cp, present, ok, err := checkpointOf(ctx, m.DB, p.SessionID); err != nil {
+		m.Log.Printf("checkpoint of %s from the ledger: %v", p.SessionID, err)
+	} else if ok {
+		req.Checkpoint, req.Present = &cp, present
+	} else if fi, err := os.Stat(p.TranscriptPath); err == nil && fi.Size() > m.hookBacklog {
+		// No checkpoint kept yet for a long history: none now, rather than
+		// reading it on Codex's time (the sweeper is catching it up).
+		req.TranscriptPath = ""
+	}
+	if p.Source != "resume" {
+		return req
+	}
+	s, err := m.DB.Session(ctx, p.SessionID)
+	if err != nil {
+		return req
+	}
+	for _, name := range s.Sinks {
+		if ov, ok := m.Sinks[name].(sink.Overviewer); ok {
+			req.RemoteOverview = func(ctx context.Context, id string) string {
+				octx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				defer cancel()
+				return ov.ResumeOverview(octx, id, m.Cfg.Inject.MaxChars/2)
+			}
+			break
+		}
+	}
+	return req
 }
 
 // backlog is how much of the session's rollout is unread (0 when none,
@@ -276,19 +357,14 @@ func unread(path string, s ledger.Session) int64 {
 }
 
 // markCompactionInjected reports whether a compaction captured is newer
-// than the last checkpoint injection, recording that it is now given.
-func (m *Manager) markCompactionInjected(ctx context.Context, id string) (bool, error) {
-	due := false
-	err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
-		s, err := tx.Session(ctx, id)
-		if err != nil || s.Compactions <= s.InjectedCompactions {
-			return err
-		}
-		due = true
-		s.InjectedCompactions = s.Compactions
-		return tx.PutSession(ctx, s)
-	})
-	return due, err
+// than the last checkpoint injection, recording (in tx) that it is now
+// given.
+func markCompactionInjected(ctx context.Context, tx *ledger.Tx, s *ledger.Session) (bool, error) {
+	if s.Compactions <= s.InjectedCompactions {
+		return false, nil
+	}
+	s.InjectedCompactions = s.Compactions
+	return true, tx.PutSession(ctx, *s)
 }
 
 // endReason is the reason for an end Codex reports: its own, unless the
@@ -304,98 +380,21 @@ func (m *Manager) endReason(ctx context.Context, runID, own string) string {
 	return own
 }
 
-// armAppends schedules sending the new turns to the session's remote sinks.
-func (m *Manager) armAppends(ctx context.Context, s ledger.Session) error {
+// armAppends schedules (in tx) sending the session's new turns to its
+// remote sinks.
+func (m *Manager) armAppends(ctx context.Context, tx *ledger.Tx, s *ledger.Session) error {
+	if s.Status != ledger.Live {
+		return nil
+	}
 	for _, name := range s.Sinks {
-		if _, ok := m.Sinks[name].(sink.Appender); !ok || s.Status != ledger.Live {
+		if _, ok := m.Sinks[name].(sink.Appender); !ok {
 			continue
 		}
-		if err := m.DB.Tx(ctx, func(tx *ledger.Tx) error { return tx.ArmJob(ctx, JobAppend, s.ID, s.Generation, name) }); err != nil {
+		if err := tx.ArmJob(ctx, JobAppend, s.ID, s.Generation, name); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// compact ends the generation before a compaction and opens the next: the
-// compacted half is a generation of its own.
-func (m *Manager) compact(ctx context.Context, id string) error {
-	s, err := m.DB.Session(ctx, id)
-	if err != nil || s.Status != ledger.Live || s.Turns == 0 {
-		return err
-	}
-	ended, err := m.endLive(ctx, id, reasonCompact, EndOptions{OnlyGeneration: s.Generation})
-	if err != nil || !ended {
-		return err
-	}
-	return m.DB.Tx(ctx, func(tx *ledger.Tx) error {
-		s, err := tx.Session(ctx, id)
-		if err != nil || s.Status == ledger.Live {
-			return err
-		}
-		m.openNext(&s, tx, s.Cursor.Seen)
-		_ = tx.AddEvent(ctx, "generation.opened", s.ID, s.RunID, fmt.Sprintf("%d after compaction", s.Generation))
-		return tx.PutSession(ctx, s)
-	})
-}
-
-// switchForeground makes id the run's foreground session and ends the
-// previous one's generation (/new or /clear in the same Codex process).
-func (m *Manager) switchForeground(ctx context.Context, runID, id, reason string) error {
-	prev, err := m.swapForeground(ctx, runID, id)
-	if err != nil || prev == "" || prev == id {
-		return err
-	}
-	_, err = m.End(ctx, prev, reason, EndOptions{})
-	return err
-}
-
-func (m *Manager) setForeground(ctx context.Context, runID, id string) error {
-	_, err := m.swapForeground(ctx, runID, id)
-	return err
-}
-
-func (m *Manager) swapForeground(ctx context.Context, runID, id string) (string, error) {
-	var prev string
-	err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
-		r, err := tx.Run(ctx, runID)
-		if err != nil {
-			return err
-		}
-		prev = r.Foreground
-		r.Foreground = id
-		return tx.PutRun(ctx, r)
-	})
-	return prev, err
-}
-
-// activeWindow is the fallback for Codex started without cx: a new session
-// ends the one other un-owned session active within the window; with two or
-// more candidates it cannot know which, and leaves them to the idle sweep.
-func (m *Manager) activeWindow(ctx context.Context, id, reason string) error {
-	var victim string
-	err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
-		live, err := tx.UnownedLive(ctx)
-		if err != nil {
-			return err
-		}
-		cutoff := tx.Now().Add(-m.Cfg.Lifecycle.ActiveWindow.Duration)
-		var cands []string
-		for _, s := range live {
-			if s.ID != id && s.LastSeen.After(cutoff) {
-				cands = append(cands, s.ID)
-			}
-		}
-		if len(cands) == 1 {
-			victim = cands[0]
-		}
-		return nil
-	})
-	if err != nil || victim == "" {
-		return err
-	}
-	_, err = m.End(ctx, victim, reason, EndOptions{})
-	return err
 }
 
 // shells are processes that may stand between Codex and its hook command.

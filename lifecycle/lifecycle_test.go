@@ -18,6 +18,7 @@ import (
 	"cx/internal/health"
 	"cx/internal/ledger"
 	"cx/internal/proc"
+	"cx/internal/readmodel"
 	"cx/lifecycle"
 )
 
@@ -147,7 +148,7 @@ func (e *env) hook(event string, payload map[string]any, extra ...string) (strin
 	return out.String(), time.Since(start)
 }
 
-type sessionState = lifecycle.SessionView
+type sessionState = readmodel.SessionView
 
 func (e *env) sessions() map[string]sessionState {
 	e.t.Helper()

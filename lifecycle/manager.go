@@ -206,26 +206,34 @@ func adopt(s *ledger.Session, run ledger.Run) {
 // after an ended generation open the next one. It returns the session as
 // stored afterwards.
 func (m *Manager) catchUp(ctx context.Context, id string) (ledger.Session, error) {
-	s, _, err := m.catchUpWithin(ctx, id, 0)
+	s, _, err := m.capture(ctx, id, 0, nil)
 	return s, err
 }
 
-// catchUpOnHook is catchUp on Codex's time: bounded by hookBacklog;
-// deferred says the session was left to the background sweeper.
-func (m *Manager) catchUpOnHook(ctx context.Context, id string) (s ledger.Session, deferred bool, err error) {
-	return m.catchUpWithin(ctx, id, m.hookBacklog)
-}
+// afterCapture is more work done in the transaction that stores a capture,
+// on the session as stored: one transaction where two would let another
+// process in between.
+type afterCapture func(ctx context.Context, tx *ledger.Tx, s *ledger.Session) error
 
-// catchUpWithin is catchUp that reads nothing when more than limit bytes
-// (limit > 0) are unread, reporting it deferred.
-func (m *Manager) catchUpWithin(ctx context.Context, id string, limit int64) (ledger.Session, bool, error) {
+// capture is catchUp that reads nothing when more than limit bytes (limit
+// > 0) are unread, reporting it deferred, and runs then (when not nil and
+// not deferred) in the transaction that stores what it read.
+func (m *Manager) capture(ctx context.Context, id string, limit int64, then afterCapture) (ledger.Session, bool, error) {
 	s, err := m.DB.Session(ctx, id)
 	if err != nil {
 		return s, false, err
 	}
 	path := codex.FindRollout(s.CodexHome, s.ID, s.TranscriptPath)
-	if path == "" {
-		return s, false, nil // no rollout yet: a session with no turn
+	if path == "" { // no rollout yet: a session with no turn
+		if then != nil {
+			err = m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+				if s, err = tx.Session(ctx, id); err != nil {
+					return err
+				}
+				return then(ctx, tx, &s)
+			})
+		}
+		return s, false, err
 	}
 	if limit > 0 && unread(path, s) > limit {
 		return s, true, nil
@@ -246,63 +254,75 @@ func (m *Manager) catchUpWithin(ctx context.Context, id string, limit int64) (le
 		if err != nil {
 			return err
 		}
-		if !capt.Rewritten && (s.Cursor.Offset != cur.Offset || s.Cursor.Seen != cur.Seen) {
-			return nil // another process captured from here meanwhile: its read stands
-		}
-		if s.TranscriptPath != path {
-			s.TranscriptPath = path // first seen, or moved to archived_sessions/
-		}
-		if s.Meta == "" && capt.Meta != nil {
-			b, _ := json.Marshal(capt.Meta)
-			s.Meta = string(b)
-			if s.Cwd == "" {
-				s.Cwd = capt.Meta.Cwd
-			}
-		}
-		for _, t := range capt.Turns {
-			if t.Key == "" {
-				continue
-			}
-			data, _ := json.Marshal(redactTurn(t))
-			gen := s.Generation
-			if s.Status != ledger.Live {
-				// A turn after the generation ended: it opens the next one.
-				// (Upsert keeps a known turn in the generation it had.)
-				gen = s.Generation + 1
-			}
-			inserted, err := tx.UpsertTurn(ctx, ledger.StoredTurn{SessionID: s.ID, Key: t.Key, Generation: gen, Offset: t.Offset, Data: string(data)})
-			if err != nil {
+		// Another process captured from here meanwhile: its read stands.
+		if capt.Rewritten || (s.Cursor.Offset == cur.Offset && s.Cursor.Seen == cur.Seen) {
+			if err := m.store(ctx, tx, &s, path, cur, capt); err != nil {
 				return err
 			}
-			if inserted && s.Status != ledger.Live {
-				m.openNext(&s, tx, t.Offset)
-				_ = tx.AddEvent(ctx, "generation.opened", s.ID, s.RunID, strconv.Itoa(s.Generation))
-			}
 		}
-		n, err := tx.CountTurns(ctx, s.ID, s.Generation)
+		if then != nil {
+			return then(ctx, tx, &s)
+		}
+		return nil
+	})
+	return s, false, err
+}
+
+// store records (in tx) what a capture from cur read of the rollout at
+// path.
+func (m *Manager) store(ctx context.Context, tx *ledger.Tx, s *ledger.Session, path string, cur rollout.Cursor, capt rollout.Capture) error {
+	if s.TranscriptPath != path {
+		s.TranscriptPath = path // first seen, or moved to archived_sessions/
+	}
+	if s.Meta == "" && capt.Meta != nil {
+		b, _ := json.Marshal(capt.Meta)
+		s.Meta = string(b)
+		if s.Cwd == "" {
+			s.Cwd = capt.Meta.Cwd
+		}
+	}
+	for _, t := range capt.Turns {
+		if t.Key == "" {
+			continue
+		}
+		data, _ := json.Marshal(redactTurn(t))
+		gen := s.Generation
+		if s.Status != ledger.Live {
+			// A turn after the generation ended: it opens the next one.
+			// (Upsert keeps a known turn in the generation it had.)
+			gen = s.Generation + 1
+		}
+		inserted, err := tx.UpsertTurn(ctx, ledger.StoredTurn{SessionID: s.ID, Key: t.Key, Generation: gen, Offset: t.Offset, Data: string(data)})
 		if err != nil {
 			return err
 		}
-		s.Turns = n
-		s.Cursor = ledger.Cursor{Offset: capt.Cursor.Offset, Seen: capt.Cursor.Seen, Inode: capt.Cursor.Inode, Size: capt.Cursor.Size, Head: capt.Cursor.Head}
-		s.Compactions += capt.Compactions
-		s.Interrupted += capt.Aborted
-		s.Placeholders += len(capt.Placeholders)
-		if len(capt.Turns) > 0 || capt.Bytes > 0 {
-			s.LastSeen = tx.Now()
+		if inserted && s.Status != ledger.Live {
+			m.openNext(s, tx, t.Offset)
+			_ = tx.AddEvent(ctx, "generation.opened", s.ID, s.RunID, strconv.Itoa(s.Generation))
 		}
-		for _, p := range capt.Placeholders {
-			_ = tx.AddEvent(ctx, "capture.placeholder", s.ID, s.RunID, fmt.Sprintf("%s at %d (%d bytes)", p.Kind, p.Offset, p.Size))
-		}
-		if capt.Rewritten {
-			_ = tx.AddEvent(ctx, "capture.rewritten", s.ID, s.RunID, path)
-		}
-		if err := foldCapture(ctx, tx, s.ID, cur.Offset, capt); err != nil {
-			return err
-		}
-		return tx.PutSession(ctx, s)
-	})
-	return s, false, err
+	}
+	n, err := tx.CountTurns(ctx, s.ID, s.Generation)
+	if err != nil {
+		return err
+	}
+	s.Turns = n
+	s.Cursor = ledger.Cursor{Offset: capt.Cursor.Offset, Seen: capt.Cursor.Seen, Inode: capt.Cursor.Inode, Size: capt.Cursor.Size, Head: capt.Cursor.Head}
+	s.Compactions += capt.Compactions
+	s.Interrupted += capt.Aborted
+	s.Placeholders += len(capt.Placeholders)
+	if len(capt.Turns) > 0 || capt.Bytes > 0 {
+		s.LastSeen = tx.Now()
+	}
+	for _, p := range capt.Placeholders {
+		_ = tx.AddEvent(ctx, "capture.placeholder", s.ID, s.RunID, fmt.Sprintf("%s at %d (%d bytes)", p.Kind, p.Offset, p.Size))
+	}
+	if capt.Rewritten {
+		_ = tx.AddEvent(ctx, "capture.rewritten", s.ID, s.RunID, path)
+	}
+	if err := foldCapture(ctx, tx, s.ID, cur.Offset, capt); err != nil {
+		return err
+	}
+	return tx.PutSession(ctx, *s)
 }
 
 // foldCapture folds a read's final turns into the session's checkpoint
@@ -411,80 +431,135 @@ type EndOptions struct {
 // (false: not live, or another ender won).
 func (m *Manager) endLive(ctx context.Context, id, reason string, o EndOptions) (bool, error) {
 	ended := false
-	err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
-		s, err := tx.Session(ctx, id)
-		if err != nil {
-			return err
-		}
-		if s.Status != ledger.Live || (o.OnlyGeneration != 0 && s.Generation != o.OnlyGeneration) {
-			return nil
-		}
-		n, err := tx.CountTurns(ctx, s.ID, s.Generation)
-		if err != nil {
-			return err
-		}
-		now := tx.Now()
-		if n == 0 && s.Generation > 1 {
-			// A reopened generation that never got a turn (a resume without a
-			// prompt): it never happened; the session is as it was, but
-			// ended the way it just ended (a compaction, then a closed
-			// terminal, shows the hangup, not the compaction).
-			prev, err := tx.Generation(ctx, s.ID, s.Generation-1)
-			if err == nil {
-				s.Generation, s.Status, s.EndReason, s.EndedAt = prev.Generation, prev.Status, reason, &now
-				s.Turns = prev.Turns
-				ended = true
-				_ = tx.AddEvent(ctx, "generation.discarded", s.ID, s.RunID, reason)
-				return tx.PutSession(ctx, s)
-			}
-		}
-		g := ledger.Generation{SessionID: s.ID, Generation: s.Generation, EndReason: reason, RunID: s.RunID, Sinks: s.Sinks,
-			StartOffset: s.GenStart, EndOffset: s.Cursor.Seen, Turns: n, ExitStatus: o.ExitStatus, EndedAt: now}
-		switch {
-		case n == 0:
-			g.Status = ledger.Empty
-		case len(s.Sinks) == 0:
-			g.Status, g.CommittedAt = ledger.Committed, &now // CX_SINKS=none: recorded, nothing sent
-		default:
-			g.Status = ledger.Ended
-		}
-		if err := tx.InsertGeneration(ctx, g); err != nil {
-			return err
-		}
-		if g.Status != ledger.Empty {
-			// The checkpoint at the end, from the ledger: the local sink
-			// archives it without reading the rollout again.
-			if cp, _, ok, err := checkpointOf(ctx, tx, s.ID); err != nil {
-				return err
-			} else if ok {
-				if err := tx.SetGenerationCheckpoint(ctx, s.ID, g.Generation, string(cp.JSON())); err != nil {
-					return err
-				}
-			}
-		}
-		if g.Status == ledger.Ended {
-			for _, sink := range s.Sinks {
-				if _, err := tx.Enqueue(ctx, JobCommit, s.ID, s.Generation, sink); err != nil {
-					return err
-				}
-			}
-		}
-		s.Status, s.EndReason, s.EndedAt, s.Turns = g.Status, reason, &now, n
-		ended = true
-		_ = tx.AddEvent(ctx, "generation.ended", s.ID, s.RunID, fmt.Sprintf("g%d %s %s turns=%d", g.Generation, reason, g.Status, n))
-		return tx.PutSession(ctx, s)
+	err := m.DB.Tx(ctx, func(tx *ledger.Tx) (err error) {
+		ended, err = m.endInTx(ctx, tx, id, reason, o)
+		return err
 	})
 	if err == nil && ended {
 		testpoint.Crash("ended")
 	}
-	return ended, err
+	return ended && err == nil, err
 }
 
-// End catches a session up and ends its live generation; used by every
-// ender (SessionEnd, the exit path, /new, sweeps, `cx ctl commit`).
-func (m *Manager) End(ctx context.Context, id, reason string, o EndOptions) (bool, error) {
-	if _, err := m.catchUp(ctx, id); err != nil {
-		m.Log.Printf("catch up %s before end: %v", id, err)
+// endInTx is endLive inside the caller's transaction.
+func (m *Manager) endInTx(ctx context.Context, tx *ledger.Tx, id, reason string, o EndOptions) (bool, error) {
+	s, err := tx.Session(ctx, id)
+	if err != nil {
+		return false, err
 	}
-	return m.endLive(ctx, id, reason, o)
+	if s.Status != ledger.Live || (o.OnlyGeneration != 0 && s.Generation != o.OnlyGeneration) {
+		return false, nil
+	}
+	n, err := tx.CountTurns(ctx, s.ID, s.Generation)
+	if err != nil {
+		return false, err
+	}
+	now := tx.Now()
+	if n == 0 && s.Generation > 1 {
+		// A reopened generation that never got a turn (a resume without a
+		// prompt): it never happened; the session is as it was, but
+		// ended the way it just ended (a compaction, then a closed
+		// terminal, shows the hangup, not the compaction).
+		prev, err := tx.Generation(ctx, s.ID, s.Generation-1)
+		if err == nil {
+			s.Generation, s.Status, s.EndReason, s.EndedAt = prev.Generation, prev.Status, reason, &now
+			s.Turns = prev.Turns
+			_ = tx.AddEvent(ctx, "generation.discarded", s.ID, s.RunID, reason)
+			return true, tx.PutSession(ctx, s)
+		}
+	}
+	g := ledger.Generation{SessionID: s.ID, Generation: s.Generation, EndReason: reason, RunID: s.RunID, Sinks: s.Sinks,
+		StartOffset: s.GenStart, EndOffset: s.Cursor.Seen, Turns: n, ExitStatus: o.ExitStatus, EndedAt: now}
+	switch {
+	case n == 0:
+		g.Status = ledger.Empty
+	case len(s.Sinks) == 0:
+		g.Status, g.CommittedAt = ledger.Committed, &now // CX_SINKS=none: recorded, nothing sent
+	default:
+		g.Status = ledger.Ended
+	}
+	if err := tx.InsertGeneration(ctx, g); err != nil {
+		return false, err
+	}
+	if g.Status != ledger.Empty {
+		// The checkpoint at the end, from the ledger: the local sink
+		// archives it without reading the rollout again.
+		if cp, _, ok, err := checkpointOf(ctx, tx, s.ID); err != nil {
+			return false, err
+		} else if ok {
+			if err := tx.SetGenerationCheckpoint(ctx, s.ID, g.Generation, string(cp.JSON())); err != nil {
+				return false, err
+			}
+		}
+	}
+	if g.Status == ledger.Ended {
+		for _, sink := range s.Sinks {
+			if _, err := tx.Enqueue(ctx, JobCommit, s.ID, s.Generation, sink); err != nil {
+				return false, err
+			}
+		}
+	}
+	s.Status, s.EndReason, s.EndedAt, s.Turns = g.Status, reason, &now, n
+	_ = tx.AddEvent(ctx, "generation.ended", s.ID, s.RunID, fmt.Sprintf("g%d %s %s turns=%d", g.Generation, reason, g.Status, n))
+	return true, tx.PutSession(ctx, s)
+}
+
+// End catches a session up and ends its live generation, in the one
+// transaction that stores the capture; used by every ender (SessionEnd,
+// the exit path, /new, sweeps, `cx ctl commit`). A rollout that cannot be
+// read does not stop the end: the generation ends with what the ledger has.
+func (m *Manager) End(ctx context.Context, id, reason string, o EndOptions) (bool, error) {
+	ended := false
+	_, _, err := m.capture(ctx, id, 0, func(ctx context.Context, tx *ledger.Tx, s *ledger.Session) (err error) {
+		ended, err = m.endInTx(ctx, tx, id, reason, o)
+		return err
+	})
+	if err != nil {
+		m.Log.Printf("catch up %s before end: %v", id, err)
+		return m.endLive(ctx, id, reason, o)
+	}
+	if ended {
+		testpoint.Crash("ended")
+	}
+	return ended, nil
+}
+
+// Learn records a session the ledger does not know, live in its first
+// generation, with an event of kind (and detail) beside the one that says
+// it was learned; a known session only has its empty fields filled.
+func (m *Manager) Learn(ctx context.Context, hint ledger.Session, kind, detail string) error {
+	return m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		s, created, err := m.ensureSession(ctx, tx, hint)
+		if err == nil && created {
+			err = tx.AddEvent(ctx, kind, s.ID, "", detail)
+		}
+		return err
+	})
+}
+
+// LedgerFix is what to do about a ledger that cannot be opened, by why.
+func LedgerFix(cfg config.Config, err error) string {
+	path := filepath.Join(cfg.Home, ledger.FileName)
+	switch {
+	case errors.Is(err, config.ErrHome):
+		return "move what stands at " + cfg.Home + " aside, or set CX_HOME to a directory cx may create and write"
+	case ledger.IsDamaged(err):
+		return "move " + path + " aside; cx starts a new ledger (rollouts keep every session)"
+	case ledger.CannotWrite(err):
+		return "make " + cfg.Home + " writable, or set CX_HOME to a directory that is (meanwhile search, show, sessions and status read it as it is)"
+	}
+	if _, serr := os.Stat(filepath.Join(cfg.Home, "logs", "cx.log")); serr == nil {
+		return "see " + filepath.Join(cfg.Home, "logs", "cx.log")
+	}
+	return "check that " + path + " can be created and written"
+}
+
+// LedgerAdvice is what to do when err (a ledger failure) is the ledger's
+// own trouble — damaged, or in a CX_HOME cx cannot use or write — and ""
+// otherwise: a command that failed on it says so beside its error.
+func LedgerAdvice(cfg config.Config, err error) string {
+	if errors.Is(err, config.ErrHome) || ledger.IsDamaged(err) || ledger.CannotWrite(err) {
+		return "to fix: " + LedgerFix(cfg, err)
+	}
+	return ""
 }

@@ -35,14 +35,14 @@ const unrecordedDir = "unrecorded"
 
 // Breadcrumb kinds.
 const (
-	crumbRun  = "run"
-	crumbHook = "hook"
+	CrumbRun  = "run"
+	CrumbHook = "hook"
 )
 
 // markUnrecorded leaves the breadcrumb that a run or hook which started at
 // started on codexHome could not record the threads named; the next start
 // or sweep that can write the ledger recovers them from their rollouts.
-func markUnrecorded(home, codexHome, kind string, started time.Time, threads []string) error {
+func MarkUnrecorded(home, codexHome, kind string, started time.Time, threads []string) error {
 	dir := filepath.Join(home, unrecordedDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -99,7 +99,7 @@ func Unrecorded(home string) []Breadcrumb {
 		enc, kind, _ := strings.Cut(rest, ".")
 		n, err := strconv.ParseInt(ns, 10, 64)
 		ch, err2 := base64.RawURLEncoding.DecodeString(enc)
-		if !ok || err != nil || err2 != nil || (kind != crumbRun && kind != crumbHook) {
+		if !ok || err != nil || err2 != nil || (kind != CrumbRun && kind != CrumbHook) {
 			continue
 		}
 		out = append(out, Breadcrumb{path: filepath.Join(dir, e.Name()), Started: time.Unix(0, n), CodexHome: string(ch), Kind: kind})
@@ -174,20 +174,15 @@ func (m *Manager) recoverThread(ctx context.Context, codexHome, id, kind string,
 	if path == "" {
 		return 0, false, nil // a thread with no turn: nothing to keep
 	}
-	if kind == crumbRun {
+	if kind == CrumbRun {
 		if codex.ThreadLocked(codexHome, id) {
 			return 0, true, nil // resumed by another Codex meanwhile
 		}
-	} else if m.rolloutLiveness(codexHome, id, path, now).Live {
+	} else if m.RolloutLiveness(codexHome, id, path, now).Live {
 		return 0, true, nil
 	}
-	err = m.DB.Tx(ctx, func(tx *ledger.Tx) error {
-		s, created, err := m.ensureSession(ctx, tx, ledger.Session{ID: id, TranscriptPath: path, CodexHome: codexHome, EndReason: ReasonRecovered})
-		if err == nil && created {
-			err = tx.AddEvent(ctx, "session.recovered", s.ID, "", "recorded late from its rollout: the ledger could not be written when it ran")
-		}
-		return err
-	})
+	err = m.Learn(ctx, ledger.Session{ID: id, TranscriptPath: path, CodexHome: codexHome, EndReason: ReasonRecovered},
+		"session.recovered", "recorded late from its rollout: the ledger could not be written when it ran")
 	if err != nil {
 		return 0, false, err
 	}
@@ -197,14 +192,14 @@ func (m *Manager) recoverThread(ctx context.Context, codexHome, id, kind string,
 	return 1, false, nil
 }
 
-// ownThreads finds, once a Codex process has exited, the threads it
+// OwnThreads finds, once a Codex process has exited, the threads it
 // created and wrote: rollouts of threads born (their ids are UUIDv7s)
 // since started, that no process holds a writer lock on and no other
 // process logged, started in cwd (when cwd is known). known(id) leaves
 // out threads recorded elsewhere (nil: none). Used by a run's exit, which
 // learns what discovery missed, and by a run that could not open the
 // ledger, to name its threads in its breadcrumb.
-func ownThreads(codexHome string, pid int, started time.Time, cwd string, logs *codex.LogWatch, skip func(id string) bool) map[string]string {
+func OwnThreads(codexHome string, pid int, started time.Time, cwd string, logs *codex.LogWatch, skip func(id string) bool) map[string]string {
 	now := time.Now()
 	found := map[string]string{}
 	for id, path := range codex.RolloutsSince(codexHome, started) {
@@ -230,3 +225,34 @@ func ownThreads(codexHome string, pid int, started time.Time, cwd string, logs *
 // clockSlack is how far a thread id's time may stray from this process's
 // clock readings (both are the same clock; milliseconds round).
 const clockSlack = time.Second
+
+// RecoverAtStart is what a run does beside Codex's start: it ends the
+// sessions of runs whose cx died, records what earlier runs could not,
+// and works the commits left in the outbox (for at most 30 s).
+func (m *Manager) RecoverAtStart(ctx context.Context, codexHome string) {
+	if _, err := m.recoverOrphans(ctx); err != nil {
+		m.Log.Printf("orphan recovery at start: %v", err)
+	}
+	if n, err := m.recoverUnrecorded(ctx, codexHome); err != nil {
+		m.Log.Printf("recovering unrecorded sessions at start: %v", err)
+	} else if n > 0 {
+		m.Log.Printf("recorded %d session(s) an earlier run could not record", n)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := m.WorkOutbox(wctx, nil); err != nil && wctx.Err() == nil {
+		m.Log.Printf("outbox at start: %v", err)
+	}
+}
+
+// RolloutLiveness judges whether Codex may still write a rollout (its
+// writer lock, else — Codex before writer locks — its age against
+// active_window).
+func (m *Manager) RolloutLiveness(home, id, path string, now time.Time) codex.Liveness {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return codex.Liveness{Live: true} // moved meanwhile (archived): a later look
+	}
+	meta, _ := rollout.ReadMeta(path) // no complete first line yet: judged by age
+	return codex.RolloutLiveness(home, id, meta.CLIVersion, fi.ModTime(), now, m.Cfg.Lifecycle.ActiveWindow.Duration)
+}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -75,13 +77,13 @@ type Run struct {
 	// session.
 	candidates map[string]bool
 	logs       *codex.LogWatch
-	tap        *AppServerTap
+	drain      func() // before the exit ends the sessions left (the app-server tap)
 	started    time.Time
 }
 
-// beginRun records the run in the background (Codex's launch never waits
+// BeginRun records the run in the background (Codex's launch never waits
 // for the ledger) and returns at once.
-func (m *Manager) beginRun(ctx context.Context, info RunInfo) *Run {
+func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
 	r := &Run{m: m, info: info, recorded: make(chan struct{}), known: map[string]bool{}, paths: map[string]string{}, candidates: map[string]bool{}, started: info.Started,
 		logs: codex.NewLogWatch(info.CodexHome)}
 	if r.started.IsZero() {
@@ -116,9 +118,9 @@ func redactArgs(args []string) []string {
 // ID is the run id (CX_RUN_ID).
 func (r *Run) ID() string { return r.info.ID }
 
-// childStarted records Codex's pid and start time and starts learning the
+// ChildStarted records Codex's pid and start time and starts learning the
 // sessions it holds.
-func (r *Run) childStarted(pid int) {
+func (r *Run) ChildStarted(pid int) {
 	start := proc.StartTime(pid)
 	r.mu.Lock()
 	r.codexPID = pid
@@ -271,7 +273,7 @@ func (r *Run) learn(ctx context.Context, found map[string]string) bool {
 // Codex 0.169 deletes a thread's lock file at exit and logs no thread rows.
 // See ownThreads; the ledger must not know them either.
 func (r *Run) writtenUnseen(ctx context.Context, pid int) map[string]string {
-	return ownThreads(r.info.CodexHome, pid, r.started, r.info.codexCwd(), r.logs, func(id string) bool {
+	return OwnThreads(r.info.CodexHome, pid, r.started, r.info.CodexDir(), r.logs, func(id string) bool {
 		if r.known[id] {
 			return true
 		}
@@ -280,10 +282,10 @@ func (r *Run) writtenUnseen(ctx context.Context, pid int) map[string]string {
 	})
 }
 
-// codexCwd is the directory Codex runs in, "" when it cannot be known
+// CodexDir is the directory Codex runs in, "" when it cannot be known
 // (the arguments pointed it elsewhere, or it serves a daemon's threads,
 // each with a directory of its own).
-func (info RunInfo) codexCwd() string {
+func (info RunInfo) CodexDir() string {
 	if info.Mode == ModeAppServer {
 		return ""
 	}
@@ -334,11 +336,8 @@ func (r *Run) Finish(ctx context.Context, ex ExitInfo) error {
 	if r.logs != nil {
 		r.logs.Close()
 	}
-	if r.tap != nil {
-		r.tap.Close() // what the app-server said before it exited counts
-		if n := r.tap.Unparsed(); n > 0 {
-			r.m.Log.Printf("app-server tap of %s: %d of %d frames not JSON (relayed unchanged)", r.info.ID, n, r.tap.Frames())
-		}
+	if r.drain != nil {
+		r.drain()
 	}
 	sessions, err := r.sessions(ctx)
 	if err != nil {
@@ -379,4 +378,16 @@ func (r *Run) sessions(ctx context.Context) ([]ledger.Session, error) {
 		return err
 	})
 	return out, err
+}
+
+// SetDrain names what the run's exit does before it ends the sessions left
+// (the app-server tap: what the server said before it exited counts). Set
+// before Codex exits.
+func (r *Run) SetDrain(f func()) { r.drain = f }
+
+// Known are the threads the run learned.
+func (r *Run) Known() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(maps.Keys(r.known))
 }

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"time"
 
+	"cx/internal/config"
 	"cx/internal/sink"
 	execsink "cx/internal/sink/exec"
 	localsink "cx/internal/sink/local"
@@ -24,4 +25,10 @@ func (m *Manager) host() sink.Host {
 // defaultSinks are the sinks this build has.
 func defaultSinks(h sink.Host) map[string]sink.Sink {
 	return map[string]sink.Sink{"local": localsink.New(h), ovsink.Name: ovsink.New(h), "exec": execsink.New(h)}
+}
+
+// ConfiguredSinks are the sinks cx knows, built for cfg (doctor checks
+// those cfg names).
+func ConfiguredSinks(cfg config.Config, getenv func(string) (string, bool)) map[string]sink.Sink {
+	return defaultSinks(sink.Host{Cfg: cfg, Getenv: getenv, Now: nowUTC})
 }

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"cx/internal/readmodel"
 	"cx/internal/recall"
 	"fmt"
 	"os"
@@ -22,7 +23,7 @@ type SweepResult struct {
 	Recovered int
 	// InProgress are jobs another process (a hook's background sweeper, a
 	// run's exit) still held when the sweep stopped waiting for them.
-	InProgress []JobView
+	InProgress []readmodel.JobView
 	// Waited is how long the sweep waited for such jobs.
 	Waited time.Duration
 }
@@ -38,7 +39,7 @@ type SweepOptions struct {
 	Wait time.Duration
 	// Progress, when set, is told which jobs are waited for, about every
 	// second.
-	Progress func(waiting []JobView, waited time.Duration)
+	Progress func(waiting []readmodel.JobView, waited time.Duration)
 }
 
 // jobPoll is how often a sweep looks whether other workers' jobs are done.
@@ -79,16 +80,16 @@ func (m *Manager) waitForOthers(ctx context.Context, o SweepOptions, res *SweepR
 }
 
 // leasedElsewhere lists the jobs another worker holds a live lease on.
-func (m *Manager) leasedElsewhere(ctx context.Context) ([]JobView, error) {
+func (m *Manager) leasedElsewhere(ctx context.Context) ([]readmodel.JobView, error) {
 	jobs, err := m.DB.Jobs(ctx, ledger.JobLeased)
 	if err != nil {
 		return nil, err
 	}
 	now := m.Now()
-	var out []JobView
+	var out []readmodel.JobView
 	for _, j := range jobs {
 		if j.LeaseOwner != m.Owner && j.LeaseUntil != nil && j.LeaseUntil.After(now) {
-			v := viewJob(j)
+			v := readmodel.Job(j)
 			v.LeaseOwner = j.LeaseOwner
 			out = append(out, v)
 		}
@@ -207,11 +208,7 @@ func (m *Manager) catchUpDeferred(ctx context.Context, s ledger.Session) {
 	if backlog(s) <= m.hookBacklog {
 		return
 	}
-	c, err := m.catchUp(ctx, s.ID)
-	if err == nil {
-		err = m.armAppends(ctx, c)
-	}
-	if err != nil {
+	if _, _, err := m.capture(ctx, s.ID, 0, m.armAppends); err != nil {
 		m.Log.Printf("sweep: catch up %s: %v", s.ID, err)
 	}
 }

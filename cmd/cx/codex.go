@@ -3,9 +3,10 @@ package main
 import (
 	"context"
 	"cx/internal/proc"
+	"cx/setup"
+	"cx/supervisor"
 	"errors"
 	"os"
-	"path/filepath"
 	"strconv"
 
 	"cx/hookcfg"
@@ -46,17 +47,6 @@ func (a *app) loadConfig() (config.Config, error) {
 	return cfg, err
 }
 
-// findCodex resolves the Codex binary and its capabilities (cached in
-// CX_HOME when there is one to use).
-func (a *app) findCodex(ctx context.Context, cfg config.Config) (codex.Binary, codex.Caps, error) {
-	pathEnv, _ := a.getenv("PATH")
-	cache := ""
-	if cfg.Home != "" {
-		cache = filepath.Join(cfg.Home, "cache")
-	}
-	return codex.Find(ctx, cfg.Codex.Bin, pathEnv, cache)
-}
-
 // unrecordedWarning is the one line a run gets when cx's own state is in
 // trouble: Codex runs as it would without cx, and nothing is recorded.
 func (a *app) unrecordedWarning(err error) {
@@ -77,7 +67,7 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 	if homeErr != nil {
 		cfg.Home = ""
 	}
-	bin, caps, err := a.findCodex(ctx, cfg)
+	bin, caps, err := setup.FindCodex(ctx, cfg, a.getenv)
 	switch {
 	case errors.Is(err, codex.ErrNotFound), errors.Is(err, codex.ErrIsSelf):
 		a.errorf("%v", err)
@@ -119,12 +109,12 @@ func (a *app) runCodex(ctx context.Context, args []string) int {
 	}
 	spec.Args = codexArgs
 	runID := lifecycle.NewRunID()
-	var tap *lifecycle.AppServerTap
+	var tap *supervisor.AppServerTap
 	mode := ""
 	if codex.IsAppServer(args, caps) {
-		tap, mode = lifecycle.NewAppServerTap(), lifecycle.ModeAppServer
+		tap, mode = supervisor.NewAppServerTap(), lifecycle.ModeAppServer
 	}
-	sup := lifecycle.Supervise(ctx, cfg, lifecycle.RunInfo{
+	sup := supervisor.Supervise(ctx, cfg, lifecycle.RunInfo{
 		ID: runID, CodexHome: codex.Home(a.getenv), CodexVersion: caps.Version,
 		Cwd: cwd(), CodexCwd: codex.Cwd(codexArgs, caps, cwd()), Args: codexArgs, Sinks: cfg.Sinks, Mode: mode,
 	}, tap, a.errorf)

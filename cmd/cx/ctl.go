@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"cx/internal/cli"
+	"cx/setup"
 )
 
 // ctlCommand is one `cx ctl` subcommand.
@@ -81,7 +82,7 @@ func (a *app) ctlVersion(ctx context.Context, args []string) int {
 	}{Version: cli.Version(version)}
 	if cfg, err := a.loadConfig(); err != nil {
 		out.CodexError = err.Error()
-	} else if bin, caps, err := a.findCodex(ctx, cfg); err != nil {
+	} else if bin, caps, err := setup.FindCodex(ctx, cfg, a.getenv); err != nil {
 		out.CodexError = err.Error()
 	} else {
 		out.Codex, out.CodexVersion = bin.Path, caps.Version

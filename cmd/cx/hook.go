@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"cx/hookserver"
 	"cx/inject"
 	"cx/internal/cli"
-	"cx/lifecycle"
 )
 
 // processStart is when this process began (package initialisation runs
@@ -17,7 +17,7 @@ import (
 var processStart = time.Now()
 
 // ctlHook is the handler Codex runs for each hook event; the protocol is
-// lifecycle's (lifecycle.ServeHook). A command line it cannot parse still
+// hookserver's (hookserver.Serve). A command line it cannot parse still
 // gets a valid no-op answer.
 func (a *app) ctlHook(ctx context.Context, args []string) int {
 	event := ""
@@ -30,6 +30,6 @@ func (a *app) ctlHook(ctx context.Context, args []string) int {
 	if errors.Is(argErr, cli.ErrHelp) {
 		argErr = nil
 	}
-	return lifecycle.ServeHook(ctx, lifecycle.HookCall{Event: event, ArgErr: argErr, Stdin: a.stdin, Stdout: a.stdout,
+	return hookserver.Serve(ctx, hookserver.HookCall{Event: event, ArgErr: argErr, Stdin: a.stdin, Stdout: a.stdout,
 		Getenv: a.getenv, Start: processStart, Inject: inject.Injector{}})
 }

@@ -12,8 +12,10 @@ import (
 	"syscall"
 	"time"
 
+	"cx/history"
 	"cx/internal/cli"
 	"cx/internal/codex"
+	"cx/internal/readmodel"
 	"cx/internal/recall"
 	"cx/internal/tty"
 	"cx/lifecycle"
@@ -120,7 +122,7 @@ func (a *app) ctlImport(ctx context.Context, args []string) int {
 	}}, args); !ok {
 		return code
 	}
-	o := lifecycle.ImportOptions{CodexHome: codexHome, DryRun: dryRun}
+	o := history.ImportOptions{CodexHome: codexHome, DryRun: dryRun}
 	if o.CodexHome == "" {
 		o.CodexHome = codex.Home(a.getenv)
 	}
@@ -145,7 +147,7 @@ func (a *app) ctlImport(ctx context.Context, args []string) int {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	return a.withManager(ctx, func(m *lifecycle.Manager) int {
-		res, err := m.Import(ctx, o)
+		res, err := history.Import(ctx, m, o)
 		if err != nil {
 			a.errorf("import: %v", err)
 			return 1
@@ -188,7 +190,7 @@ func (a *app) ctlForget(ctx context.Context, args []string) int {
 			id, ok := a.resolveSession(ctx, m.DB.ResolveSession, pos[0])
 			if !ok {
 				if asJSON {
-					a.printJSON(map[string]any{"forgotten": map[string]int{}, "failed": 1, "scrubbed": false})
+					a.printJSON(history.ForgetReport{Forgotten: map[string]int{}, Failed: 1})
 				}
 				return 1
 			}
@@ -196,7 +198,7 @@ func (a *app) ctlForget(ctx context.Context, args []string) int {
 		}
 		if project != "" {
 			var err error
-			if ids, err = m.ProjectSessions(ctx, project); err != nil {
+			if ids, err = history.ProjectSessions(ctx, m, project); err != nil {
 				a.errorf("forget: %v", err)
 				return 1
 			}
@@ -223,37 +225,23 @@ func (a *app) ctlForget(ctx context.Context, args []string) int {
 				return 1
 			}
 		}
-		out := map[string]int{}
-		failed := 0
-		for _, id := range ids {
-			n, err := m.Forget(ctx, id)
-			if err != nil {
-				failed++
-				if errors.Is(err, lifecycle.ErrNoSession) {
-					a.errorf("no session %s in the ledger", id)
-				} else {
-					a.errorf("forget: %v", err)
-				}
-				continue
-			}
-			out[id] = n
-			if !asJSON {
+		r := history.ForgetAll(ctx, m, ids, func(id string, n int, err error) {
+			switch {
+			case errors.Is(err, readmodel.ErrNoSession):
+				a.errorf("no session %s in the ledger", id)
+			case err != nil:
+				a.errorf("forget: %v", err)
+			case !asJSON:
 				fmt.Fprintf(a.stdout, "%s: forgotten (%d archived turn(s))\n", id, n)
 			}
-		}
-		// Gone from the bytes too: the database's free space and its WAL.
-		scrubbed := true
-		if len(out) > 0 {
-			if _, err := m.DB.Scrub(ctx); err != nil {
-				scrubbed = false
-				failed++
-				a.errorf("forget: the rows are gone, but copies may remain in the ledger's files: %v; run the same forget again once other cx processes are done", err)
-			}
+		})
+		if r.ScrubErr != nil {
+			a.errorf("forget: the rows are gone, but copies may remain in the ledger's files: %v; run the same forget again once other cx processes are done", r.ScrubErr)
 		}
 		if asJSON {
-			a.printJSON(map[string]any{"forgotten": out, "failed": failed, "scrubbed": scrubbed})
+			a.printJSON(r)
 		}
-		if failed > 0 {
+		if r.Failed > 0 {
 			return 1
 		}
 		return 0

@@ -7,36 +7,24 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
-	"strings"
-	"text/tabwriter"
 	"time"
 
-	"cx/internal/checkpoint"
 	"cx/internal/cli"
 	"cx/internal/config"
 	"cx/internal/ledger"
-	"cx/internal/rollout"
+	"cx/internal/readmodel"
 	"cx/internal/tty"
 	"cx/lifecycle"
 )
 
 // sessionFailed reports a command on session id that failed.
 func (a *app) sessionFailed(what, id string, err error) int {
-	if errors.Is(err, lifecycle.ErrNoSession) {
+	if errors.Is(err, readmodel.ErrNoSession) {
 		a.errorf("no session %s in the ledger", id)
 	} else {
 		a.errorf("%s %s: %v", what, id, err)
 	}
 	return 1
-}
-
-// jobState is a job's state and, if any, how many of its attempts failed
-// (a job done at the first try has none).
-func jobState(j lifecycle.JobView) string {
-	if j.Attempts == 0 {
-		return j.State
-	}
-	return fmt.Sprintf("%s, %d failed attempt(s)", j.State, j.Attempts)
 }
 
 // resolveSession turns what the user typed into a session id: the id, or
@@ -99,7 +87,7 @@ func (a *app) ctlSessions(ctx context.Context, args []string) int {
 		return code
 	}
 	return a.withReader(ctx, func(m *lifecycle.Manager) int {
-		out, err := m.Sessions(ctx)
+		out, err := readmodel.Sessions(ctx, m.DB)
 		if err != nil {
 			a.errorf("sessions: %v", err)
 			return 1
@@ -108,12 +96,7 @@ func (a *app) ctlSessions(ctx context.Context, args []string) int {
 			a.printJSON(out)
 			return 0
 		}
-		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "SESSION\tSTATUS\tGEN\tCOMMITS\tTURNS\tEND\tLAST SEEN\tCWD")
-		for _, s := range out {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", s.ID, s.Status, s.Generation, s.Commits, s.TotalTurns, s.EndReason, s.LastSeen, s.Cwd)
-		}
-		_ = tw.Flush()
+		readmodel.WriteSessions(a.stdout, out)
 		return 0
 	})
 }
@@ -124,7 +107,7 @@ func (a *app) ctlStatus(ctx context.Context, args []string) int {
 		return code
 	}
 	return a.withReader(ctx, func(m *lifecycle.Manager) int {
-		out, err := m.Status(ctx)
+		out, err := readmodel.Status(ctx, m.DB)
 		if err != nil {
 			a.errorf("status: %v", err)
 			return 1
@@ -133,23 +116,7 @@ func (a *app) ctlStatus(ctx context.Context, args []string) int {
 			a.printJSON(out)
 			return 0
 		}
-		fmt.Fprintf(a.stdout, "ledger: %s\n", out.Ledger)
-		fmt.Fprintf(a.stdout, "runs: %d running\n", len(out.Runs))
-		for _, r := range out.Runs {
-			fmt.Fprintf(a.stdout, "  %s pid %d codex %d (%s) sinks %v since %s\n", r.ID, r.PID, r.CodexPID, r.Version, r.Sinks, r.StartedAt)
-		}
-		fmt.Fprintf(a.stdout, "live sessions: %d\n", len(out.LiveSessions))
-		for _, s := range out.LiveSessions {
-			fmt.Fprintf(a.stdout, "  %s g%d turns %d run %s\n", s.ID, s.Generation, s.Turns, s.RunID)
-		}
-		fmt.Fprintf(a.stdout, "pending jobs: %d\n", len(out.Pending))
-		for _, j := range out.Pending {
-			fmt.Fprintf(a.stdout, "  #%d %s %s g%d → %s (%s) %s\n", j.ID, j.Kind, j.SessionID, j.Generation, j.Target(), jobState(j), j.LastError)
-		}
-		fmt.Fprintf(a.stdout, "parked jobs: %d\n", len(out.Parked))
-		for _, j := range out.Parked {
-			fmt.Fprintf(a.stdout, "  #%d %s %s g%d → %s after %d attempts: %s (cx ctl retry %d)\n", j.ID, j.Kind, j.SessionID, j.Generation, j.Target(), j.Attempts, j.LastError, j.ID)
-		}
+		out.WriteText(a.stdout)
 		return 0
 	})
 }
@@ -181,7 +148,7 @@ func (a *app) ctlShow(ctx context.Context, args []string) int {
 		if !ok {
 			return 1
 		}
-		out, err := m.Show(ctx, id)
+		out, err := readmodel.Show(ctx, m.DB, id)
 		if err != nil {
 			return a.sessionFailed("show", id, err)
 		}
@@ -189,37 +156,7 @@ func (a *app) ctlShow(ctx context.Context, args []string) int {
 			a.printJSON(out)
 			return 0
 		}
-		ss := out.Session
-		runID := ss.RunID
-		if runID == "" {
-			runID = "none (Codex ran without cx)"
-		}
-		fmt.Fprintf(a.stdout, "session %s\n  status %s (generation %d, %d committed)  end reason %q\n  run %s  sinks %v\n  rollout %s\n  cwd %s\n  turns %d in this generation, %d in all; %d interrupted, %d compactions, %d unreadable lines\n",
-			ss.ID, ss.Status, ss.Generation, ss.Commits, ss.EndReason, runID, ss.Sinks, ss.TranscriptPath, ss.Cwd, ss.Turns, ss.TotalTurns, ss.Interrupted, ss.Compactions, ss.Placeholders)
-		for _, g := range out.Generations {
-			fmt.Fprintf(a.stdout, "  g%d %s (%s) turns %d ended %s\n", g.Generation, g.Status, g.EndReason, g.Turns, g.EndedAt)
-		}
-		for _, j := range out.Jobs {
-			line := fmt.Sprintf("  job #%d %s g%d → %s: %s", j.ID, j.Kind, j.Generation, j.Target(), jobState(j))
-			if j.LastError != "" {
-				line += " " + j.LastError
-			}
-			fmt.Fprintln(a.stdout, line)
-		}
-		for _, ar := range out.Archives {
-			var turns []map[string]any
-			_ = json.Unmarshal(ar.Turns, &turns)
-			fmt.Fprintf(a.stdout, "  archive g%d: %d turns (stored %s)\n", ar.Generation, len(turns), ar.StoredAt)
-			for _, t := range turns {
-				fmt.Fprintf(a.stdout, "    › %s\n", rollout.OneLine(fmt.Sprint(t["user"]), 101))
-			}
-		}
-		if n := len(out.Archives); n > 0 && len(out.Archives[n-1].Checkpoint) > 0 {
-			var cp checkpoint.Checkpoint
-			if json.Unmarshal(out.Archives[n-1].Checkpoint, &cp) == nil {
-				fmt.Fprintf(a.stdout, "\ncheckpoint (generation %d):\n%s", out.Archives[n-1].Generation, checkpoint.View(cp, checkpoint.DefaultViewCaps, nil))
-			}
-		}
+		out.WriteText(a.stdout)
 		return 0
 	})
 }
@@ -270,9 +207,9 @@ func (a *app) ctlSweep(ctx context.Context, args []string) int {
 		return 1
 	}
 	if !background && !asJSON && tty.IsTerminal(a.stderr.Fd()) {
-		o.Progress = func(waiting []lifecycle.JobView, waited time.Duration) {
+		o.Progress = func(waiting []readmodel.JobView, waited time.Duration) {
 			j := waiting[0]
-			fmt.Fprintf(a.stderr, "\r\033[Kwaiting %ds for %d job(s) in progress elsewhere: #%d %s %s → %s (%s)", int(waited.Seconds()), len(waiting), j.ID, j.Kind, j.SessionID, j.Target(), leaseHolder(j.LeaseOwner))
+			fmt.Fprintf(a.stderr, "\r\033[Kwaiting %ds for %d job(s) in progress elsewhere: #%d %s %s → %s (%s)", int(waited.Seconds()), len(waiting), j.ID, j.Kind, j.SessionID, j.Target(), readmodel.LeaseHolder(j.LeaseOwner))
 		}
 		defer fmt.Fprint(a.stderr, "\r\033[K")
 	}
@@ -292,7 +229,7 @@ func (a *app) ctlSweep(ctx context.Context, args []string) int {
 	if asJSON {
 		inProgress := res.InProgress
 		if inProgress == nil {
-			inProgress = []lifecycle.JobView{}
+			inProgress = []readmodel.JobView{}
 		}
 		a.printJSON(map[string]any{"orphan_runs": res.Orphans, "generations_ended": res.Ended, "jobs_worked": res.Jobs, "sessions_recovered": res.Recovered,
 			"waited_ms": res.Waited.Milliseconds(), "in_progress": inProgress})
@@ -305,7 +242,7 @@ func (a *app) ctlSweep(ctx context.Context, args []string) int {
 	if n := len(res.InProgress); n > 0 {
 		fmt.Fprintf(a.stdout, "%d job(s) still in progress elsewhere after %s (`cx ctl sweep` again, or `cx ctl status`):\n", n, res.Waited.Round(time.Second))
 		for _, j := range res.InProgress {
-			fmt.Fprintf(a.stdout, "  #%d %s %s g%d → %s, by %s until %s\n", j.ID, j.Kind, j.SessionID, j.Generation, j.Target(), leaseHolder(j.LeaseOwner), *j.LeaseUntil)
+			fmt.Fprintf(a.stdout, "  #%d %s %s g%d → %s, by %s until %s\n", j.ID, j.Kind, j.SessionID, j.Generation, j.Target(), readmodel.LeaseHolder(j.LeaseOwner), *j.LeaseUntil)
 		}
 	}
 	return 0
@@ -357,13 +294,4 @@ func (a *app) ctlRetry(ctx context.Context, args []string) int {
 		fmt.Fprintf(a.stdout, "%d parked job(s) back in the outbox\n", n)
 		return 0
 	})
-}
-
-// leaseHolder names a lease's owner ("pid:<pid>:<nanos>") as a person
-// reads it: the process.
-func leaseHolder(owner string) string {
-	if f := strings.Split(owner, ":"); len(f) == 3 && f[0] == "pid" {
-		return "pid " + f[1]
-	}
-	return owner
 }

@@ -23,7 +23,7 @@ import (
 
 	"cx/internal/codextest"
 	"cx/internal/mockmodel"
-	"cx/lifecycle"
+	"cx/internal/readmodel"
 )
 
 // Model is the model name the harness configures: one for which Codex
@@ -288,7 +288,7 @@ func EventNames(evs []HookEvent) []string {
 func (h *H) Requests() []mockmodel.Request { return h.Model.Requests() }
 
 // SessionState is one entry of `cx ctl sessions --json`.
-type SessionState = lifecycle.SessionView
+type SessionState = readmodel.SessionView
 
 // Sessions is what cx's ledger says about every session.
 func (h *H) Sessions() map[string]SessionState {

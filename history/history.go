@@ -1,19 +1,30 @@
-package lifecycle
+// Package history is what cx keeps of Codex's history, by the user's
+// hand: `cx ctl import` records the rollouts of a Codex home the ledger
+// does not know, each as a session with one generation ended and committed
+// (to the local archive and its recall index, unless told other sinks);
+// `cx ctl forget` takes what a session said and did out of the ledger and
+// its files (the ledger zeroes what it deletes), keeping the record that
+// its generations were committed.
+//
+// It imports lifecycle (the ends and the outbox), internal/ledger,
+// internal/codex, internal/recall (project identity), internal/readmodel
+// and internal/rollout.
+package history
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"time"
 
 	"cx/internal/codex"
 	"cx/internal/ledger"
+	"cx/internal/readmodel"
 	"cx/internal/recall"
-	"cx/internal/rollout"
 	"cx/internal/sink/local"
+	"cx/lifecycle"
 )
 
 // ReasonImport ends the one generation of a session `cx ctl import`
@@ -48,7 +59,7 @@ type ImportResult struct {
 // a session with one generation ended for ReasonImport, and commits it to
 // the local archive (and the recall index) only, unless o.Sinks names
 // others. Importing again imports nothing twice.
-func (m *Manager) Import(ctx context.Context, o ImportOptions) (ImportResult, error) {
+func Import(ctx context.Context, m *lifecycle.Manager, o ImportOptions) (ImportResult, error) {
 	home, _ := filepath.Abs(o.CodexHome)
 	res := ImportResult{CodexHome: home}
 	rollouts := codex.RolloutsSince(home, o.Since)
@@ -64,7 +75,7 @@ func (m *Manager) Import(ctx context.Context, o ImportOptions) (ImportResult, er
 			return res, err
 		}
 		// A dry run and the import judge alike what is still being written.
-		if lv := m.rolloutLiveness(home, id, path, now); lv.Live {
+		if lv := m.RolloutLiveness(home, id, path, now); lv.Live {
 			res.Active++ // a session still running: its own hooks or a later import take it
 			if lv.Until.After(until) {
 				until = lv.Until
@@ -74,7 +85,7 @@ func (m *Manager) Import(ctx context.Context, o ImportOptions) (ImportResult, er
 		todo = append(todo, id)
 	}
 	if !until.IsZero() {
-		res.ActiveUntil = rfc3339(until)
+		res.ActiveUntil = readmodel.RFC3339(until)
 	}
 	sort.Strings(todo)
 	if o.DryRun {
@@ -93,17 +104,12 @@ func (m *Manager) Import(ctx context.Context, o ImportOptions) (ImportResult, er
 			o.Progress(i, len(todo))
 		}
 		path := rollouts[id]
-		err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
-			s, created, err := m.ensureSession(ctx, tx, ledger.Session{ID: id, TranscriptPath: path, CodexHome: home, Sinks: sinks, EndReason: ReasonImport})
-			if err == nil && created {
-				err = tx.AddEvent(ctx, "session.imported", s.ID, "", "recorded from Codex's history by cx ctl import")
-			}
-			return err
-		})
+		err := m.Learn(ctx, ledger.Session{ID: id, TranscriptPath: path, CodexHome: home, Sinks: sinks, EndReason: ReasonImport},
+			"session.imported", "recorded from Codex's history by cx ctl import")
 		if err != nil {
 			return res, fmt.Errorf("import %s: %w", id, err)
 		}
-		if _, err := m.End(ctx, id, ReasonImport, EndOptions{}); err != nil {
+		if _, err := m.End(ctx, id, ReasonImport, lifecycle.EndOptions{}); err != nil {
 			return res, fmt.Errorf("import %s: %w", id, err)
 		}
 		if n, err := m.DB.TotalTurns(ctx, id); err == nil && n == 0 {
@@ -122,18 +128,6 @@ func (m *Manager) Import(ctx context.Context, o ImportOptions) (ImportResult, er
 	return res, nil
 }
 
-// rolloutLiveness judges whether Codex may still write a rollout (its
-// writer lock, else — Codex before writer locks — its age against
-// active_window).
-func (m *Manager) rolloutLiveness(home, id, path string, now time.Time) codex.Liveness {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return codex.Liveness{Live: true} // moved meanwhile (archived): a later look
-	}
-	meta, _ := rollout.ReadMeta(path) // no complete first line yet: judged by age
-	return codex.RolloutLiveness(home, id, meta.CLIVersion, fi.ModTime(), now, m.Cfg.Lifecycle.ActiveWindow.Duration)
-}
-
 // ErrBusy is a session cx is still working on.
 var ErrBusy = errors.New("still in use")
 
@@ -142,12 +136,12 @@ var ErrBusy = errors.New("still in use")
 // that its generations were committed. A live session, or one with a
 // commit still in the outbox, is refused: end it or let it commit first.
 // It returns how many archived turns left the index.
-func (m *Manager) Forget(ctx context.Context, id string) (int, error) {
+func Forget(ctx context.Context, m *lifecycle.Manager, id string) (int, error) {
 	n := 0
 	err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
 		s, err := tx.Session(ctx, id)
 		if errors.Is(err, ledger.ErrNotFound) {
-			return fmt.Errorf("%w: %s", ErrNoSession, id)
+			return fmt.Errorf("%w: %s", readmodel.ErrNoSession, id)
 		}
 		if err != nil {
 			return err
@@ -176,7 +170,7 @@ func (m *Manager) Forget(ctx context.Context, id string) (int, error) {
 
 // ProjectSessions lists the sessions whose working directory belongs to
 // dir's project (the identity continuity uses).
-func (m *Manager) ProjectSessions(ctx context.Context, dir string) ([]string, error) {
+func ProjectSessions(ctx context.Context, m *lifecycle.Manager, dir string) ([]string, error) {
 	all, err := m.DB.Sessions(ctx)
 	if err != nil {
 		return nil, err
@@ -191,4 +185,37 @@ func (m *Manager) ProjectSessions(ctx context.Context, dir string) ([]string, er
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// ForgetReport is what forgetting sessions did, as `cx ctl forget --json`
+// prints it.
+type ForgetReport struct {
+	Failed    int            `json:"failed"`
+	Forgotten map[string]int `json:"forgotten"` // each session forgotten: its archived turns that left the index
+	Scrubbed  bool           `json:"scrubbed"`  // no copy is left in the ledger's files
+	// ScrubErr is why copies may remain (another process holds the WAL).
+	ScrubErr error `json:"-"`
+}
+
+// ForgetAll forgets each session (told to each, in order), then scrubs
+// the ledger's files once: gone from the bytes too, the database's free
+// space and its WAL.
+func ForgetAll(ctx context.Context, m *lifecycle.Manager, ids []string, each func(id string, turns int, err error)) ForgetReport {
+	r := ForgetReport{Forgotten: map[string]int{}, Scrubbed: true}
+	for _, id := range ids {
+		n, err := Forget(ctx, m, id)
+		each(id, n, err)
+		if err != nil {
+			r.Failed++
+			continue
+		}
+		r.Forgotten[id] = n
+	}
+	if len(r.Forgotten) > 0 {
+		if _, err := m.DB.Scrub(ctx); err != nil {
+			r.Scrubbed, r.ScrubErr = false, err
+			r.Failed++
+		}
+	}
+	return r
 }

@@ -1,30 +1,31 @@
-package lifecycle
+package supervisor
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
-	"cx/internal/ledger"
+	"cx/internal/codex"
 	"cx/internal/testpoint"
+	"cx/lifecycle"
 	"cx/wrapper"
 )
 
 // AppServerTap watches the newline-delimited JSON-RPC between a daemon and
 // `codex app-server` (the wrapper relays the bytes; the tap only reads a
-// copy) and drives the lifecycle the way hooks do in the TUI: threads are
-// learned from thread/start, thread/resume and thread/fork results and
-// thread/started notifications; each turn/completed is captured from the
-// rollout (app-server dispatches no Stop hook); thread/closed, or a thread
-// going notLoaded, ends the session. The process's exit ends the rest.
+// copy) and drives the lifecycle the way hooks do in the TUI: threads
+// started, resumed or forked are learned; each completed turn is captured
+// from the rollout; a closed or unloaded thread ends its session
+// (codex.AppServerFrames says which frame means what). The process's exit
+// ends the rest.
 // A frame it cannot parse is counted, never dropped from the stream.
 type AppServerTap struct {
-	run   *Run
+	run   *lifecycle.Run
+	read  *codex.AppServerFrames
 	bound chan struct{}
 
 	mu      sync.Mutex
@@ -35,7 +36,6 @@ type AppServerTap struct {
 	done    chan struct{}
 	streams [2]tapStream
 
-	pending  map[string]string // request id → method, for the requests whose results name a thread
 	unparsed atomic.Int64
 	skipped  atomic.Int64 // frames over the bounds, relayed but not watched
 	frames   atomic.Int64
@@ -49,7 +49,7 @@ type tapFrame struct {
 
 // NewAppServerTap returns a tap; it processes frames once bound to a run.
 func NewAppServerTap() *AppServerTap {
-	t := &AppServerTap{bound: make(chan struct{}), done: make(chan struct{}), pending: map[string]string{}}
+	t := &AppServerTap{bound: make(chan struct{}), done: make(chan struct{}), read: codex.NewAppServerFrames()}
 	t.cond = sync.NewCond(&t.mu)
 	go t.work()
 	return t
@@ -58,10 +58,17 @@ func NewAppServerTap() *AppServerTap {
 // bind attaches the tap to its run (the ledger is opened beside Codex's
 // launch; frames seen before wait). A nil run (no ledger) makes the tap
 // count frames and record nothing.
-func (t *AppServerTap) bind(r *Run) {
+func (t *AppServerTap) bind(r *lifecycle.Run) {
 	t.run = r
 	if r != nil {
-		r.tap = t
+		// What the app-server said before it exited counts: the run drains
+		// the tap before it ends the sessions left.
+		r.SetDrain(func() {
+			t.Close()
+			if n := t.Unparsed(); n > 0 {
+				r.Logf("app-server tap of %s: %d of %d frames not JSON (relayed unchanged)", r.ID(), n, t.Frames())
+			}
+		})
 	}
 	close(t.bound)
 }
@@ -175,20 +182,14 @@ func (t *AppServerTap) work() {
 			t.safeFrame(f)
 		}
 		if n := t.skipped.Load(); n > logged && t.run != nil {
-			t.run.m.Log.Printf("app-server tap of %s: %d frame(s) over %d MiB (or past the tap's %d MiB queue) relayed but not watched",
-				t.run.info.ID, n, maxTapFrame>>20, maxTapQueue>>20)
+			t.run.Logf("app-server tap of %s: %d frame(s) over %d MiB (or past the tap's %d MiB queue) relayed but not watched",
+				t.run.ID(), n, maxTapFrame>>20, maxTapQueue>>20)
 			logged = n
 		}
 		if closing && len(q) == 0 {
 			return
 		}
 	}
-}
-
-type rpcThread struct {
-	ID   string `json:"id"`
-	Path string `json:"path"`
-	Cwd  string `json:"cwd"`
 }
 
 // safeFrame handles one frame; a bug in that (a panic) costs the frame,
@@ -198,7 +199,7 @@ func (t *AppServerTap) safeFrame(f tapFrame) {
 		if r := recover(); r != nil {
 			t.panics.Add(1)
 			if t.run != nil {
-				t.run.m.Log.Printf("app-server tap of %s: panic: %v\n%s", t.run.info.ID, r, debug.Stack())
+				t.run.Logf("app-server tap of %s: panic: %v\n%s", t.run.ID(), r, debug.Stack())
 			}
 		}
 	}()
@@ -211,98 +212,19 @@ func (t *AppServerTap) frame(f tapFrame) {
 	if t.run == nil {
 		return // no ledger for this run: the stream is relayed, nothing recorded
 	}
-	var msg struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params json.RawMessage `json:"params"`
-		Result json.RawMessage `json:"result"`
-	}
-	if err := json.Unmarshal(f.line, &msg); err != nil {
+	ev, err := t.read.Read(f.fromChild, f.line)
+	if err != nil {
 		t.unparsed.Add(1)
 		return
 	}
 	ctx := context.Background()
-	if !f.fromChild {
-		switch msg.Method {
-		case "thread/start", "thread/resume", "thread/fork":
-			if len(msg.ID) > 0 {
-				t.pending[string(msg.ID)] = msg.Method
-			}
-		}
-		return
-	}
-	if len(msg.ID) > 0 && msg.Method == "" {
-		method, ok := t.pending[string(msg.ID)]
-		delete(t.pending, string(msg.ID))
-		var res struct {
-			Thread rpcThread `json:"thread"`
-		}
-		if ok && json.Unmarshal(msg.Result, &res) == nil && res.Thread.ID != "" {
-			t.learn(ctx, res.Thread, method == "thread/resume")
-		}
-		return
-	}
-	var p struct {
-		ThreadID string    `json:"threadId"`
-		Thread   rpcThread `json:"thread"`
-		Status   struct {
-			Type string `json:"type"`
-		} `json:"status"`
-	}
-	_ = json.Unmarshal(msg.Params, &p)
-	switch msg.Method {
-	case "thread/started":
-		if p.Thread.ID != "" {
-			t.learn(ctx, p.Thread, false)
-		}
-	case "turn/completed":
-		if s, err := t.run.m.catchUp(ctx, p.ThreadID); err == nil {
-			_ = t.run.m.armAppends(ctx, s)
-		} else {
-			t.run.m.Log.Printf("app-server: capture %s: %v", p.ThreadID, err)
-		}
-	case "thread/closed":
-		t.end(ctx, p.ThreadID)
-	case "thread/status/changed":
-		if p.Status.Type == "notLoaded" {
-			t.end(ctx, p.ThreadID)
-		}
-	}
-}
-
-// learn records a thread of this app-server as a session of the run; a
-// resumed one is live again (its next turns are the next generation).
-func (t *AppServerTap) learn(ctx context.Context, th rpcThread, resume bool) {
-	r := t.run
-	err := r.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
-		run, err := tx.Run(ctx, r.info.ID)
-		if err != nil {
-			return err
-		}
-		s, _, err := r.m.ensureSession(ctx, tx, ledger.Session{ID: th.ID, RunID: run.ID, Sinks: run.Sinks,
-			TranscriptPath: th.Path, Cwd: th.Cwd, CodexHome: run.CodexHome, EndReason: "app-server"})
-		if err != nil {
-			return err
-		}
-		if s.RunID != run.ID {
-			adopt(&s, run)
-		}
-		if resume && s.Status != ledger.Live {
-			r.m.openNext(&s, tx, s.Cursor.Seen)
-		}
-		return tx.PutSession(ctx, s)
-	})
-	if err != nil {
-		r.m.Log.Printf("app-server: learn thread %s: %v", th.ID, err)
-	}
-}
-
-func (t *AppServerTap) end(ctx context.Context, id string) {
-	if id == "" {
-		return
-	}
-	if _, err := t.run.m.End(ctx, id, t.run.m.endReason(ctx, t.run.info.ID, reasonSessionEnd), EndOptions{}); err != nil {
-		t.run.m.Log.Printf("app-server: end %s: %v", id, err)
+	switch ev.Kind {
+	case codex.AppThreadStarted, codex.AppThreadResumed:
+		t.run.LearnThread(ctx, ev.Thread, ev.Kind == codex.AppThreadResumed)
+	case codex.AppTurnCompleted:
+		t.run.TurnCompleted(ctx, ev.Thread.ID)
+	case codex.AppThreadEnded:
+		t.run.EndThread(ctx, ev.Thread.ID)
 	}
 }
 

@@ -1,4 +1,10 @@
-package lifecycle
+// Package readmodel is what `cx ctl status`, `sessions`, `show` and
+// `commit` print: each shape declared once, with the JSON tags the
+// commands print, shared by the commands, the end-to-end harness and the
+// tests, read from the ledger and never written to it.
+//
+// It imports internal/ledger only.
+package readmodel
 
 import (
 	"context"
@@ -9,10 +15,6 @@ import (
 
 	"cx/internal/ledger"
 )
-
-// The read model behind `cx ctl status`, `sessions`, `show` and `commit`:
-// each shape declared once, with the JSON tags the commands print, shared
-// by the commands, the end-to-end harness and the tests.
 
 // ErrNoSession is returned for a session the ledger does not know.
 var ErrNoSession = errors.New("no such session in the ledger")
@@ -38,10 +40,10 @@ type SessionView struct {
 	EndedAt        *string  `json:"ended_at"`
 }
 
-// viewSession is the view of one ledger session.
-func (m *Manager) viewSession(ctx context.Context, s ledger.Session) SessionView {
-	commits, _ := m.DB.Commits(ctx, s.ID)
-	total, _ := m.DB.TotalTurns(ctx, s.ID)
+// Session is the view of one ledger session.
+func Session(ctx context.Context, db *ledger.DB, s ledger.Session) SessionView {
+	commits, _ := db.Commits(ctx, s.ID)
+	total, _ := db.TotalTurns(ctx, s.ID)
 	sinks := s.Sinks
 	if sinks == nil {
 		sinks = []string{}
@@ -49,7 +51,7 @@ func (m *Manager) viewSession(ctx context.Context, s ledger.Session) SessionView
 	return SessionView{ID: s.ID, Status: s.Status, EndReason: s.EndReason, RunID: s.RunID, Generation: s.Generation,
 		Commits: commits, Turns: s.Turns, TotalTurns: total, TranscriptPath: s.TranscriptPath, Cwd: s.Cwd, Sinks: sinks,
 		Interrupted: s.Interrupted, Compactions: s.Compactions, Placeholders: s.Placeholders,
-		CreatedAt: rfc3339(s.CreatedAt), LastSeen: rfc3339(s.LastSeen), EndedAt: rfc3339Ptr(s.EndedAt)}
+		CreatedAt: RFC3339(s.CreatedAt), LastSeen: RFC3339(s.LastSeen), EndedAt: RFC3339Ptr(s.EndedAt)}
 }
 
 // JobView is one outbox job.
@@ -80,10 +82,11 @@ func (j JobView) Target() string {
 	return j.Sink
 }
 
-func viewJob(j ledger.Job) JobView {
+// Job is the view of one outbox job.
+func Job(j ledger.Job) JobView {
 	return JobView{ID: j.ID, Kind: j.Kind, SessionID: j.SessionID, Generation: j.Generation, Sink: j.Sink, Detail: j.Detail, State: j.State,
-		Attempts: j.Attempts, NextAttempt: rfc3339(j.NextAttemptAt), LastError: j.LastError, LeaseUntil: rfc3339Ptr(j.LeaseUntil),
-		UpdatedAt: rfc3339(j.UpdatedAt)}
+		Attempts: j.Attempts, NextAttempt: RFC3339(j.NextAttemptAt), LastError: j.LastError, LeaseUntil: RFC3339Ptr(j.LeaseUntil),
+		UpdatedAt: RFC3339(j.UpdatedAt)}
 }
 
 // RunView is one supervised run.
@@ -112,44 +115,44 @@ type StatusView struct {
 }
 
 // Sessions is every session, most recently seen first.
-func (m *Manager) Sessions(ctx context.Context) ([]SessionView, error) {
-	sessions, err := m.DB.Sessions(ctx)
+func Sessions(ctx context.Context, db *ledger.DB) ([]SessionView, error) {
+	sessions, err := db.Sessions(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]SessionView, 0, len(sessions))
 	for _, s := range sessions {
-		out = append(out, m.viewSession(ctx, s))
+		out = append(out, Session(ctx, db, s))
 	}
 	return out, nil
 }
 
 // Status is the state of the ledger now.
-func (m *Manager) Status(ctx context.Context) (StatusView, error) {
-	out := StatusView{Ledger: m.DB.Path, Runs: []RunView{}, LiveSessions: []SessionView{}, Pending: []JobView{}, Parked: []JobView{}, Counts: map[string]int{}}
-	runs, err := m.DB.Runs(ctx, true)
+func Status(ctx context.Context, db *ledger.DB) (StatusView, error) {
+	out := StatusView{Ledger: db.Path, Runs: []RunView{}, LiveSessions: []SessionView{}, Pending: []JobView{}, Parked: []JobView{}, Counts: map[string]int{}}
+	runs, err := db.Runs(ctx, true)
 	if err != nil {
 		return out, err
 	}
 	for _, r := range runs {
 		out.Runs = append(out.Runs, RunView{ID: r.ID, PID: r.PID, CodexPID: r.CodexPID, Version: r.CodexVersion, Sinks: r.Sinks, Cwd: r.Cwd,
-			Foreground: r.Foreground, StartedAt: rfc3339(r.StartedAt), EndedAt: rfc3339Ptr(r.EndedAt), ExitCode: r.ExitCode, EndReason: r.EndReason})
+			Foreground: r.Foreground, StartedAt: RFC3339(r.StartedAt), EndedAt: RFC3339Ptr(r.EndedAt), ExitCode: r.ExitCode, EndReason: r.EndReason})
 	}
-	counts, _ := m.DB.SessionCounts(ctx)
+	counts, _ := db.SessionCounts(ctx)
 	for st, n := range counts {
 		out.Counts["sessions_"+st] = n
 	}
-	live, _ := m.DB.LiveSessions(ctx)
+	live, _ := db.LiveSessions(ctx)
 	for _, s := range live {
-		out.LiveSessions = append(out.LiveSessions, m.viewSession(ctx, s))
+		out.LiveSessions = append(out.LiveSessions, Session(ctx, db, s))
 	}
-	jobs, _ := m.DB.Jobs(ctx, ledger.JobPending, ledger.JobLeased, ledger.JobParked)
+	jobs, _ := db.Jobs(ctx, ledger.JobPending, ledger.JobLeased, ledger.JobParked)
 	for _, j := range jobs {
 		out.Counts["jobs_"+j.State]++
 		if j.State == ledger.JobParked {
-			out.Parked = append(out.Parked, viewJob(j))
+			out.Parked = append(out.Parked, Job(j))
 		} else {
-			out.Pending = append(out.Pending, viewJob(j))
+			out.Pending = append(out.Pending, Job(j))
 		}
 	}
 	return out, nil
@@ -193,33 +196,59 @@ type ShowView struct {
 }
 
 // Show is one session with its generations, jobs, archives and events.
-func (m *Manager) Show(ctx context.Context, id string) (ShowView, error) {
-	s, err := m.session(ctx, id)
+func Show(ctx context.Context, db *ledger.DB, id string) (ShowView, error) {
+	s, err := Lookup(ctx, db, id)
 	if err != nil {
 		return ShowView{}, err
 	}
-	out := ShowView{Session: m.viewSession(ctx, s), Generations: []GenerationView{}, Jobs: []JobView{}, Archives: []ArchiveView{}, Events: []EventView{}}
-	gens, _ := m.DB.Generations(ctx, id)
+	out := ShowView{Session: Session(ctx, db, s), Generations: []GenerationView{}, Jobs: []JobView{}, Archives: []ArchiveView{}, Events: []EventView{}}
+	gens, _ := db.Generations(ctx, id)
 	for _, g := range gens {
-		out.Generations = append(out.Generations, GenerationView{g.Generation, g.Status, g.EndReason, g.Turns, g.ExitStatus, rfc3339(g.EndedAt), rfc3339Ptr(g.CommittedAt)})
+		out.Generations = append(out.Generations, GenerationView{g.Generation, g.Status, g.EndReason, g.Turns, g.ExitStatus, RFC3339(g.EndedAt), RFC3339Ptr(g.CommittedAt)})
 	}
-	jobs, _ := m.DB.SessionJobs(ctx, id)
+	jobs, _ := db.SessionJobs(ctx, id)
 	for _, j := range jobs {
-		out.Jobs = append(out.Jobs, viewJob(j))
+		out.Jobs = append(out.Jobs, Job(j))
 	}
-	archives, _ := m.DB.Archives(ctx, id)
+	archives, _ := db.Archives(ctx, id)
 	for _, ar := range archives {
-		av := ArchiveView{Generation: ar.Generation, StoredAt: rfc3339(ar.StoredAt), Turns: json.RawMessage(ar.Turns), Continuity: ar.Continuity}
+		av := ArchiveView{Generation: ar.Generation, StoredAt: RFC3339(ar.StoredAt), Turns: json.RawMessage(ar.Turns), Continuity: ar.Continuity}
 		if json.Valid([]byte(ar.Checkpoint)) {
 			av.Checkpoint = json.RawMessage(ar.Checkpoint)
 		}
 		out.Archives = append(out.Archives, av)
 	}
-	events, _ := m.DB.Events(ctx, id)
+	events, _ := db.Events(ctx, id)
 	for _, e := range events {
-		out.Events = append(out.Events, EventView{rfc3339(e.At), e.Kind, e.RunID, e.Detail})
+		out.Events = append(out.Events, EventView{RFC3339(e.At), e.Kind, e.RunID, e.Detail})
 	}
 	return out, nil
+}
+
+// RFC3339 is how every time in cx's output is written (UTC); "" for none.
+func RFC3339(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// RFC3339Ptr is RFC3339 for an optional time: nil stays null.
+func RFC3339Ptr(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := RFC3339(*t)
+	return &s
+}
+
+// Lookup reads one session; ErrNoSession when the ledger has none.
+func Lookup(ctx context.Context, db *ledger.DB, id string) (ledger.Session, error) {
+	s, err := db.Session(ctx, id)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return s, fmt.Errorf("%w: %s", ErrNoSession, id)
+	}
+	return s, err
 }
 
 // CommitView is what `cx ctl commit` did.
@@ -227,55 +256,4 @@ type CommitView struct {
 	Ended   bool        `json:"ended"`
 	Reason  string      `json:"reason,omitempty"`
 	Session SessionView `json:"session"`
-}
-
-// CommitNow ends the session's live generation now (reason manual, `cx
-// ctl commit`) and works the outbox.
-func (m *Manager) CommitNow(ctx context.Context, id string) (CommitView, error) {
-	if _, err := m.session(ctx, id); err != nil {
-		return CommitView{}, err
-	}
-	ended, err := m.End(ctx, id, ReasonManual, EndOptions{})
-	if err != nil {
-		return CommitView{}, err
-	}
-	if _, err := m.WorkOutbox(ctx, nil); err != nil {
-		return CommitView{}, err
-	}
-	out := CommitView{Ended: ended}
-	if ended {
-		out.Reason = ReasonManual
-	}
-	s, err := m.DB.Session(ctx, id)
-	if err != nil {
-		return out, err
-	}
-	out.Session = m.viewSession(ctx, s)
-	return out, nil
-}
-
-// session reads one session; ErrNoSession when the ledger has none.
-func (m *Manager) session(ctx context.Context, id string) (ledger.Session, error) {
-	s, err := m.DB.Session(ctx, id)
-	if errors.Is(err, ledger.ErrNotFound) {
-		return s, fmt.Errorf("%w: %s", ErrNoSession, id)
-	}
-	return s, err
-}
-
-// rfc3339 is how every time in cx's output is written (UTC); "" for none.
-func rfc3339(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
-// rfc3339Ptr is rfc3339 for an optional time: nil stays null.
-func rfc3339Ptr(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	s := rfc3339(*t)
-	return &s
 }

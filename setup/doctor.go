@@ -1,24 +1,61 @@
-package lifecycle
+package setup
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
+	"time"
 
 	"cx/internal/config"
 	"cx/internal/health"
 	"cx/internal/ledger"
+	"cx/internal/readmodel"
 	"cx/internal/sink"
 	ovsink "cx/internal/sink/openviking"
+	"cx/lifecycle"
 )
 
-// Doctor is the ledger's and the sinks' part of `cx ctl doctor`: the
-// ledger opens and is whole, the outbox has nothing parked, every run was
+// DoctorReport is `cx ctl doctor`: every check, and whether all passed.
+type DoctorReport struct {
+	Checks []health.Check `json:"checks"`
+	OK     bool           `json:"ok"`
+}
+
+// Doctor checks cx's config, the Codex found, cx's hooks and MCP server in
+// codexHome ("": Codex's own) as Codex sees them from cwd, and
+// ledgerChecks'.
+func Doctor(ctx context.Context, getenv func(string) (string, bool), codexHome, cwd string) DoctorReport {
+	var checks []health.Check
+	add := func(c health.Check) { checks = append(checks, c) }
+	cfg, err := config.Load(getenv)
+	add(config.Check(cfg, err))
+	dctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	s, err := Open(dctx, cfg, codexHome, getenv)
+	if s.CodexErr != nil {
+		add(health.Check{Name: "codex", Detail: s.CodexErr.Error(), Fix: "install Codex (npm install -g @openai/codex) or set CX_CODEX_BIN"})
+	} else {
+		add(health.Check{Name: "codex", OK: true, Detail: fmt.Sprintf("%s %s (found as %s)", s.Bin.Path, s.Caps.Version, s.Bin.Found)})
+	}
+	doctorHome := ""
+	if err == nil {
+		checks = append(checks, s.In.Checks(dctx, cwd)...)
+		checks = append(checks, s.In.MCPCheck(dctx))
+		doctorHome = s.In.CodexHome
+	}
+	checks = append(checks, ledgerChecks(dctx, cfg, doctorHome, getenv)...)
+	r := DoctorReport{OK: true, Checks: checks}
+	for _, c := range checks {
+		r.OK = r.OK && c.OK
+	}
+	return r
+}
+
+// ledgerChecks are the ledger's and the sinks' part of doctor: the ledger
+// opens and is whole, the outbox has nothing parked, every run was
 // recorded, each configured sink that can check itself works, and the
 // OpenViking Codex plugin is not writing the same sessions unasked.
-func Doctor(ctx context.Context, cfg config.Config, codexHome string, getenv func(string) (string, bool)) []health.Check {
+func ledgerChecks(ctx context.Context, cfg config.Config, codexHome string, getenv func(string) (string, bool)) []health.Check {
 	var out []health.Check
 	if cfg.Home != "" {
 		c, recovered := checkLedger(ctx, cfg)
@@ -29,7 +66,7 @@ func Doctor(ctx context.Context, cfg config.Config, codexHome string, getenv fun
 		}
 		out = append(out, c, u)
 	}
-	sinks := defaultSinks(sink.Host{Cfg: cfg, Getenv: getenv, Now: nowUTC})
+	sinks := lifecycle.ConfiguredSinks(cfg, getenv)
 	for _, name := range cfg.Sinks {
 		if ch, ok := sinks[name].(sink.Checker); ok {
 			out = append(out, ch.Check(ctx))
@@ -38,12 +75,12 @@ func Doctor(ctx context.Context, cfg config.Config, codexHome string, getenv fun
 	if codexHome == "" {
 		return out
 	}
-	return append(out, InstallNotes(cfg, codexHome, getenv)...)
+	return append(out, installNotes(cfg, codexHome, getenv)...)
 }
 
-// InstallNotes are what `cx ctl install` tells about the sinks: the
+// installNotes are what `cx ctl install` tells about the sinks: the
 // OpenViking Codex plugin, when it is there.
-func InstallNotes(cfg config.Config, codexHome string, getenv func(string) (string, bool)) []health.Check {
+func installNotes(cfg config.Config, codexHome string, getenv func(string) (string, bool)) []health.Check {
 	if c, found := ovsink.PluginCheck(cfg, codexHome, getenv); found {
 		return []health.Check{c}
 	}
@@ -53,10 +90,10 @@ func InstallNotes(cfg config.Config, codexHome string, getenv func(string) (stri
 // checkUnrecorded reports runs that could not write the ledger (a full
 // disk, an I/O error, a damaged or locked ledger), and what recovered them.
 func checkUnrecorded(home, recoveredNote string) health.Check {
-	crumbs := Unrecorded(home)
+	crumbs := lifecycle.Unrecorded(home)
 	if len(crumbs) > 0 {
 		return health.Check{Name: "unrecorded runs", Detail: fmt.Sprintf("%d run(s) since %s could not write the ledger; their sessions are safe in Codex's rollouts",
-			len(crumbs), rfc3339(crumbs[0].Started)), Fix: "once the ledger can be written: cx ctl sweep (records and commits them; the next cx start does too)"}
+			len(crumbs), readmodel.RFC3339(crumbs[0].Started)), Fix: "once the ledger can be written: cx ctl sweep (records and commits them; the next cx start does too)"}
 	}
 	detail := "every run was recorded"
 	if recoveredNote != "" {
@@ -73,18 +110,18 @@ const fixParked = "see `cx ctl status`, then `cx ctl retry --all`"
 func checkLedger(ctx context.Context, cfg config.Config) (c health.Check, recovered string) {
 	path := filepath.Join(cfg.Home, ledger.FileName)
 	if err := config.EnsureHome(cfg.Home); err != nil {
-		return health.Check{Name: "ledger", Detail: err.Error(), Fix: ledgerFix(cfg, err)}, ""
+		return health.Check{Name: "ledger", Detail: err.Error(), Fix: lifecycle.LedgerFix(cfg, err)}, ""
 	}
 	db, err := ledger.Open(ctx, path, ledger.Options{})
 	if err != nil {
-		return health.Check{Name: "ledger", Detail: err.Error(), Fix: ledgerFix(cfg, err)}, ""
+		return health.Check{Name: "ledger", Detail: err.Error(), Fix: lifecycle.LedgerFix(cfg, err)}, ""
 	}
 	defer db.Close()
 	if err := db.Check(ctx); err != nil {
 		return health.Check{Name: "ledger", Detail: err.Error(), Fix: "move the ledger aside"}, ""
 	}
 	if e, err := db.LastEvent(ctx, "rollouts.recovered"); err == nil {
-		recovered = fmt.Sprintf("last on %s: %s recorded late from their rollouts", rfc3339(e.At), e.Detail)
+		recovered = fmt.Sprintf("last on %s: %s recorded late from their rollouts", readmodel.RFC3339(e.At), e.Detail)
 	}
 	pending, _ := db.Jobs(ctx, ledger.JobPending, ledger.JobLeased)
 	parked, _ := db.Jobs(ctx, ledger.JobParked)
@@ -93,31 +130,4 @@ func checkLedger(ctx context.Context, cfg config.Config) (c health.Check, recove
 		c.Fix = fixParked
 	}
 	return c, recovered
-}
-
-// ledgerFix is what to do about a ledger that cannot be opened, by why.
-func ledgerFix(cfg config.Config, err error) string {
-	path := filepath.Join(cfg.Home, ledger.FileName)
-	switch {
-	case errors.Is(err, config.ErrHome):
-		return "move what stands at " + cfg.Home + " aside, or set CX_HOME to a directory cx may create and write"
-	case ledger.IsDamaged(err):
-		return "move " + path + " aside; cx starts a new ledger (rollouts keep every session)"
-	case ledger.CannotWrite(err):
-		return "make " + cfg.Home + " writable, or set CX_HOME to a directory that is (meanwhile search, show, sessions and status read it as it is)"
-	}
-	if _, serr := os.Stat(filepath.Join(cfg.Home, "logs", "cx.log")); serr == nil {
-		return "see " + filepath.Join(cfg.Home, "logs", "cx.log")
-	}
-	return "check that " + path + " can be created and written"
-}
-
-// LedgerAdvice is what to do when err (a ledger failure) is the ledger's
-// own trouble — damaged, or in a CX_HOME cx cannot use or write — and ""
-// otherwise: a command that failed on it says so beside its error.
-func LedgerAdvice(cfg config.Config, err error) string {
-	if errors.Is(err, config.ErrHome) || ledger.IsDamaged(err) || ledger.CannotWrite(err) {
-		return "to fix: " + ledgerFix(cfg, err)
-	}
-	return ""
 }

@@ -1,4 +1,17 @@
-package lifecycle
+// Package hookserver is the hook protocol end to end, the handler Codex
+// runs for each hook event (`cx ctl hook <event>`): JSON on stdin, exactly
+// one valid answer on stdout within the event's budget whatever its input,
+// the ledger or a bug does; the audit line in hook-events.jsonl; the
+// background sweeper started when commits are due. What the event means
+// for the session is lifecycle's (Manager.HandleHook); what context it
+// gives back is the Injector's.
+//
+// A hook payload goes down once: cmd/cx → hookserver → internal/codex
+// (ParseHook) → lifecycle (HandleHook, InjectRequest) → inject.
+//
+// It imports lifecycle, inject, internal/codex, internal/config and leaf
+// helpers.
+package hookserver
 
 import (
 	"context"
@@ -16,13 +29,12 @@ import (
 	"cx/inject"
 	"cx/internal/codex"
 	"cx/internal/config"
-	"cx/internal/fsutil"
 	"cx/internal/health"
 	"cx/internal/logs"
 	"cx/internal/proc"
 	"cx/internal/redact"
-	"cx/internal/sink"
 	"cx/internal/testpoint"
+	"cx/lifecycle"
 )
 
 // Injector builds the context a hook gives back to Codex; inject.Injector
@@ -51,9 +63,9 @@ type HookCall struct {
 // within 2.5 s whatever stdin does).
 func hookBudget(event string) time.Duration {
 	switch event {
-	case evUserPromptSubmit:
+	case codex.HookUserPromptSubmit:
 		return 6 * time.Second
-	case evSessionStart, evStop, evPreCompact, evPostCompact:
+	case codex.HookSessionStart, codex.HookStop, codex.HookPreCompact, codex.HookPostCompact:
 		return 8 * time.Second
 	}
 	// SessionEnd, Interrupt, and anything not known: the tightest clamp.
@@ -78,12 +90,12 @@ func (h *hookAnswer) send(event, context string) {
 	})
 }
 
-// ServeHook is the hook protocol end to end: JSON on stdin, one valid
+// Serve is the hook protocol end to end: JSON on stdin, one valid
 // answer on stdout within the event's budget, whatever its input, the
 // ledger or a bug does; the audit line; the background sweeper started
 // when commits are due. Whatever it cannot finish in time is picked up
 // later from the rollout. It returns the exit code: always 0.
-func ServeHook(ctx context.Context, c HookCall) (code int) {
+func Serve(ctx context.Context, c HookCall) (code int) {
 	ans := &hookAnswer{out: c.Stdout}
 	var logger *logs.Logger
 	defer func() {
@@ -103,13 +115,12 @@ func ServeHook(ctx context.Context, c HookCall) (code int) {
 	}
 	cfg, cfgErr := config.Load(c.Getenv)
 	logger = logs.New(cfg.Home)
-	in := HookInput{Event: c.Event, Payload: payload, PPID: os.Getppid()}
-	in.RunID, _ = c.Getenv("CX_RUN_ID")
-	ev, p, perr := in.Parse()
+	runID, _ := c.Getenv("CX_RUN_ID")
+	ev, p, perr := codex.ParseHook(c.Event, payload)
 	if ev != c.Event {
 		deadline = c.Start.Add(min(hookBudget(ev), hookBudget(c.Event)))
 	}
-	audit := hookAudit{Event: ev, RunID: in.RunID, Payload: payload, Parsed: p, Err: perr}
+	audit := hookAudit{Event: ev, RunID: runID, Payload: payload, Parsed: p, Err: perr}
 	defer func() { recordHookEvent(cfg, c.Start, audit) }()
 	switch {
 	case c.ArgErr != nil:
@@ -149,36 +160,32 @@ func ServeHook(ctx context.Context, c HookCall) (code int) {
 			}
 		}()
 		testpoint.Panic("hook-work")
-		m, err := Open(wctx, cfg, Options{BusyTimeout: time.Until(deadline) / 2})
+		m, err := lifecycle.Open(wctx, cfg, lifecycle.Options{BusyTimeout: time.Until(deadline) / 2})
 		if err != nil {
 			logger.Printf("hook %s %s: %v", ev, p.SessionID, err)
 			// The next start or sweep that can write the ledger records
 			// this session from its rollout.
 			if !strings.HasPrefix(p.SessionID, health.DoctorPrefix) {
-				_ = markUnrecorded(cfg.Home, codex.Home(c.Getenv), crumbHook, c.Start, []string{p.SessionID})
+				_ = lifecycle.MarkUnrecorded(cfg.Home, codex.Home(c.Getenv), lifecycle.CrumbHook, c.Start, []string{p.SessionID})
 			}
 			return
 		}
 		// Not closed: closing the last connection checkpoints and removes
 		// the WAL (milliseconds on every hook); the process exits right after
 		// and SQLite's WAL is safe without it.
-		res, err := m.handleHook(wctx, in)
+		res, err := m.HandleHook(wctx, lifecycle.Hook{Event: ev, Payload: p, RunID: runID, PPID: os.Getppid()})
 		if err != nil {
 			logger.Printf("hook %s %s: %v", ev, p.SessionID, err)
 		}
 		if cfg.Inject.Enabled && c.Inject != nil {
 			switch {
-			case ev == evSessionStart:
-				injection = c.Inject.ForSessionStart(wctx, m.injectRequest(wctx, p, p.Source == "resume" || p.Source == "compact"))
+			case ev == codex.HookSessionStart:
+				injection = c.Inject.ForSessionStart(wctx, m.InjectRequest(wctx, p, p.Source == "resume" || p.Source == "compact"))
 			case res.InjectCheckpoint:
-				injection = c.Inject.ForCompaction(m.injectRequest(wctx, p, true))
+				injection = c.Inject.ForCompaction(m.InjectRequest(wctx, p, true))
 			}
 		}
-		if _, err := m.recoverOrphans(wctx); err != nil {
-			logger.Printf("hook %s: orphan recovery: %v", ev, err)
-		}
-		due, _ = m.DB.DueJobs(wctx, time.Now().UTC())
-		due = due || res.CatchUpDeferred
+		due = m.AfterHook(wctx, ev) || res.CatchUpDeferred
 	}()
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
@@ -198,58 +205,16 @@ func ServeHook(ctx context.Context, c HookCall) (code int) {
 	return 0
 }
 
-// injectRequest is what the injector is asked for one hook: the session,
-// a read-only view of the ledger and — when the block is about the session
-// itself (own: resume, compaction) — its checkpoint as of its last capture,
-// from the ledger, and on resume the overview of a remote sink it goes to.
-func (m *Manager) injectRequest(ctx context.Context, p HookPayload, own bool) inject.Request {
-	req := inject.Request{Home: m.Cfg.Home, Ledger: m.DB, Source: p.Source, SessionID: p.SessionID, Cwd: p.Cwd,
-		TranscriptPath: p.TranscriptPath, MaxChars: m.Cfg.Inject.MaxChars}
-	if !own {
-		return req
-	}
-	if cp, present, ok, err := checkpointOf(ctx, m.DB, p.SessionID); err != nil {
-		m.Log.Printf("checkpoint of %s from the ledger: %v", p.SessionID, err)
-	} else if ok {
-		req.Checkpoint, req.Present = &cp, present
-	} else if fi, err := os.Stat(p.TranscriptPath); err == nil && fi.Size() > m.hookBacklog {
-		// No checkpoint kept yet for a long history: none now, rather than
-		// reading it on Codex's time (the sweeper is catching it up).
-		req.TranscriptPath = ""
-	}
-	if p.Source != "resume" {
-		return req
-	}
-	s, err := m.DB.Session(ctx, p.SessionID)
-	if err != nil {
-		return req
-	}
-	for _, name := range s.Sinks {
-		if ov, ok := m.Sinks[name].(sink.Overviewer); ok {
-			req.RemoteOverview = func(ctx context.Context, id string) string {
-				octx, cancel := context.WithTimeout(ctx, 2*time.Second)
-				defer cancel()
-				return ov.ResumeOverview(octx, id, m.Cfg.Inject.MaxChars/2)
-			}
-			break
-		}
-	}
-	return req
-}
-
 // spawnSweeper starts `cx ctl sweep --background` in a session of its own,
 // so commits proceed after the hook has answered and Codex moved on.
 func spawnSweeper(home string, logger *logs.Logger) {
-	if fsutil.Held(sweepLockPath(home)) {
+	if lifecycle.SweeperRunning(home) {
 		return
 	}
 	if err := proc.StartDetached("ctl", "sweep", "--background"); err != nil {
 		logger.Printf("start background sweep: %v", err)
 	}
 }
-
-// sweepLockPath is held by the one background sweeper at a time.
-func sweepLockPath(home string) string { return filepath.Join(home, "sweep.lock") }
 
 // readHookInput reads stdin up to max bytes, giving up after d (a hook must
 // answer even when its input never closes).
@@ -276,7 +241,7 @@ type hookAudit struct {
 	Event    string
 	RunID    string
 	Payload  []byte
-	Parsed   HookPayload
+	Parsed   codex.HookPayload
 	Err      error
 	TimedOut bool
 	Answered int // characters of context given back
@@ -305,9 +270,9 @@ func recordHookEvent(cfg config.Config, start time.Time, au hookAudit) {
 		}
 	}
 	switch au.Event {
-	case evUserPromptSubmit:
+	case codex.HookUserPromptSubmit:
 		rec["prompt_chars"] = utf8.RuneCountInString(au.Parsed.Prompt)
-	case evStop:
+	case codex.HookStop:
 		rec["assistant_chars"] = utf8.RuneCountInString(au.Parsed.LastAssistantMessage)
 	}
 	if au.Answered > 0 {
@@ -325,7 +290,3 @@ func recordHookEvent(cfg config.Config, start time.Time, au hookAudit) {
 	line, _ := json.Marshal(rec)
 	_ = logs.Append(filepath.Join(cfg.Home, "logs", "hook-events.jsonl"), append(line, '\n'))
 }
-
-// lockSweeper makes this process the one background sweeper; it fails at
-// once (fsutil.ErrLocked) while another holds the place.
-func lockSweeper(home string) (func(), error) { return fsutil.Lock(sweepLockPath(home), false) }

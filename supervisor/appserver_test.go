@@ -1,4 +1,4 @@
-package lifecycle
+package supervisor
 
 import (
 	"bytes"

@@ -1,4 +1,13 @@
-package lifecycle
+// Package supervisor connects a supervised Codex process to the session
+// state machine: the wrapper's child events (started, stopping, exited)
+// become a lifecycle run's, and the app-server tap reads the daemon's
+// JSON-RPC for the threads it serves. The ledger is opened beside Codex's
+// launch, never before it, and no bug or failure here reaches Codex: a run
+// that cannot be recorded leaves a breadcrumb and a warning line.
+//
+// It imports wrapper, lifecycle, internal/codex, internal/config and leaf
+// helpers.
+package supervisor
 
 import (
 	"context"
@@ -12,10 +21,11 @@ import (
 	"cx/internal/config"
 	"cx/internal/logs"
 	"cx/internal/testpoint"
+	"cx/lifecycle"
 	"cx/wrapper"
 )
 
-// Supervision connects the wrapper's child events to the  The
+// Supervision connects the wrapper's child events to the run. The
 // ledger is opened beside Codex's launch, never before it: start overhead
 // stays that of the supervisor alone.
 type Supervision struct {
@@ -23,11 +33,11 @@ type Supervision struct {
 	cfg       config.Config
 	log       *logs.Logger
 	home      string
-	info      RunInfo
+	info      lifecycle.RunInfo
 	startedAt time.Time
 	ready     chan struct{}
-	m         *Manager
-	run       *Run
+	m         *lifecycle.Manager
+	run       *lifecycle.Run
 	err       error
 	started   chan struct{} // childStarted has been handed to the run
 	launched  chan struct{} // the child is running (or could not start)
@@ -36,7 +46,7 @@ type Supervision struct {
 
 // Supervise starts recording a run beside Codex's launch; warn tells the
 // user (on stderr) when the run's sessions could not be recorded.
-func Supervise(ctx context.Context, cfg config.Config, info RunInfo, tap *AppServerTap, warn func(format string, args ...any)) *Supervision {
+func Supervise(ctx context.Context, cfg config.Config, info lifecycle.RunInfo, tap *AppServerTap, warn func(format string, args ...any)) *Supervision {
 	if info.Started.IsZero() {
 		info.Started = time.Now()
 	}
@@ -62,11 +72,11 @@ func Supervise(ctx context.Context, cfg config.Config, info RunInfo, tap *AppSer
 			}
 		}()
 		testpoint.Panic("supervise-open")
-		s.m, s.err = Open(ctx, cfg, Options{})
+		s.m, s.err = lifecycle.Open(ctx, cfg, lifecycle.Options{})
 		if s.err != nil {
 			return
 		}
-		s.run = s.m.beginRun(ctx, info)
+		s.run = s.m.BeginRun(ctx, info)
 		if tap != nil {
 			tap.bind(s.run)
 			bound = true
@@ -80,19 +90,7 @@ func Supervise(ctx context.Context, cfg config.Config, info RunInfo, tap *AppSer
 		if s.m == nil {
 			return
 		}
-		if _, err := s.m.recoverOrphans(ctx); err != nil {
-			s.m.Log.Printf("orphan recovery at start: %v", err)
-		}
-		if n, err := s.m.recoverUnrecorded(ctx, info.CodexHome); err != nil {
-			s.m.Log.Printf("recovering unrecorded sessions at start: %v", err)
-		} else if n > 0 {
-			s.m.Log.Printf("recorded %d session(s) an earlier run could not record", n)
-		}
-		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		if _, err := s.m.WorkOutbox(wctx, nil); err != nil && wctx.Err() == nil {
-			s.m.Log.Printf("outbox at start: %v", err)
-		}
+		s.m.RecoverAtStart(ctx, info.CodexHome)
 	}()
 	return s
 }
@@ -106,7 +104,7 @@ func (s *Supervision) Started(pid int, _ wrapper.Mode) {
 		defer s.log.Recover("child started")
 		<-s.ready
 		if s.run != nil {
-			s.run.childStarted(pid)
+			s.run.ChildStarted(pid)
 		}
 	}()
 }
@@ -156,7 +154,7 @@ func (s *Supervision) Finish(ctx context.Context, ex wrapper.Exit) {
 	}
 	// The ledger is not closed: cx exits right after, and closing the last
 	// connection would checkpoint the WAL on the user's time.
-	info := ExitInfo{Code: ex.Code}
+	info := lifecycle.ExitInfo{Code: ex.Code}
 	if ex.Signal != 0 {
 		info.Signal = wrapper.SignalName(ex.Signal)
 	}
@@ -166,7 +164,7 @@ func (s *Supervision) Finish(ctx context.Context, ex wrapper.Exit) {
 	testpoint.Panic("supervise-finish")
 	if err := s.run.Finish(ctx, info); err != nil {
 		crumb := s.leaveBreadcrumb()
-		s.m.Log.Printf("finish run %s: %v", s.run.ID(), err)
+		s.run.Logf("finish run %s: %v", s.run.ID(), err)
 		s.warn("warning: ending this run's sessions: %v (%s)", err, s.afterwards(err, crumb, "a later `cx ctl sweep` finishes it"))
 	}
 }
@@ -179,7 +177,7 @@ func (s *Supervision) Finish(ctx context.Context, ex wrapper.Exit) {
 func (s *Supervision) leaveBreadcrumb() bool {
 	ids := map[string]bool{}
 	if s.run != nil {
-		for id := range s.run.known { // discovery has stopped
+		for _, id := range s.run.Known() { // discovery has stopped
 			ids[id] = true
 		}
 	}
@@ -191,7 +189,7 @@ func (s *Supervision) leaveBreadcrumb() bool {
 				ids[id] = true
 			}
 		}
-		for id := range ownThreads(s.info.CodexHome, s.pid, s.info.Started, s.info.codexCwd(), logs, nil) {
+		for id := range lifecycle.OwnThreads(s.info.CodexHome, s.pid, s.info.Started, s.info.CodexDir(), logs, nil) {
 			ids[id] = true
 		}
 	}
@@ -200,7 +198,7 @@ func (s *Supervision) leaveBreadcrumb() bool {
 		threads = append(threads, id)
 	}
 	sort.Strings(threads)
-	if err := markUnrecorded(s.home, s.info.CodexHome, crumbRun, s.startedAt, threads); err != nil {
+	if err := lifecycle.MarkUnrecorded(s.home, s.info.CodexHome, lifecycle.CrumbRun, s.startedAt, threads); err != nil {
 		s.log.Printf("breadcrumb of an unrecorded run (%d thread(s)): %v", len(threads), err)
 		return false
 	}
@@ -218,7 +216,7 @@ func (s *Supervision) afterwards(err error, crumb bool, dflt string) string {
 	if !crumb {
 		then, dflt = "`cx ctl import`", "see `cx ctl doctor`; `cx ctl import` records them later"
 	}
-	if advice := LedgerAdvice(s.cfg, err); advice != "" {
+	if advice := lifecycle.LedgerAdvice(s.cfg, err); advice != "" {
 		return advice + "; then " + then + " records this run from its rollouts"
 	}
 	return dflt

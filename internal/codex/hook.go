@@ -1,0 +1,62 @@
+package codex
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Hook events cx handles, in Codex's spelling (hookcfg installs a handler
+// for each; SessionEnd, Interrupt and PostCompact exist from 0.169).
+const (
+	HookSessionStart     = "SessionStart"
+	HookUserPromptSubmit = "UserPromptSubmit"
+	HookStop             = "Stop"
+	HookPreCompact       = "PreCompact"
+	HookPostCompact      = "PostCompact"
+	HookSessionEnd       = "SessionEnd"
+	HookInterrupt        = "Interrupt"
+)
+
+// HookEvents are the events a hook handler of cx's answers.
+var HookEvents = []string{HookSessionStart, HookUserPromptSubmit, HookStop, HookPreCompact, HookPostCompact, HookSessionEnd, HookInterrupt}
+
+// HookPayload is the JSON Codex gives a hook on stdin.
+type HookPayload struct {
+	SessionID      string `json:"session_id"`
+	TranscriptPath string `json:"transcript_path"`
+	Cwd            string `json:"cwd"`
+	HookEventName  string `json:"hook_event_name"`
+	Source         string `json:"source"`
+	TurnID         string `json:"turn_id"`
+	Trigger        string `json:"trigger"`
+	Reason         string `json:"reason"`
+	Model          string `json:"model"`
+	// What was said: read for its size in the hook log, never stored.
+	Prompt               string `json:"prompt"`
+	LastAssistantMessage string `json:"last_assistant_message"`
+}
+
+// ParseHook validates a hook's input and settles its event name: the
+// payload's hook_event_name wins over the one on the command line.
+func ParseHook(event string, payload []byte) (string, HookPayload, error) {
+	var p HookPayload
+	if len(strings.TrimSpace(string(payload))) == 0 {
+		return event, p, errors.New("empty hook input")
+	}
+	if err := json.Unmarshal(payload, &p); err != nil {
+		return event, p, fmt.Errorf("hook input is not JSON: %w", err)
+	}
+	if p.HookEventName != "" {
+		event = p.HookEventName
+	}
+	if !slices.Contains(HookEvents, event) {
+		return event, p, fmt.Errorf("unknown hook event %q", event)
+	}
+	if p.SessionID == "" {
+		return event, p, fmt.Errorf("%s hook input has no session_id", event)
+	}
+	return event, p, nil
+}

@@ -1,0 +1,103 @@
+package readmodel
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"cx/internal/checkpoint"
+	"cx/internal/rollout"
+)
+
+// The text each view prints without --json.
+
+// WriteSessions is `cx ctl sessions`: a table, most recently seen first.
+func WriteSessions(w io.Writer, out []SessionView) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tSTATUS\tGEN\tCOMMITS\tTURNS\tEND\tLAST SEEN\tCWD")
+	for _, s := range out {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", s.ID, s.Status, s.Generation, s.Commits, s.TotalTurns, s.EndReason, s.LastSeen, s.Cwd)
+	}
+	_ = tw.Flush()
+}
+
+// WriteText is `cx ctl status`.
+func (out StatusView) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "ledger: %s\n", out.Ledger)
+	fmt.Fprintf(w, "runs: %d running\n", len(out.Runs))
+	for _, r := range out.Runs {
+		fmt.Fprintf(w, "  %s pid %d codex %d (%s) sinks %v since %s\n", r.ID, r.PID, r.CodexPID, r.Version, r.Sinks, r.StartedAt)
+	}
+	fmt.Fprintf(w, "live sessions: %d\n", len(out.LiveSessions))
+	for _, s := range out.LiveSessions {
+		fmt.Fprintf(w, "  %s g%d turns %d run %s\n", s.ID, s.Generation, s.Turns, s.RunID)
+	}
+	fmt.Fprintf(w, "pending jobs: %d\n", len(out.Pending))
+	for _, j := range out.Pending {
+		fmt.Fprintf(w, "  #%d %s %s g%d → %s (%s) %s\n", j.ID, j.Kind, j.SessionID, j.Generation, j.Target(), JobState(j), j.LastError)
+	}
+	fmt.Fprintf(w, "parked jobs: %d\n", len(out.Parked))
+	for _, j := range out.Parked {
+		fmt.Fprintf(w, "  #%d %s %s g%d → %s after %d attempts: %s (cx ctl retry %d)\n", j.ID, j.Kind, j.SessionID, j.Generation, j.Target(), j.Attempts, j.LastError, j.ID)
+	}
+}
+
+// archivedTurn is what show reads of an archived turn.
+type archivedTurn struct {
+	User string `json:"user"`
+}
+
+// WriteText is `cx ctl show`.
+func (out ShowView) WriteText(w io.Writer) {
+	ss := out.Session
+	runID := ss.RunID
+	if runID == "" {
+		runID = "none (Codex ran without cx)"
+	}
+	fmt.Fprintf(w, "session %s\n  status %s (generation %d, %d committed)  end reason %q\n  run %s  sinks %v\n  rollout %s\n  cwd %s\n  turns %d in this generation, %d in all; %d interrupted, %d compactions, %d unreadable lines\n",
+		ss.ID, ss.Status, ss.Generation, ss.Commits, ss.EndReason, runID, ss.Sinks, ss.TranscriptPath, ss.Cwd, ss.Turns, ss.TotalTurns, ss.Interrupted, ss.Compactions, ss.Placeholders)
+	for _, g := range out.Generations {
+		fmt.Fprintf(w, "  g%d %s (%s) turns %d ended %s\n", g.Generation, g.Status, g.EndReason, g.Turns, g.EndedAt)
+	}
+	for _, j := range out.Jobs {
+		line := fmt.Sprintf("  job #%d %s g%d → %s: %s", j.ID, j.Kind, j.Generation, j.Target(), JobState(j))
+		if j.LastError != "" {
+			line += " " + j.LastError
+		}
+		fmt.Fprintln(w, line)
+	}
+	for _, ar := range out.Archives {
+		var turns []archivedTurn
+		_ = json.Unmarshal(ar.Turns, &turns)
+		fmt.Fprintf(w, "  archive g%d: %d turns (stored %s)\n", ar.Generation, len(turns), ar.StoredAt)
+		for _, t := range turns {
+			fmt.Fprintf(w, "    › %s\n", rollout.OneLine(t.User, 101))
+		}
+	}
+	if n := len(out.Archives); n > 0 && len(out.Archives[n-1].Checkpoint) > 0 {
+		var cp checkpoint.Checkpoint
+		if json.Unmarshal(out.Archives[n-1].Checkpoint, &cp) == nil {
+			fmt.Fprintf(w, "\ncheckpoint (generation %d):\n%s", out.Archives[n-1].Generation, checkpoint.View(cp, checkpoint.DefaultViewCaps, nil))
+		}
+	}
+}
+
+// JobState is a job's state and, if any, how many of its attempts failed
+// (a job done at the first try has none).
+func JobState(j JobView) string {
+	if j.Attempts == 0 {
+		return j.State
+	}
+	return fmt.Sprintf("%s, %d failed attempt(s)", j.State, j.Attempts)
+}
+
+// LeaseHolder names a lease's owner ("pid:<pid>:<nanos>") as a person
+// reads it: the process.
+func LeaseHolder(owner string) string {
+	if f := strings.Split(owner, ":"); len(f) == 3 && f[0] == "pid" {
+		return "pid " + f[1]
+	}
+	return owner
+}
