@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"sort"
 	"time"
@@ -218,4 +219,23 @@ func ForgetAll(ctx context.Context, m *lifecycle.Manager, ids []string, each fun
 		}
 	}
 	return r
+}
+
+// WriteText is what `cx ctl import` prints; window is [lifecycle]
+// active_window, after which a rollout of a Codex that keeps no writer
+// lock (before 0.169) counts as done if left alone.
+func (res ImportResult) WriteText(w io.Writer, dryRun bool, window time.Duration) {
+	if dryRun {
+		fmt.Fprintf(w, "%s: %d rollouts, %d already known, %d to import (cx ctl import), %d still being written\n", res.CodexHome, res.Found, res.Known, res.Remaining, res.Active)
+	} else {
+		fmt.Fprintf(w, "%s: %d rollouts, %d already known, %d imported (%d with no turns), %d still being written\n", res.CodexHome, res.Found, res.Known, res.Imported, res.Empty, res.Active)
+	}
+	if res.Active == 0 {
+		return
+	}
+	until := ""
+	if res.ActiveUntil != "" {
+		until = fmt.Sprintf(", or (Codex before 0.169 keeps none) it was written within [lifecycle] active_window (%s): importable from %s if left alone", window, res.ActiveUntil)
+	}
+	fmt.Fprintln(w, "  still being written: a running Codex holds its writer lock"+until)
 }

@@ -34,15 +34,10 @@ type Setup struct {
 	getenv   func(string) (string, bool)
 }
 
-// FindCodex resolves the Codex binary and its capabilities (cached in
-// CX_HOME when there is one to use).
+// FindCodex resolves the Codex binary cfg names (or PATH's) and its
+// capabilities.
 func FindCodex(ctx context.Context, cfg config.Config, getenv func(string) (string, bool)) (codex.Binary, codex.Caps, error) {
-	pathEnv, _ := getenv("PATH")
-	cache := ""
-	if cfg.Home != "" {
-		cache = filepath.Join(cfg.Home, "cache")
-	}
-	return codex.Find(ctx, cfg.Codex.Bin, pathEnv, cache)
+	return codex.FindFor(ctx, cfg.Codex.Bin, cfg.Home, getenv)
 }
 
 // Open finds Codex and builds the installer for codexHome ("" : Codex's

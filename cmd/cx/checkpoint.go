@@ -12,28 +12,27 @@ import (
 // ctlCheckpoint prints the deterministic checkpoint of a rollout: its JSON
 // (--json: same bytes in, same bytes out) or its text view; --disk marks
 // files changed since (relative to the rollout's cwd) as SUSPECT.
-func (a *app) ctlCheckpoint(ctx context.Context, args []string) int {
+func (a *app) ctlCheckpoint(ctx context.Context, args []string) error {
 	var asJSON, disk bool
-	pos, code, ok := a.args(cli.Spec{Name: "checkpoint", Synopsis: "<rollout.jsonl>", Min: 1, Max: 1, Define: func(fs *flag.FlagSet) {
+	pos, err := a.args(cli.Spec{Name: "checkpoint", Synopsis: "<rollout.jsonl>", Min: 1, Max: 1, Define: func(fs *flag.FlagSet) {
 		fs.BoolVar(&asJSON, "json", false, "the checkpoint JSON")
 		fs.BoolVar(&disk, "disk", false, "mark files changed on disk since as SUSPECT")
 	}}, args)
-	if !ok {
-		return code
+	if err != nil {
+		return err
 	}
 	cp, err := checkpoint.FromFile(pos[0], checkpoint.DefaultCaps)
 	if err != nil {
-		a.errorf("checkpoint: %v", err)
-		return 1
+		return fmt.Errorf("checkpoint: %v", err)
 	}
 	if asJSON {
 		_, _ = a.stdout.Write(cp.JSON())
-		return 0
+		return nil
 	}
 	var d checkpoint.Disk
 	if disk && cp.Cwd != "" {
 		d = checkpoint.OSDisk(cp.Cwd)
 	}
 	fmt.Fprint(a.stdout, checkpoint.View(cp, checkpoint.DefaultViewCaps, d))
-	return 0
+	return nil
 }

@@ -12,19 +12,18 @@ import (
 
 // ctlContext prints the block cx would give a new session started here
 // (what SessionStart injects), so a person can see and check it.
-func (a *app) ctlContext(ctx context.Context, args []string) int {
+func (a *app) ctlContext(ctx context.Context, args []string) error {
 	var dir string
 	var asJSON bool
-	if _, code, ok := a.args(cli.Spec{Name: "context", Define: func(fs *flag.FlagSet) {
+	if _, err := a.args(cli.Spec{Name: "context", Define: func(fs *flag.FlagSet) {
 		fs.StringVar(&dir, "cwd", "", "the session's working `DIR` (default: here)")
 		cli.JSONFlag(&asJSON)(fs)
-	}}, args); !ok {
-		return code
+	}}, args); err != nil {
+		return err
 	}
 	cfg, err := a.loadConfig()
 	if err != nil {
-		a.errorf("%v", err)
-		return 1
+		return err
 	}
 	if dir == "" {
 		dir = cwd()
@@ -32,8 +31,7 @@ func (a *app) ctlContext(ctx context.Context, args []string) int {
 	dir, _ = filepath.Abs(dir)
 	block, err := inject.AtStart(ctx, cfg, "startup", dir)
 	if err != nil {
-		a.errorf("%v", err)
-		return 1
+		return err
 	}
 	if asJSON {
 		a.printJSON(struct {
@@ -41,12 +39,12 @@ func (a *app) ctlContext(ctx context.Context, args []string) int {
 			Chars int    `json:"chars"`
 			Block string `json:"block"`
 		}{dir, len([]rune(block)), block})
-		return 0
+		return nil
 	}
 	if block == "" {
 		fmt.Fprintln(a.stdout, "(nothing yet: no earlier session of this project)")
-		return 0
+		return nil
 	}
 	fmt.Fprintln(a.stdout, block)
-	return 0
+	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -14,7 +15,7 @@ import (
 // ctlCommand is one `cx ctl` subcommand.
 type ctlCommand struct {
 	summary string
-	run     func(a *app, ctx context.Context, args []string) int
+	run     func(a *app, ctx context.Context, args []string) error
 }
 
 // ctlCommands is the dispatch table later commands join. `ctl` is not a
@@ -41,6 +42,34 @@ var ctlCommands = map[string]ctlCommand{
 
 const usageExit = 2
 
+// exitStatus is a command's exit status as an error, in the style of
+// mvdan.cc/sh's interp.ExitStatus: the command has already said what went
+// wrong (or, 0, that it is done: --help).
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// usageError is a command line refused: said, and exit 2.
+type usageError struct{ error }
+
+// exit turns a command's error into its exit status, saying it (one line
+// on stderr, "cx: …") unless the command has.
+func (a *app) exit(err error) int {
+	var st exitStatus
+	var usage usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &st):
+		return int(st)
+	case errors.As(err, &usage):
+		a.errorf("%v", usage.error)
+		return usageExit
+	}
+	a.errorf("%v", err)
+	return 1
+}
+
 func (a *app) ctl(ctx context.Context, args []string) int {
 	if len(args) == 0 {
 		a.ctlUsage(a.stderr)
@@ -55,7 +84,7 @@ func (a *app) ctl(ctx context.Context, args []string) int {
 		a.errorf("unknown command %q (see `cx ctl help`)", "ctl "+args[0])
 		return usageExit
 	}
-	return c.run(a, ctx, args[1:])
+	return a.exit(c.run(a, ctx, args[1:]))
 }
 
 func (a *app) ctlUsage(w io.Writer) {
@@ -69,10 +98,10 @@ func (a *app) ctlUsage(w io.Writer) {
 // version is cx's version when set at link time (-X main.version=…).
 var version = ""
 
-func (a *app) ctlVersion(ctx context.Context, args []string) int {
+func (a *app) ctlVersion(ctx context.Context, args []string) error {
 	var asJSON bool
-	if _, code, ok := a.args(cli.Spec{Name: "version", Define: cli.JSONFlag(&asJSON)}, args); !ok {
-		return code
+	if _, err := a.args(cli.Spec{Name: "version", Define: cli.JSONFlag(&asJSON)}, args); err != nil {
+		return err
 	}
 	out := struct {
 		Version      string `json:"version"`
@@ -89,7 +118,7 @@ func (a *app) ctlVersion(ctx context.Context, args []string) int {
 	}
 	if asJSON {
 		a.printJSON(out)
-		return 0
+		return nil
 	}
 	fmt.Fprintf(a.stdout, "cx %s\n", out.Version)
 	if out.CodexError != "" {
@@ -97,5 +126,5 @@ func (a *app) ctlVersion(ctx context.Context, args []string) int {
 	} else {
 		fmt.Fprintf(a.stdout, "codex %s (%s)\n", out.CodexVersion, out.Codex)
 	}
-	return 0
+	return nil
 }

@@ -19,7 +19,7 @@ var processStart = time.Now()
 // ctlHook is the handler Codex runs for each hook event; the protocol is
 // hookserver's (hookserver.Serve). A command line it cannot parse still
 // gets a valid no-op answer.
-func (a *app) ctlHook(ctx context.Context, args []string) int {
+func (a *app) ctlHook(ctx context.Context, args []string) error {
 	event := ""
 	_, pos, argErr := cli.Spec{Name: "hook", Synopsis: "<event>", Min: 1, Max: 1}.Parse(args)
 	if len(pos) == 1 {
@@ -30,6 +30,6 @@ func (a *app) ctlHook(ctx context.Context, args []string) int {
 	if errors.Is(argErr, cli.ErrHelp) {
 		argErr = nil
 	}
-	return hookserver.Serve(ctx, hookserver.HookCall{Event: event, ArgErr: argErr, Stdin: a.stdin, Stdout: a.stdout,
-		Getenv: a.getenv, Start: processStart, Inject: inject.Injector{}})
+	return exitStatus(hookserver.Serve(ctx, hookserver.HookCall{Event: event, ArgErr: argErr, Stdin: a.stdin, Stdout: a.stdout,
+		Getenv: a.getenv, Start: processStart, Inject: inject.Injector{}}))
 }

@@ -12,38 +12,32 @@ import (
 )
 
 // setupCommand parses --codex-home (and the command's own flags) and
-// opens the setup; nil comes with the exit code.
-func (a *app) setupCommand(ctx context.Context, name string, args []string, define func(*flag.FlagSet)) (*setup.Setup, int) {
+// opens the setup.
+func (a *app) setupCommand(ctx context.Context, name string, args []string, define func(*flag.FlagSet)) (*setup.Setup, error) {
 	var codexHome string
-	if _, code, ok := a.args(cli.Spec{Name: name, Define: func(fs *flag.FlagSet) {
+	if _, err := a.args(cli.Spec{Name: name, Define: func(fs *flag.FlagSet) {
 		fs.StringVar(&codexHome, "codex-home", "", codex.HomeFlagUsage)
 		define(fs)
-	}}, args); !ok {
-		return nil, code
+	}}, args); err != nil {
+		return nil, err
 	}
 	cfg, err := a.loadConfig()
 	if err != nil {
-		a.errorf("%v", err)
-		return nil, 1
+		return nil, err
 	}
-	s, err := setup.Open(ctx, cfg, codexHome, a.getenv)
-	if err != nil {
-		a.errorf("%v", err)
-		return nil, 1
-	}
-	return s, 0
+	return setup.Open(ctx, cfg, codexHome, a.getenv)
 }
 
-func (a *app) ctlInstall(ctx context.Context, args []string) int {
+func (a *app) ctlInstall(ctx context.Context, args []string) error {
 	var o setup.InstallOptions
 	var asJSON bool
-	s, code := a.setupCommand(ctx, "install", args, func(fs *flag.FlagSet) {
+	s, err := a.setupCommand(ctx, "install", args, func(fs *flag.FlagSet) {
 		fs.BoolVar(&o.DryRun, "dry-run", false, "print the change to hooks.json; write nothing")
 		fs.BoolVar(&o.NoMCP, "no-mcp", false, "do not register cx's MCP server (search from inside Codex)")
 		cli.JSONFlag(&asJSON)(fs)
 	})
-	if s == nil {
-		return code
+	if err != nil {
+		return err
 	}
 	r, err := s.Install(ctx, o)
 	for _, line := range r.Said {
@@ -54,7 +48,7 @@ func (a *app) ctlInstall(ctx context.Context, args []string) int {
 		if r.Hint != "" {
 			a.errorf("%s", r.Hint)
 		}
-		return 1
+		return exitStatus(1)
 	}
 	switch {
 	case asJSON:
@@ -66,7 +60,7 @@ func (a *app) ctlInstall(ctx context.Context, args []string) int {
 	default:
 		a.printInstall(s, r)
 	}
-	return 0
+	return nil
 }
 
 func (a *app) printInstall(s *setup.Setup, r setup.Report) {
@@ -90,36 +84,35 @@ func (a *app) printInstall(s *setup.Setup, r setup.Report) {
 	}
 }
 
-func (a *app) ctlUninstall(ctx context.Context, args []string) int {
+func (a *app) ctlUninstall(ctx context.Context, args []string) error {
 	var asJSON bool
-	s, code := a.setupCommand(ctx, "uninstall", args, cli.JSONFlag(&asJSON))
-	if s == nil {
-		return code
+	s, err := a.setupCommand(ctx, "uninstall", args, cli.JSONFlag(&asJSON))
+	if err != nil {
+		return err
 	}
 	r, err := s.Uninstall(ctx)
 	if err != nil {
-		a.errorf("uninstall: %v", err)
-		return 1
+		return fmt.Errorf("uninstall: %v", err)
 	}
 	for _, line := range r.Said {
 		a.errorf("%s", line)
 	}
 	if asJSON {
 		a.printJSON(r)
-		return 0
+		return nil
 	}
 	fmt.Fprintf(a.stdout, "removed cx's hooks from %s\n", r.HooksPath)
-	return 0
+	return nil
 }
 
-func (a *app) ctlDoctor(ctx context.Context, args []string) int {
+func (a *app) ctlDoctor(ctx context.Context, args []string) error {
 	var asJSON bool
 	var codexHome string
-	if _, code, ok := a.args(cli.Spec{Name: "doctor", Define: func(fs *flag.FlagSet) {
+	if _, err := a.args(cli.Spec{Name: "doctor", Define: func(fs *flag.FlagSet) {
 		fs.StringVar(&codexHome, "codex-home", "", codex.HomeFlagUsage)
 		cli.JSONFlag(&asJSON)(fs)
-	}}, args); !ok {
-		return code
+	}}, args); err != nil {
+		return err
 	}
 	r := setup.Doctor(ctx, a.getenv, codexHome, cwd())
 	if asJSON {
@@ -137,7 +130,7 @@ func (a *app) ctlDoctor(ctx context.Context, args []string) int {
 		}
 	}
 	if !r.OK {
-		return 1
+		return exitStatus(1)
 	}
-	return 0
+	return nil
 }

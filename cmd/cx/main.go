@@ -40,7 +40,7 @@ func (a *app) main(ctx context.Context, args []string) int {
 	}
 	if len(args) == 1 && args[0] == "mcp" && !tty.IsTerminal(a.stdin.Fd()) {
 		// What MCP clients start; `codex mcp …` from a terminal stays Codex's.
-		return a.ctlMCP(ctx, nil)
+		return a.exit(a.ctlMCP(ctx, nil))
 	}
 	return a.runCodex(ctx, args)
 }

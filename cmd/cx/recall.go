@@ -22,11 +22,11 @@ import (
 	"cx/mcpserver"
 )
 
-func (a *app) ctlSearch(ctx context.Context, args []string) int {
+func (a *app) ctlSearch(ctx context.Context, args []string) error {
 	var asJSON, all bool
 	var limit int
 	var project, since string
-	pos, code, ok := a.args(cli.Spec{Name: "search", Synopsis: "<query>…", Min: 1, Max: -1, Define: func(fs *flag.FlagSet) {
+	pos, err := a.args(cli.Spec{Name: "search", Synopsis: "<query>…", Min: 1, Max: -1, Define: func(fs *flag.FlagSet) {
 		fs.IntVar(&limit, "limit", 10, "show at most `N` turns")
 		fs.StringVar(&project, "project", "", "search `DIR`'s project (default: the current directory's)")
 		fs.BoolVar(&all, "all", false, "search every project")
@@ -38,89 +38,83 @@ func (a *app) ctlSearch(ctx context.Context, args []string) int {
 		}
 		return nil
 	}}, args)
-	if !ok {
-		return code
+	if err != nil {
+		return err
 	}
 	q := recall.Query{Text: strings.Join(pos, " "), Limit: limit, Project: project}
-	var err error
 	if q.Since, err = recall.ParseSince(since, time.Now()); err != nil {
-		a.errorf("search: %v", err)
-		return usageExit
+		return usageError{fmt.Errorf("search: %v", err)}
 	}
 	if all {
 		q.Project = ""
 	} else if q.Project == "" {
 		q.Project = cwd()
 	}
-	return a.withArchive(ctx, func(ar *recall.Archive) int {
+	return a.withArchive(ctx, func(ar *recall.Archive) error {
 		hits, err := ar.Search(ctx, q)
 		if err != nil {
-			a.errorf("search: %v", err)
 			if errors.Is(err, recall.ErrQuery) {
-				return usageExit
+				return usageError{fmt.Errorf("search: %w", err)}
 			}
-			return 1
+			return fmt.Errorf("search: %w", err)
 		}
 		if asJSON {
 			a.printJSON(map[string]any{"query": q.Text, "project": q.Project, "hits": hits})
-			return 0
+			return nil
 		}
 		fmt.Fprint(a.stdout, recall.HitsText(q.Text, hits))
 		if len(hits) == 0 && q.Project != "" {
 			fmt.Fprintln(a.stdout, "(this project only; --all searches every project)")
 		}
-		return 0
+		return nil
 	})
 }
 
 // withArchive runs f with the ledger open for recall.
-func (a *app) withArchive(ctx context.Context, f func(*recall.Archive) int) int {
+func (a *app) withArchive(ctx context.Context, f func(*recall.Archive) error) error {
 	cfg, err := a.loadConfig()
 	if err != nil {
-		a.errorf("%v", err)
-		return 1
+		return err
 	}
 	ar, err := recall.Open(ctx, cfg.Home)
 	if err != nil {
-		a.errorf("%v", err)
-		return 1
+		return err
 	}
 	defer ar.Close()
 	return f(ar)
 }
 
 // showTurn is `cx ctl show ID --turn N`.
-func (a *app) showTurn(ctx context.Context, id string, n int, asJSON bool) int {
-	return a.withArchive(ctx, func(ar *recall.Archive) int {
-		id, ok := a.resolveSession(ctx, ar.ResolveSession, id)
-		if !ok {
-			return 1
+func (a *app) showTurn(ctx context.Context, id string, n int, asJSON bool) error {
+	return a.withArchive(ctx, func(ar *recall.Archive) error {
+		id, err := resolveSession(ctx, ar.ResolveSession, id)
+		if err != nil {
+			return err
 		}
 		v, err := ar.Turn(ctx, id, n)
 		if err != nil {
-			a.errorf("show: %v", err)
-			return 1
+			return fmt.Errorf("show: %v", err)
 		}
 		if asJSON {
 			a.printJSON(v)
 		} else {
 			fmt.Fprint(a.stdout, v.Text())
 		}
-		return 0
+		return nil
 	})
 }
 
-func (a *app) ctlImport(ctx context.Context, args []string) int {
+func (a *app) ctlImport(ctx context.Context, args []string) error {
 	var asJSON, dryRun bool
 	var since, codexHome, sinks string
-	if _, code, ok := a.args(cli.Spec{Name: "import", Define: func(fs *flag.FlagSet) {
+	if _, err := a.args(cli.Spec{Name: "import", Define: func(fs *flag.FlagSet) {
 		fs.StringVar(&since, "since", "", "only sessions written since `WHEN`: a date (2006-01-02) or a duration ago (30d)")
 		fs.StringVar(&codexHome, "codex-home", "", "the Codex home `DIR` to import from (default: the one cx runs Codex with)")
 		fs.StringVar(&sinks, "sinks", "", "commit to these `SINKS` (comma-separated; default: local, the archive only)")
 		fs.BoolVar(&dryRun, "dry-run", false, "count what would be imported; change nothing")
 		cli.JSONFlag(&asJSON)(fs)
-	}}, args); !ok {
-		return code
+	}}, args); err != nil {
+		return err
 	}
 	o := history.ImportOptions{CodexHome: codexHome, DryRun: dryRun}
 	if o.CodexHome == "" {
@@ -129,13 +123,11 @@ func (a *app) ctlImport(ctx context.Context, args []string) int {
 	// A home that is not there is a mistyped path or a Codex never run,
 	// not a home with nothing to import (one without sessions/ yet is).
 	if fi, err := os.Stat(o.CodexHome); err != nil || !fi.IsDir() {
-		a.errorf("import: no Codex home at %s (a directory): nothing to import from", o.CodexHome)
-		return 1
+		return fmt.Errorf("import: no Codex home at %s (a directory): nothing to import from", o.CodexHome)
 	}
 	var err error
 	if o.Since, err = recall.ParseSince(since, time.Now()); err != nil {
-		a.errorf("import: %v", err)
-		return usageExit
+		return usageError{fmt.Errorf("import: %v", err)}
 	}
 	if sinks != "" {
 		o.Sinks = strings.Split(sinks, ",")
@@ -146,32 +138,24 @@ func (a *app) ctlImport(ctx context.Context, args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	return a.withManager(ctx, func(m *lifecycle.Manager) int {
+	return a.withLedger(ctx, false, func(m *lifecycle.Manager) error {
 		res, err := history.Import(ctx, m, o)
 		if err != nil {
-			a.errorf("import: %v", err)
-			return 1
+			return fmt.Errorf("import: %v", err)
 		}
 		if asJSON {
 			a.printJSON(res)
-			return 0
+			return nil
 		}
-		if dryRun {
-			fmt.Fprintf(a.stdout, "%s: %d rollouts, %d already known, %d to import (cx ctl import), %d still being written\n", res.CodexHome, res.Found, res.Known, res.Remaining, res.Active)
-		} else {
-			fmt.Fprintf(a.stdout, "%s: %d rollouts, %d already known, %d imported (%d with no turns), %d still being written\n", res.CodexHome, res.Found, res.Known, res.Imported, res.Empty, res.Active)
-		}
-		if res.Active > 0 {
-			fmt.Fprintln(a.stdout, "  still being written: a running Codex holds its writer lock"+activeUntilText(res.ActiveUntil, m.Cfg.Lifecycle.ActiveWindow.Duration))
-		}
-		return 0
+		res.WriteText(a.stdout, dryRun, m.Cfg.Lifecycle.ActiveWindow.Duration)
+		return nil
 	})
 }
 
-func (a *app) ctlForget(ctx context.Context, args []string) int {
+func (a *app) ctlForget(ctx context.Context, args []string) error {
 	var asJSON, yes bool
 	var project string
-	pos, code, ok := a.args(cli.Spec{Name: "forget", Synopsis: "<session>", Min: 0, Max: 1, Define: func(fs *flag.FlagSet) {
+	pos, err := a.args(cli.Spec{Name: "forget", Synopsis: "<session>", Min: 0, Max: 1, Define: func(fs *flag.FlagSet) {
 		fs.StringVar(&project, "project", "", "forget every session of `DIR`'s project")
 		fs.BoolVar(&yes, "yes", false, "do not ask")
 		cli.JSONFlag(&asJSON)(fs)
@@ -181,48 +165,46 @@ func (a *app) ctlForget(ctx context.Context, args []string) int {
 		}
 		return nil
 	}}, args)
-	if !ok {
-		return code
+	if err != nil {
+		return err
 	}
-	return a.withManager(ctx, func(m *lifecycle.Manager) int {
+	return a.withLedger(ctx, false, func(m *lifecycle.Manager) error {
 		ids := pos
 		if len(pos) == 1 {
-			id, ok := a.resolveSession(ctx, m.DB.ResolveSession, pos[0])
-			if !ok {
-				if asJSON {
-					a.printJSON(history.ForgetReport{Forgotten: map[string]int{}, Failed: 1})
-				}
-				return 1
+			id, err := resolveSession(ctx, m.DB.ResolveSession, pos[0])
+			if err != nil && asJSON {
+				a.errorf("%v", err)
+				a.printJSON(history.ForgetReport{Forgotten: map[string]int{}, Failed: 1})
+				return exitStatus(1)
+			} else if err != nil {
+				return err
 			}
 			ids = []string{id}
 		}
 		if project != "" {
 			var err error
 			if ids, err = history.ProjectSessions(ctx, m, project); err != nil {
-				a.errorf("forget: %v", err)
-				return 1
+				return fmt.Errorf("forget: %v", err)
 			}
 			// A project whose directory is gone may still have sessions; one
 			// with neither is most likely a mistyped path.
 			if _, err := os.Stat(project); len(ids) == 0 && err != nil {
-				a.errorf("forget: no session of %s's project in the ledger, and no such directory", project)
-				return 1
+				return fmt.Errorf("forget: no session of %s's project in the ledger, and no such directory", project)
 			}
 			if len(ids) == 0 && !asJSON {
 				fmt.Fprintf(a.stdout, "no session of %s's project in the ledger: nothing to forget\n", project)
-				return 0
+				return nil
 			}
 		}
 		if !yes {
 			if !tty.IsTerminal(a.stdin.Fd()) {
-				a.errorf("forget: %d session(s) would be forgotten; confirm with --yes (stdin is not a terminal)", len(ids))
-				return 1
+				return fmt.Errorf("forget: %d session(s) would be forgotten; confirm with --yes (stdin is not a terminal)", len(ids))
 			}
 			fmt.Fprintf(a.stderr, "forget %d session(s) (%s)? Their archives, checkpoints and search index rows are removed. [y/N] ", len(ids), strings.Join(ids[:min(len(ids), 3)], ", "))
 			answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
 			if ans := strings.ToLower(strings.TrimSpace(answer)); ans != "y" && ans != "yes" {
 				fmt.Fprintln(a.stderr, "nothing forgotten")
-				return 1
+				return exitStatus(1)
 			}
 		}
 		r := history.ForgetAll(ctx, m, ids, func(id string, n int, err error) {
@@ -242,36 +224,25 @@ func (a *app) ctlForget(ctx context.Context, args []string) int {
 			a.printJSON(r)
 		}
 		if r.Failed > 0 {
-			return 1
+			return exitStatus(1)
 		}
-		return 0
+		return nil
 	})
 }
 
 // ctlMCP is `cx mcp` (and `cx ctl mcp`): the MCP server Codex starts.
-func (a *app) ctlMCP(ctx context.Context, args []string) int {
-	if _, code, ok := a.args(cli.Spec{Name: "mcp"}, args); !ok {
-		return code
+func (a *app) ctlMCP(ctx context.Context, args []string) error {
+	if _, err := a.args(cli.Spec{Name: "mcp"}, args); err != nil {
+		return err
 	}
 	cfg, err := a.loadConfig()
 	if err != nil {
-		a.errorf("%v", err)
-		return 1
+		return err
 	}
 	// No signal handling: SIGTERM or SIGINT ends a read-only server at once.
 	err = mcpserver.Serve(ctx, mcpserver.Options{Home: cfg.Home, Cwd: cwd(), Version: cli.Version(version)}, a.stdin, a.stdout)
 	if err != nil {
-		a.errorf("%v", err)
-		return 1
+		return err
 	}
-	return 0
-}
-
-// activeUntilText says when rollouts of a Codex without writer locks
-// (before 0.169) may be imported: once left alone for active_window.
-func activeUntilText(until string, window time.Duration) string {
-	if until == "" {
-		return ""
-	}
-	return fmt.Sprintf(", or (Codex before 0.169 keeps none) it was written within [lifecycle] active_window (%s): importable from %s if left alone", window, until)
+	return nil
 }

@@ -17,48 +17,31 @@ import (
 	"cx/lifecycle"
 )
 
-// sessionFailed reports a command on session id that failed.
-func (a *app) sessionFailed(what, id string, err error) int {
+// sessionFailed is a command on session id that failed.
+func sessionFailed(what, id string, err error) error {
 	if errors.Is(err, readmodel.ErrNoSession) {
-		a.errorf("no session %s in the ledger", id)
-	} else {
-		a.errorf("%s %s: %v", what, id, err)
+		return fmt.Errorf("no session %s in the ledger", id)
 	}
-	return 1
+	return fmt.Errorf("%s %s: %w", what, id, err)
 }
 
 // resolveSession turns what the user typed into a session id: the id, or
-// the unique prefix of one (as git takes a commit's); false, reported,
-// when it names none or several.
-func (a *app) resolveSession(ctx context.Context, resolve func(context.Context, string) (string, error), id string) (string, bool) {
+// the unique prefix of one (as git takes a commit's); an error when it
+// names none or several.
+func resolveSession(ctx context.Context, resolve func(context.Context, string) (string, error), id string) (string, error) {
 	full, err := resolve(ctx, id)
-	switch {
-	case err == nil:
-		return full, true
-	case errors.Is(err, ledger.ErrNotFound):
-		a.errorf("no session %s in the ledger", id)
-	default:
-		a.errorf("%v", err)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return "", fmt.Errorf("no session %s in the ledger", id)
 	}
-	return "", false
+	return full, err
 }
 
-// withManager runs a ctl command's f with the ledger open.
-func (a *app) withManager(ctx context.Context, f func(*lifecycle.Manager) int) int {
-	return a.withLedger(ctx, false, f)
-}
-
-// withReader runs a command that only reads the ledger: it reads a
-// read-only CX_HOME too.
-func (a *app) withReader(ctx context.Context, f func(*lifecycle.Manager) int) int {
-	return a.withLedger(ctx, true, f)
-}
-
-func (a *app) withLedger(ctx context.Context, readOnly bool, f func(*lifecycle.Manager) int) int {
+// withLedger runs a ctl command's f with the ledger open; a command that
+// only reads it (readOnly) reads a read-only CX_HOME too.
+func (a *app) withLedger(ctx context.Context, readOnly bool, f func(*lifecycle.Manager) error) error {
 	cfg, err := a.loadConfig()
 	if err != nil {
-		a.errorf("%v", err)
-		return 1
+		return err
 	}
 	var m *lifecycle.Manager
 	if readOnly {
@@ -67,8 +50,7 @@ func (a *app) withLedger(ctx context.Context, readOnly bool, f func(*lifecycle.M
 		m, err = lifecycle.Open(ctx, cfg, lifecycle.Options{})
 	}
 	if err != nil {
-		a.errorf("%v", err)
-		return 1
+		return err
 	}
 	defer m.Close()
 	return f(m)
@@ -81,51 +63,49 @@ func (a *app) printJSON(v any) {
 	_ = enc.Encode(v)
 }
 
-func (a *app) ctlSessions(ctx context.Context, args []string) int {
+func (a *app) ctlSessions(ctx context.Context, args []string) error {
 	var asJSON bool
-	if _, code, ok := a.args(cli.Spec{Name: "sessions", Define: cli.JSONFlag(&asJSON)}, args); !ok {
-		return code
+	if _, err := a.args(cli.Spec{Name: "sessions", Define: cli.JSONFlag(&asJSON)}, args); err != nil {
+		return err
 	}
-	return a.withReader(ctx, func(m *lifecycle.Manager) int {
+	return a.withLedger(ctx, true, func(m *lifecycle.Manager) error {
 		out, err := readmodel.Sessions(ctx, m.DB)
 		if err != nil {
-			a.errorf("sessions: %v", err)
-			return 1
+			return fmt.Errorf("sessions: %v", err)
 		}
 		if asJSON {
 			a.printJSON(out)
-			return 0
+			return nil
 		}
 		readmodel.WriteSessions(a.stdout, out)
-		return 0
+		return nil
 	})
 }
 
-func (a *app) ctlStatus(ctx context.Context, args []string) int {
+func (a *app) ctlStatus(ctx context.Context, args []string) error {
 	var asJSON bool
-	if _, code, ok := a.args(cli.Spec{Name: "status", Define: cli.JSONFlag(&asJSON)}, args); !ok {
-		return code
+	if _, err := a.args(cli.Spec{Name: "status", Define: cli.JSONFlag(&asJSON)}, args); err != nil {
+		return err
 	}
-	return a.withReader(ctx, func(m *lifecycle.Manager) int {
+	return a.withLedger(ctx, true, func(m *lifecycle.Manager) error {
 		out, err := readmodel.Status(ctx, m.DB)
 		if err != nil {
-			a.errorf("status: %v", err)
-			return 1
+			return fmt.Errorf("status: %v", err)
 		}
 		if asJSON {
 			a.printJSON(out)
-			return 0
+			return nil
 		}
 		out.WriteText(a.stdout)
-		return 0
+		return nil
 	})
 }
 
-func (a *app) ctlShow(ctx context.Context, args []string) int {
+func (a *app) ctlShow(ctx context.Context, args []string) error {
 	var asJSON bool
 	var turn int
 	var flags *flag.FlagSet
-	pos, code, ok := a.args(cli.Spec{Name: "show", Synopsis: "<session>", Min: 1, Max: 1, Define: func(fs *flag.FlagSet) {
+	pos, err := a.args(cli.Spec{Name: "show", Synopsis: "<session>", Min: 1, Max: 1, Define: func(fs *flag.FlagSet) {
 		flags = fs
 		fs.IntVar(&turn, "turn", 0, "show archived turn `N` whole (as search numbers them)")
 		cli.JSONFlag(&asJSON)(fs)
@@ -137,48 +117,48 @@ func (a *app) ctlShow(ctx context.Context, args []string) int {
 		}
 		return nil
 	}}, args)
-	if !ok {
-		return code
+	if err != nil {
+		return err
 	}
 	if turn != 0 {
 		return a.showTurn(ctx, pos[0], turn, asJSON)
 	}
-	return a.withReader(ctx, func(m *lifecycle.Manager) int {
-		id, ok := a.resolveSession(ctx, m.DB.ResolveSession, pos[0])
-		if !ok {
-			return 1
+	return a.withLedger(ctx, true, func(m *lifecycle.Manager) error {
+		id, err := resolveSession(ctx, m.DB.ResolveSession, pos[0])
+		if err != nil {
+			return err
 		}
 		out, err := readmodel.Show(ctx, m.DB, id)
 		if err != nil {
-			return a.sessionFailed("show", id, err)
+			return sessionFailed("show", id, err)
 		}
 		if asJSON {
 			a.printJSON(out)
-			return 0
+			return nil
 		}
 		out.WriteText(a.stdout)
-		return 0
+		return nil
 	})
 }
 
-func (a *app) ctlCommit(ctx context.Context, args []string) int {
+func (a *app) ctlCommit(ctx context.Context, args []string) error {
 	var asJSON bool
-	pos, code, ok := a.args(cli.Spec{Name: "commit", Synopsis: "<session>", Min: 1, Max: 1, Define: cli.JSONFlag(&asJSON)}, args)
-	if !ok {
-		return code
+	pos, err := a.args(cli.Spec{Name: "commit", Synopsis: "<session>", Min: 1, Max: 1, Define: cli.JSONFlag(&asJSON)}, args)
+	if err != nil {
+		return err
 	}
-	return a.withManager(ctx, func(m *lifecycle.Manager) int {
-		id, ok := a.resolveSession(ctx, m.DB.ResolveSession, pos[0])
-		if !ok {
-			return 1
+	return a.withLedger(ctx, false, func(m *lifecycle.Manager) error {
+		id, err := resolveSession(ctx, m.DB.ResolveSession, pos[0])
+		if err != nil {
+			return err
 		}
 		out, err := m.CommitNow(ctx, id)
 		if err != nil {
-			return a.sessionFailed("commit", id, err)
+			return sessionFailed("commit", id, err)
 		}
 		if asJSON {
 			a.printJSON(out)
-			return 0
+			return nil
 		}
 		s := out.Session
 		if out.Ended {
@@ -186,25 +166,24 @@ func (a *app) ctlCommit(ctx context.Context, args []string) int {
 		} else {
 			fmt.Fprintf(a.stdout, "%s: nothing live to end (status %s, generation %d)\n", s.ID, s.Status, s.Generation)
 		}
-		return 0
+		return nil
 	})
 }
 
-func (a *app) ctlSweep(ctx context.Context, args []string) int {
+func (a *app) ctlSweep(ctx context.Context, args []string) error {
 	var background, asJSON bool
 	o := lifecycle.SweepOptions{}
-	if _, code, ok := a.args(cli.Spec{Name: "sweep", Define: func(fs *flag.FlagSet) {
+	if _, err := a.args(cli.Spec{Name: "sweep", Define: func(fs *flag.FlagSet) {
 		fs.BoolVar(&background, "background", false, "run quietly as the single background sweeper")
 		fs.DurationVar(&o.Wait, "wait", time.Minute, "wait up to `D` for jobs another process is working on (0: do not wait)")
 		cli.JSONFlag(&asJSON)(fs)
-	}}, args); !ok {
-		return code
+	}}, args); err != nil {
+		return err
 	}
 	o.Background = background
 	cfg, err := config.Load(a.getenv)
 	if err != nil && !background {
-		a.errorf("%v", err)
-		return 1
+		return err
 	}
 	if !background && !asJSON && tty.IsTerminal(a.stderr.Fd()) {
 		o.Progress = func(waiting []readmodel.JobView, waited time.Duration) {
@@ -221,10 +200,10 @@ func (a *app) ctlSweep(ctx context.Context, args []string) int {
 				a.errorf("%s", advice)
 			}
 		}
-		return 1
+		return exitStatus(1)
 	}
 	if background {
-		return 0
+		return nil
 	}
 	if asJSON {
 		inProgress := res.InProgress
@@ -233,7 +212,7 @@ func (a *app) ctlSweep(ctx context.Context, args []string) int {
 		}
 		a.printJSON(map[string]any{"orphan_runs": res.Orphans, "generations_ended": res.Ended, "jobs_worked": res.Jobs, "sessions_recovered": res.Recovered,
 			"waited_ms": res.Waited.Milliseconds(), "in_progress": inProgress})
-		return 0
+		return nil
 	}
 	fmt.Fprintf(a.stdout, "orphan runs: %d, generations ended: %d, jobs worked: %d\n", res.Orphans, res.Ended, res.Jobs)
 	if res.Recovered > 0 {
@@ -245,10 +224,10 @@ func (a *app) ctlSweep(ctx context.Context, args []string) int {
 			fmt.Fprintf(a.stdout, "  #%d %s %s g%d → %s, by %s until %s\n", j.ID, j.Kind, j.SessionID, j.Generation, j.Target(), readmodel.LeaseHolder(j.LeaseOwner), *j.LeaseUntil)
 		}
 	}
-	return 0
+	return nil
 }
 
-func (a *app) ctlRetry(ctx context.Context, args []string) int {
+func (a *app) ctlRetry(ctx context.Context, args []string) error {
 	var all, asJSON bool
 	var ids []int64
 	spec := cli.Spec{Name: "retry", Synopsis: "<job id>…", Min: 0, Max: -1, Define: func(fs *flag.FlagSet) {
@@ -267,31 +246,28 @@ func (a *app) ctlRetry(ctx context.Context, args []string) int {
 		}
 		return nil
 	}}
-	if _, code, ok := a.args(spec, args); !ok {
-		return code
+	if _, err := a.args(spec, args); err != nil {
+		return err
 	}
-	return a.withManager(ctx, func(m *lifecycle.Manager) int {
+	return a.withLedger(ctx, false, func(m *lifecycle.Manager) error {
 		n, err := m.Retry(ctx, ids, all)
 		if err != nil {
-			a.errorf("retry: %v", err)
-			return 1
+			return fmt.Errorf("retry: %v", err)
 		}
 		if len(ids) > 0 && n == 0 {
-			a.errorf("retry: none of the jobs named is parked (see `cx ctl status`)")
-			return 1
+			return fmt.Errorf("retry: none of the jobs named is parked (see `cx ctl status`)")
 		}
 		worked := 0
 		if n > 0 {
 			if worked, err = m.WorkOutbox(ctx, nil); err != nil {
-				a.errorf("retry: %v", err)
-				return 1
+				return fmt.Errorf("retry: %v", err)
 			}
 		}
 		if asJSON {
 			a.printJSON(map[string]int{"requeued": n, "jobs_worked": worked})
-			return 0
+			return nil
 		}
 		fmt.Fprintf(a.stdout, "%d parked job(s) back in the outbox\n", n)
-		return 0
+		return nil
 	})
 }

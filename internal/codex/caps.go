@@ -130,6 +130,17 @@ func parseHelp(help []byte, caps *Caps) {
 // start costs a stat and a read instead of two child processes.
 type Cache struct{ Path string }
 
+// FindFor is Find for cx: bin as cx's config names it, PATH from getenv,
+// the capabilities cached in cxHome/cache when there is a CX_HOME to use.
+func FindFor(ctx context.Context, bin, cxHome string, getenv func(string) (string, bool)) (Binary, Caps, error) {
+	pathEnv, _ := getenv("PATH")
+	cache := ""
+	if cxHome != "" {
+		cache = filepath.Join(cxHome, "cache")
+	}
+	return Find(ctx, bin, pathEnv, cache)
+}
+
 // Find resolves the Codex binary (bin: cx's setting; pathEnv: $PATH) and
 // its capabilities, cached in cacheDir ("": probed, not cached).
 func Find(ctx context.Context, bin, pathEnv, cacheDir string) (Binary, Caps, error) {

@@ -1,0 +1,147 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+
+	"cx/hookcfg"
+	"cx/inject"
+	"cx/internal/codex"
+	"cx/internal/config"
+	"cx/internal/proc"
+	"cx/internal/testpoint"
+	"cx/lifecycle"
+	"cx/wrapper"
+)
+
+// Launch is what `cx [codex args…]` runs Codex with.
+type Launch struct {
+	Args                  []string // the user's, for Codex
+	Cfg                   config.Config
+	CfgErr                error // cx's config or CX_HOME cannot be used: Codex runs, unrecorded
+	Stdin, Stdout, Stderr *os.File
+	Getenv                func(string) (string, bool)
+	Cwd                   string
+	// Errorf writes one line for the user ("cx: …" on stderr).
+	Errorf func(format string, args ...any)
+}
+
+// supervisorPIDVar marks the environment of the Codex cx starts with cx's
+// pid. A cx whose parent is the cx named there was started *as* codex by
+// that cx — a loop (e.g. another copy of cx named codex on PATH).
+const supervisorPIDVar = "CX_SUPERVISOR_PID"
+
+// startedBy reports whether the cx of pid (a decimal string) started this
+// process: as its parent, or through its leader (the parent's parent).
+func startedBy(pid string) bool {
+	ppid := os.Getppid()
+	if pid == strconv.Itoa(ppid) {
+		return true
+	}
+	st, err := proc.ReadStat(ppid)
+	return err == nil && pid == strconv.Itoa(st.PPID)
+}
+
+// ctrlC is the polite-stop keystroke for Codex: it handles no signal, but
+// Ctrl+C interrupts a running turn and quits at an idle prompt, ending the
+// session the way /exit does.
+var ctrlC = []byte{0x03}
+
+// RunCodex runs Codex under supervision and returns its exit status (127
+// when there is no Codex to run). cx never stands between the user and
+// Codex: a CX_HOME or config cx cannot use costs the recording, not the
+// run.
+func RunCodex(ctx context.Context, l Launch) int {
+	cfg, homeErr := l.Cfg, l.CfgErr
+	if v, ok := l.Getenv(supervisorPIDVar); ok && startedBy(v) {
+		l.Errorf("codex resolves to cx itself (loop): set CX_CODEX_BIN or [codex] bin to the real Codex")
+		return 127
+	}
+	if homeErr == nil {
+		homeErr = config.EnsureHome(cfg.Home)
+	}
+	if homeErr != nil {
+		cfg.Home = ""
+	}
+	bin, caps, err := codex.FindFor(ctx, cfg.Codex.Bin, cfg.Home, l.Getenv)
+	switch {
+	case errors.Is(err, codex.ErrNotFound), errors.Is(err, codex.ErrIsSelf):
+		l.Errorf("%v", err)
+		return 127
+	case err != nil:
+		// Unknown capabilities: run Codex with the user's arguments only.
+		l.Errorf("warning: %v", err)
+	}
+	spec := wrapper.Spec{
+		Path:   bin.Path,
+		Args:   codex.Args(l.Args, caps),
+		Stdin:  l.Stdin,
+		Stdout: l.Stdout,
+		Stderr: l.Stderr,
+		Stop:   wrapper.StopPolicy{Keys: ctrlC, Grace: cfg.Wrapper.Grace.Duration},
+	}
+	if self, err := os.Executable(); err == nil {
+		spec.Leader = self // Ctrl+Z in Codex suspends it, and cx, as without cx
+	}
+	if v, _ := l.Getenv(testpoint.NoLeader); v == "1" {
+		spec.Leader = "" // the benchmark's "before": what the leader costs at start
+	}
+	if homeErr != nil {
+		unrecordedWarning(l, homeErr)
+		// cx's hooks answer this Codex with a no-op: there is nowhere to record.
+		spec.Env = codex.Env(os.Environ(), bin, []string{supervisorPIDVar + "=" + strconv.Itoa(os.Getpid()), "CX_HOOKS_OFF=1"}, "CX_RUN_ID")
+		ex, err := wrapper.Run(ctx, spec)
+		reportRun(l, bin, ex, err)
+		return ex.Code
+	}
+
+	codexArgs, note := inject.AtLaunch(ctx, cfg, codex.Home(l.Getenv), l.Cwd, l.Args, spec.Args, caps, func(ctx context.Context) (bool, string) {
+		self, _ := hookcfg.Self()
+		in := &hookcfg.Installer{CodexHome: codex.Home(l.Getenv), CXPath: self, Trust: caps.HasHookTrust()}
+		return in.Active(ctx)
+	})
+	if note != "" {
+		l.Errorf("%s", note)
+	}
+	spec.Args = codexArgs
+	runID := lifecycle.NewRunID()
+	var tap *AppServerTap
+	mode := ""
+	if codex.IsAppServer(l.Args, caps) {
+		tap, mode = NewAppServerTap(), lifecycle.ModeAppServer
+	}
+	sup := Supervise(ctx, cfg, lifecycle.RunInfo{
+		ID: runID, CodexHome: codex.Home(l.Getenv), CodexVersion: caps.Version,
+		Cwd: l.Cwd, CodexCwd: codex.Cwd(codexArgs, caps, l.Cwd), Args: codexArgs, Sinks: cfg.Sinks, Mode: mode,
+	}, tap, l.Errorf)
+	// Codex's own recipe with cx's variables; cx's hooks always run for it.
+	spec.Env = codex.Env(os.Environ(), bin, []string{"CX_HOME=" + cfg.Home, supervisorPIDVar + "=" + strconv.Itoa(os.Getpid()), "CX_RUN_ID=" + runID}, "CX_HOOKS_OFF")
+	spec.Observer = sup
+	if tap != nil {
+		tap.Configure(&spec)
+	}
+	ex, err := wrapper.Run(ctx, spec)
+	reportRun(l, bin, ex, err)
+	// The terminal is restored: now the synthesized session end, bounded.
+	sup.Finish(ctx, ex)
+	return ex.Code
+}
+
+// unrecordedWarning is the one line a run gets when cx's own state is in
+// trouble: Codex runs as it would without cx, and nothing is recorded.
+func unrecordedWarning(l Launch, err error) {
+	l.Errorf("warning: %v: this run's sessions are not recorded (their rollouts are intact; see `cx ctl doctor`)", err)
+}
+
+// reportRun says what went wrong around Codex's run; cx's own trouble
+// never changes Codex's status.
+func reportRun(l Launch, bin codex.Binary, ex wrapper.Exit, err error) {
+	if ex.StartErr != nil {
+		l.Errorf("start codex %s: %v", bin.Path, ex.StartErr)
+	}
+	if err != nil {
+		l.Errorf("%v", err)
+	}
+}
