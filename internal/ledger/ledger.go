@@ -1,8 +1,27 @@
-// Package ledger is cx's state in SQLite (pure Go driver): runs, sessions
-// and their generations, the outbox of jobs, and an append-only event log.
-// Many short hook processes and several cx processes use it at once: WAL,
-// a busy timeout, and write transactions that take the write lock up front
-// (BEGIN IMMEDIATE), so a read-then-write decision is never raced.
+// Package ledger is cx's state in SQLite (pure Go driver). Many short hook
+// processes and several cx processes use it at once: WAL, a busy timeout,
+// and write transactions that take the write lock up front (BEGIN
+// IMMEDIATE), so a read-then-write decision is never raced; every write
+// connection zeroes what it deletes (secure_delete), and Scrub takes the
+// rest out of the files.
+//
+// Its tables, each in the file named for it, and who writes them:
+//
+//	runs                      runs.go        lifecycle: a cx process supervising a Codex
+//	sessions                  sessions.go    lifecycle (hooks, capture, ends, recovery), history (import)
+//	generations               generations.go lifecycle: one row per end — the primary key referees racing enders
+//	jobs                      jobs.go        lifecycle: the outbox (commits, appends, deferred ends), leased and settled
+//	events                    events.go      whoever changes a run or session: the log `cx ctl show` prints
+//	turns, session_folds      turns.go       lifecycle's capture: turns by generation, the checkpoint folded so far
+//	archives                  turns.go       the local sink: committed generations
+//	sink_turns, sink_commits,
+//	sink_sessions             sinkstate.go   the OpenViking sink: how far each turn, commit and remote session got
+//	recall_turns, recall_text recall.go      internal/recall (through the local sink): the search index (FTS5)
+//	meta                      meta.go        migrations (schema version) and Scrub (a scrub due)
+//
+// Errors are told apart by SQLite's result codes (IsDamaged, CannotWrite,
+// query errors), never by their text. history's forget deletes from every
+// table that holds what a session said (Forget).
 //
 // It imports only the standard library and the sqlite driver.
 package ledger

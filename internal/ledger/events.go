@@ -1,0 +1,63 @@
+package ledger
+
+import (
+	"context"
+	"time"
+)
+
+// Table events: the append-only log `cx ctl show` prints. Written by
+// everyone who changes a session or a run.
+
+// Events returns the audit log for a session (all when sessionID is "").
+func (db *DB) Events(ctx context.Context, sessionID string) ([]Event, error) {
+	q := `SELECT id, at, kind, session_id, run_id, detail FROM events `
+	var args []any
+	if sessionID != "" {
+		q += `WHERE session_id = ? `
+		args = append(args, sessionID)
+	}
+	return list(ctx, db.db, func(s scanner) (Event, error) {
+		var e Event
+		var at string
+		err := s.Scan(&e.ID, &at, &e.Kind, &e.SessionID, &e.RunID, &e.Detail)
+		e.At = parseTS(at)
+		return e, err
+	}, q+`ORDER BY id`, args...)
+}
+
+// LastEvent is the newest event of a kind (ErrNotFound when there is none).
+func (db *DB) LastEvent(ctx context.Context, kind string) (Event, error) {
+	evs, err := list(ctx, db.db, func(s scanner) (Event, error) {
+		var e Event
+		var at string
+		err := s.Scan(&e.ID, &at, &e.Kind, &e.SessionID, &e.RunID, &e.Detail)
+		e.At = parseTS(at)
+		return e, err
+	}, `SELECT id, at, kind, session_id, run_id, detail FROM events WHERE kind = ? ORDER BY id DESC LIMIT 1`, kind)
+	if err != nil {
+		return Event{}, err
+	}
+	if len(evs) == 0 {
+		return Event{}, ErrNotFound
+	}
+	return evs[0], nil
+}
+
+// Event is one audit-log entry.
+type Event struct {
+	ID        int64
+	At        time.Time
+	Kind      string
+	SessionID string
+	RunID     string
+	Detail    string
+}
+
+// --- writes inside a transaction ---
+
+// AddEvent appends to the audit log.
+func (tx *Tx) AddEvent(ctx context.Context, kind, sessionID, runID, detail string) error {
+	_, err := tx.tx.ExecContext(ctx, `INSERT INTO events (at, kind, session_id, run_id, detail) VALUES (?,?,?,?,?)`,
+		ts(tx.now), kind, sessionID, runID, detail)
+	return err
+}
