@@ -285,7 +285,7 @@ func (m *Manager) AfterHook(ctx context.Context, event string) (sweepDue bool) {
 	if _, err := m.recoverOrphans(ctx); err != nil {
 		m.Log.Printf("hook %s: orphan recovery: %v", event, err)
 	}
-	due, _ := m.DB.DueJobs(ctx, time.Now().UTC())
+	due, _ := m.DB.DueJobs(ctx, m.Now())
 	return due
 }
 

@@ -117,9 +117,20 @@ func runTimeout(cmd *exec.Cmd, d time.Duration) error {
 // ctl runs `cx ctl args…`.
 func (e *env) ctl(args ...string) (string, int) {
 	e.t.Helper()
+	return e.ctlLater(0, args...)
+}
+
+// ctlLater runs `cx ctl` with cx's clock set ahead by d (a lease expired, a
+// session idle past its TTL, a rollout past active_window), where a test
+// would otherwise sleep.
+func (e *env) ctlLater(d time.Duration, args ...string) (string, int) {
+	e.t.Helper()
 	cmd := exec.Command(e.cx, append([]string{"ctl"}, args...)...)
 	cmd.Dir = e.w
 	cmd.Env = e.environ()
+	if d > 0 {
+		cmd.Env = append(cmd.Env, "CX_TEST_CLOCK="+d.String())
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := runTimeout(cmd, 60*time.Second); err != nil && cmd.ProcessState == nil {
@@ -466,8 +477,7 @@ func TestIdleTTLSweep(t *testing.T) {
 	if st := e.sessions()["I"]; st.Status != "live" {
 		t.Fatalf("ended before the TTL: %+v", st)
 	}
-	time.Sleep(1200 * time.Millisecond)
-	e.ctl("sweep")
+	e.ctlLater(2*time.Second, "sweep") // past the TTL
 	e.want("I", "empty", "idle", 1, 0)
 }
 
@@ -637,11 +647,11 @@ func TestCrashPoints(t *testing.T) {
 			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 				t.Fatalf("cx did not crash at %s: %v", point, cmd.ProcessState)
 			}
-			time.Sleep(1100 * time.Millisecond) // let a lease taken before the crash expire
-			if out, code := e.ctl("sweep"); code != 0 {
+			// Later, when a lease taken before the crash has expired.
+			if out, code := e.ctlLater(2*time.Second, "sweep"); code != 0 {
 				t.Fatalf("sweep: %s", out)
 			}
-			e.ctl("sweep")
+			e.ctlLater(2*time.Second, "sweep")
 			st := e.sessions()["A"]
 			if st.Status != "committed" || st.Generation != 2 || st.Commits != 2 || st.TotalTurns != 3 {
 				out, _ := e.ctl("show", "A")
@@ -850,8 +860,8 @@ func TestUnrecordedRunRecovered(t *testing.T) {
 	if out, _ := e.ctl("doctor"); !strings.Contains(out, "FAIL unrecorded runs") {
 		t.Fatalf("doctor before recovery:\n%s", out)
 	}
-	time.Sleep(1100 * time.Millisecond) // past active_window: B is not being written
-	if out, code := e.ctl("sweep"); code != 0 || !strings.Contains(out, "recorded 1 session") {
+	// Past active_window: B is not being written.
+	if out, code := e.ctlLater(2*time.Second, "sweep"); code != 0 || !strings.Contains(out, "recorded 1 session") {
 		t.Fatalf("sweep: %d %s", code, out)
 	}
 	st := e.want("B", "committed", lifecycle.ReasonRecovered, 1, 1)

@@ -78,7 +78,8 @@ type Manager struct {
 	hookBacklog int64
 }
 
-func nowUTC() time.Time { return time.Now().UTC() }
+// nowUTC is the state machine's clock (a test may set it ahead).
+func nowUTC() time.Time { return testpoint.Now() }
 
 // Options tune Open.
 type Options struct {
@@ -90,7 +91,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*Manager, error
 	if err := config.EnsureHome(cfg.Home); err != nil {
 		return nil, err
 	}
-	db, err := ledger.Open(ctx, filepath.Join(cfg.Home, ledger.FileName), ledger.Options{BusyTimeout: opts.BusyTimeout})
+	db, err := ledger.Open(ctx, filepath.Join(cfg.Home, ledger.FileName), ledger.Options{BusyTimeout: opts.BusyTimeout, Now: nowUTC})
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +101,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*Manager, error
 // OpenReader opens the ledger for the commands that only read it
 // (sessions, status, show): read only when CX_HOME cannot be written.
 func OpenReader(ctx context.Context, cfg config.Config) (*Manager, error) {
-	db, _, err := ledger.OpenForReading(ctx, filepath.Join(cfg.Home, ledger.FileName), ledger.Options{})
+	db, _, err := ledger.OpenForReading(ctx, filepath.Join(cfg.Home, ledger.FileName), ledger.Options{Now: nowUTC})
 	if err != nil {
 		return nil, err
 	}

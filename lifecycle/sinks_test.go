@@ -305,7 +305,7 @@ func TestOpenVikingServerCommitReported(t *testing.T) {
 	ov.SetAutoCommit("cx-A", 2)
 	e.run("start A; hook SessionStart A resume; turn A two; exit 0")
 	settle(t, e, "A", 2)
-	time.Sleep(200 * time.Millisecond) // the server's background phase
+	ov.Settle(10 * time.Second) // the server's background phase
 	e.run("start A; hook SessionStart A resume; turn A three; exit 0")
 	settle(t, e, "A", 3)
 	if got := strings.Join(userTexts(ov, "A"), ","); got != "one,two,three" {

@@ -47,12 +47,15 @@ const FileName = "cx.db"
 type DB struct {
 	db   *sql.DB
 	Path string
+	now  func() time.Time
 }
 
 // Options tune Open.
 type Options struct {
 	// BusyTimeout is how long a statement waits for another process's lock.
 	BusyTimeout time.Duration
+	// Now is the transactions' clock (nil: the system's, in UTC).
+	Now func() time.Time
 }
 
 // ErrDamaged means the file is not a usable SQLite database.
@@ -80,7 +83,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
 	}
 	sdb.SetMaxOpenConns(1) // one connection per process: SQLite serialises writers anyway
-	db := &DB{db: sdb, Path: path}
+	db := &DB{db: sdb, Path: path, now: opts.Now}
+	if db.now == nil {
+		db.now = func() time.Time { return time.Now().UTC() }
+	}
 	if err := db.migrate(ctx); err != nil {
 		sdb.Close()
 		if isDamage(err) {
@@ -164,7 +170,7 @@ func (db *DB) Tx(ctx context.Context, f func(tx *Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("ledger begin: %w", err)
 	}
-	tx := &Tx{tx: stx, now: time.Now().UTC()}
+	tx := &Tx{tx: stx, now: db.now()}
 	if err := f(tx); err != nil {
 		_ = stx.Rollback()
 		return err

@@ -4,7 +4,7 @@
 // sweep), CX_TEST_PANIC_AT panics (a bug in cx still answers Codex and
 // leaves the terminal whole). Unset, each point is one environment read.
 // It also holds, by name, every other test setting production code reads
-// (HookBacklog, Lease, Backoff, TapLog, Relay, NoLeader): no CX_TEST_
+// (HookBacklog, Lease, Backoff, TapLog, Relay, NoLeader, Clock): no CX_TEST_
 // variable is read anywhere else.
 //
 // It imports only the standard library.
@@ -59,6 +59,7 @@ const (
 	TapLog      = "CX_TEST_TAP_LOG"      // directory: app-server mode copies both relayed streams there
 	Relay       = "CX_TEST_RELAY"        // "pipelined": the PTY relay without the polled writer
 	NoLeader    = "CX_TEST_NO_LEADER"    // "1": a PTY session without cx's session leader
+	Clock       = "CX_TEST_CLOCK"        // duration: the ledger's clock runs this far ahead (a sweep "later", with no wait)
 	// WrapperPanic names a point of the PTY relay to panic at (PanicOn).
 	WrapperPanic = "CX_TEST_PANIC"
 )
@@ -77,3 +78,10 @@ func Int(name string) (int64, bool) {
 
 // String is the test setting name ("" when unset).
 func String(name string) string { return os.Getenv(name) }
+
+// clockAhead is Clock's setting, read once.
+var clockAhead, _ = Duration(Clock)
+
+// Now is the clock of cx's state machine: the system's, in UTC, unless a
+// test set it ahead (Clock).
+func Now() time.Time { return time.Now().UTC().Add(clockAhead) }

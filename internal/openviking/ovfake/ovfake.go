@@ -149,6 +149,48 @@ type Server struct {
 	faults     []*Fault
 	sessions   map[string]*session
 	violations []string
+
+	// work counts what the server does after (or without) answering: a
+	// commit's phase 2, a stalled request; Settle waits for it to end.
+	workMu sync.Mutex
+	workCh chan struct{} // closed when work drops to 0
+	work   int
+}
+
+func (s *Server) begin() {
+	s.workMu.Lock()
+	defer s.workMu.Unlock()
+	if s.work == 0 {
+		s.workCh = make(chan struct{})
+	}
+	s.work++
+}
+
+func (s *Server) end() {
+	s.workMu.Lock()
+	defer s.workMu.Unlock()
+	if s.work--; s.work == 0 {
+		close(s.workCh)
+	}
+}
+
+// Settle waits, up to d, until the server has no work in the background
+// (a commit's phase 2, a stalled request): what a test waits for instead
+// of sleeping. It reports whether the server settled.
+func (s *Server) Settle(d time.Duration) bool {
+	s.workMu.Lock()
+	ch := s.workCh
+	idle := s.work == 0
+	s.workMu.Unlock()
+	if idle {
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	case <-time.After(d):
+		return false
+	}
 }
 
 // Start runs a dev-mode fake (no auth) on a random loopback port.
@@ -355,6 +397,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	var stall time.Duration
 	if fault != nil {
 		stall = fault.Stall
+	}
+	if stall > 0 {
+		s.begin()
+		defer s.end()
 	}
 	s.route(out, r, body, stall)
 	switch {
@@ -765,7 +811,9 @@ func (s *Server) commit(ss *session, keep int, byServer bool) map[string]any {
 		ss.commitCount = max(ss.commitCount, idx)
 	}
 	if s.opts.Summarize > 0 {
+		s.begin()
 		time.AfterFunc(s.opts.Summarize, func() {
+			defer s.end()
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			finish()

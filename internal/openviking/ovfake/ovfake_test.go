@@ -85,7 +85,9 @@ func TestCounters(t *testing.T) {
 	if info.MessageCount != 0 || *info.TotalMessageCount != 2 || info.CommitCount != 0 {
 		t.Fatalf("right after commit (background phase running): %+v", info)
 	}
-	time.Sleep(300 * time.Millisecond)
+	if !s.Settle(10 * time.Second) {
+		t.Fatal("the background phase never ended")
+	}
 	info, _ = c.Session(ctx, "x")
 	if info.CommitCount != 1 {
 		t.Fatalf("after the background phase: %+v", info)
@@ -183,7 +185,7 @@ func TestOverviewBudget(t *testing.T) {
 	ctx := context.Background()
 	c.AddMessages(ctx, "x", msgs("first"))
 	c.Commit(ctx, "x")
-	time.Sleep(50 * time.Millisecond)
+	s.Settle(10 * time.Second)
 	c.AddMessages(ctx, "x", msgs(strings.Repeat("live words ", 500)))
 	small, err := c.Overview(ctx, "x", 2000)
 	if err != nil || small != "" {
@@ -207,7 +209,9 @@ func TestStallDoesTheWorkAfterTheClientGaveUp(t *testing.T) {
 	if st, _ := s.Session("x"); len(st.Messages) != 0 {
 		t.Fatal("stored before the lock freed")
 	}
-	time.Sleep(400 * time.Millisecond)
+	if !s.Settle(10 * time.Second) {
+		t.Fatal("the stalled request never finished")
+	}
 	if st, _ := s.Session("x"); len(st.Messages) != 1 {
 		t.Fatalf("not stored after the lock freed: %+v", st)
 	}
