@@ -8,16 +8,33 @@
 // immediate transaction, so any number of processes may race to end the
 // same generation: exactly one wins.
 //
-// It offers operations, not fields, to cmd/cx: the hook server (ServeHook:
-// the hook protocol end to end, with an Injector inject implements), the
-// supervision of a run (Supervise), the read model behind status, sessions,
-// show and commit, sweeps, retries, `cx ctl import` and `forget`, and its
-// part of doctor. The sinks are
-// packages of their own behind internal/sink.
+// Each hook writes in at most two transactions before the ends it causes
+// (HandleHook): the first records the hook (the session learned or its
+// empty fields filled, adopted by its run, reopened by a resume, seen; the
+// run's foreground moved by a SessionStart); the second stores what the
+// capture read from the rollout together with what the event does with it:
 //
-// It imports wrapper, inject, internal/codex, internal/ledger,
-// internal/recall, internal/rollout, internal/sink and its sinks, and leaf
-// helpers.
+//	SessionStart startup/clear  1, then one per session it ends (/new, /clear, the active window)
+//	SessionStart resume/compact 2: capture + the compaction marked given
+//	SessionStart fork           1
+//	UserPromptSubmit            2: capture + the compaction to give, marked given
+//	Stop                        2: capture + appends armed for the remote sinks
+//	PreCompact                  2: capture + the generation ended and the next opened
+//	SessionEnd                  2: capture + the end and its commit jobs (a long history: the end job, for the sweeper)
+//	PostCompact, Interrupt      1
+//
+// Every end (End) is one transaction with its capture; the outbox then
+// settles each job in one.
+//
+// It offers operations, not fields: HandleHook and InjectRequest to the
+// hook server, runs (BeginRun, ChildStarted, Stopping, Finish, the
+// app-server threads) to the supervisor, End and Learn to history,
+// CommitNow, Sweep, Retry and WorkOutbox to cmd/cx. The sinks are packages
+// of their own behind internal/sink.
+//
+// It imports inject (the Request it builds), internal/codex,
+// internal/ledger, internal/readmodel, internal/recall, internal/rollout,
+// internal/sink and its sinks, and leaf helpers; never wrapper.
 package lifecycle
 
 import (

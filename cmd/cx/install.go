@@ -5,9 +5,9 @@ import (
 	"flag"
 	"fmt"
 
-	"cx/hookcfg"
 	"cx/internal/cli"
 	"cx/internal/codex"
+	"cx/internal/mcpproto"
 	"cx/setup"
 )
 
@@ -78,7 +78,7 @@ func (a *app) printInstall(s *setup.Setup, r setup.Report) {
 	case s.CodexErr == nil:
 		fmt.Fprintf(a.stdout, "Codex %s runs hooks without a trust step\n", s.Caps.Version)
 	}
-	fmt.Fprintf(a.stdout, "MCP server %q (search from inside Codex): %s\n", hookcfg.MCPName, r.MCP)
+	fmt.Fprintf(a.stdout, "MCP server %q (search from inside Codex): %s\n", mcpproto.Name, r.MCP)
 	if r.Import > 0 {
 		fmt.Fprintf(a.stdout, "%d earlier Codex session(s) are not archived yet; `cx ctl import` makes them searchable\n", r.Import)
 	}

@@ -3,10 +3,14 @@
 // calls os.Exit. It parses flags, renders and wires; what cx does lives in
 // the packages below it.
 //
-// It imports wrapper, lifecycle, hookcfg, inject, mcpserver, internal/recall,
+// Commands return errors; exit turns them into the exit status (an
+// exitStatus is one the command has already explained).
+//
+// It imports supervisor, hookserver, setup, history, lifecycle, inject,
+// mcpserver, wrapper (the leader), internal/readmodel, internal/recall,
 // internal/config and leaf helpers (internal/cli, internal/codex,
-// internal/checkpoint, internal/health, internal/rollout, internal/tty);
-// never the ledger or a sink's client.
+// internal/checkpoint, internal/mcpproto, internal/tty); never the ledger
+// or a sink's client.
 package main
 
 import (

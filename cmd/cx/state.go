@@ -11,7 +11,6 @@ import (
 
 	"cx/internal/cli"
 	"cx/internal/config"
-	"cx/internal/ledger"
 	"cx/internal/readmodel"
 	"cx/internal/tty"
 	"cx/lifecycle"
@@ -30,7 +29,7 @@ func sessionFailed(what, id string, err error) error {
 // names none or several.
 func resolveSession(ctx context.Context, resolve func(context.Context, string) (string, error), id string) (string, error) {
 	full, err := resolve(ctx, id)
-	if errors.Is(err, ledger.ErrNotFound) {
+	if readmodel.NotFound(err) {
 		return "", fmt.Errorf("no session %s in the ledger", id)
 	}
 	return full, err

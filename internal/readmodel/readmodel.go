@@ -19,6 +19,12 @@ import (
 // ErrNoSession is returned for a session the ledger does not know.
 var ErrNoSession = errors.New("no such session in the ledger")
 
+// NotFound reports whether err says a session is not in the ledger (as
+// ErrNoSession, or as the ledger's own not-found of a session id).
+func NotFound(err error) bool {
+	return errors.Is(err, ErrNoSession) || errors.Is(err, ledger.ErrNotFound)
+}
+
 // SessionView is one session as `cx ctl sessions --json` prints it.
 type SessionView struct {
 	ID             string   `json:"id"`
