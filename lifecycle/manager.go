@@ -220,21 +220,15 @@ func adopt(s *ledger.Session, run ledger.Run) {
 	}
 }
 
-// catchUp captures the session's new turns from its rollout. New turns
-// after an ended generation open the next one. It returns the session as
-// stored afterwards.
-func (m *Manager) catchUp(ctx context.Context, id string) (ledger.Session, error) {
-	s, _, err := m.capture(ctx, id, 0, nil)
-	return s, err
-}
-
 // afterCapture is more work done in the transaction that stores a capture,
 // on the session as stored: one transaction where two would let another
 // process in between.
 type afterCapture func(ctx context.Context, tx *ledger.Tx, s *ledger.Session) error
 
-// capture is catchUp that reads nothing when more than limit bytes (limit
-// > 0) are unread, reporting it deferred, and runs then (when not nil and
+// capture captures the session's new turns from its rollout (new turns
+// after an ended generation open the next one) and returns the session as
+// stored afterwards. It reads nothing when more than limit bytes (limit >
+// 0) are unread, reporting it deferred, and runs then (when not nil and
 // not deferred) in the transaction that stores what it read.
 func (m *Manager) capture(ctx context.Context, id string, limit int64, then afterCapture) (ledger.Session, bool, error) {
 	s, err := m.DB.Session(ctx, id)
