@@ -171,6 +171,24 @@ func TestOpenVikingHappyPath(t *testing.T) {
 	}
 }
 
+// A thread whose first generation ended with no turn (a daemon killed
+// before the first turn reached the rollout), resumed later: its first
+// generation has nothing to commit, so it holds back no later commit.
+// Found by the chaos run (seed 688373, Codex 0.169).
+func TestOpenVikingEmptyGenerationHoldsNothingBack(t *testing.T) {
+	t.Parallel()
+	e, ov := ovEnv(t, ovfake.Options{})
+	e.run("start A; hook SessionStart A startup; exit 0")
+	e.want("A", "empty", "exit", 1, 0)
+	e.run("start A; hook SessionStart A resume; turn A one; exit 0")
+	waitFor(t, "generation 2 committed", func() bool {
+		e.ctl("sweep")
+		st := e.sessions()["A"]
+		return st.Status == "committed" && st.Generation == 2 && st.Commits == 1
+	})
+	storedOnce(t, ov, "A", "one")
+}
+
 // Stop appends the new turns while the session is live; the end commits.
 func TestOpenVikingAppendsOnStop(t *testing.T) {
 	t.Parallel()

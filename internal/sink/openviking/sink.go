@@ -211,7 +211,9 @@ func (o *Sink) commitBarrier(ctx context.Context, sessionID string, upTo int) (i
 		return 0, err
 	}
 	for _, g := range gens {
-		if g.Generation >= upTo || !slices.Contains(g.Sinks, ovSink) || g.Status == ledger.Live {
+		// An empty generation has no commit, and never will: it holds
+		// nothing back.
+		if g.Generation >= upTo || !slices.Contains(g.Sinks, ovSink) || g.Status == ledger.Live || g.Status == ledger.Empty {
 			continue
 		}
 		c, err := o.h.DB.SinkCommit(ctx, sessionID, ovSink, g.Generation)
