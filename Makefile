@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: all build install test test-deps vet vet-darwin dist dist-check bench demo clean
+.PHONY: all build install test test-deps vet vet-darwin dist dist-check bench chaos demo clean
 
 all: build
 
@@ -54,6 +54,15 @@ demo:
 
 bench:
 	bash scripts/bench.sh
+
+# The chaos run alone (internal/e2e TestChaos; make test runs it for 45 s
+# per Codex version): DURATION per Codex version, SEED replays a schedule
+# of faults, SCALE workers of each kind.
+DURATION ?= 3m
+SEED ?=
+SCALE ?= 1
+chaos: test-deps
+	CX_CHAOS_DURATION=$(DURATION) CX_CHAOS_SEED=$(SEED) CX_CHAOS_SCALE=$(SCALE) $(GO) test -count=1 -timeout 0 -run '^TestChaos$$' -v ./internal/e2e
 
 clean:
 	rm -f cx

@@ -1,0 +1,651 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"cx/internal/codextest"
+	"cx/internal/openviking/ovfake"
+
+	_ "modernc.org/sqlite" // the fault that holds the ledger locked
+)
+
+// The chaos run: real Codex through cx — `cx exec` and `cx exec resume`,
+// `cx app-server` daemons with several threads and turns, some resumed —
+// to three sinks at once (local, OpenViking's server-faithful fake, exec),
+// while faults strike at random times from a printed seed: cx killed
+// (SIGKILL, SIGTERM, SIGHUP), Codex SIGKILLed, a hook process or the
+// background sweeper SIGKILLed mid-work, the ledger held locked, the
+// OpenViking server down, answering 503 or 409, losing answers, dropping
+// connections, stalling; the exec sink failing and hanging. Then
+// everything heals and `cx ctl sweep` runs until quiet, and a checker that
+// does not read cx's bookkeeping compares what Codex's rollouts hold with
+// what each sink received: every user turn of every thread stored exactly
+// once in the local archive and on the OpenViking server, none missing,
+// nothing that is no thread's; each session known to the exec sink.
+//
+// CX_CHAOS_DURATION (default 45s per Codex version), CX_CHAOS_SEED (a seed
+// replays the same schedule of faults) and CX_CHAOS_SCALE (workers of
+// each kind) tune it; `make chaos` runs it alone.
+func TestChaos(t *testing.T) {
+	dur := 45 * time.Second
+	if d, err := time.ParseDuration(os.Getenv("CX_CHAOS_DURATION")); err == nil && d > 0 {
+		dur = d
+	}
+	seed := time.Now().UnixNano() % 1_000_000
+	if s, err := strconv.ParseInt(os.Getenv("CX_CHAOS_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	scale := 1
+	if n, err := strconv.Atoi(os.Getenv("CX_CHAOS_SCALE")); err == nil && n > 0 {
+		scale = n
+	}
+	t.Logf("chaos seed %d (CX_CHAOS_SEED=%d replays it), %v per Codex version, scale %d", seed, seed, dur, scale)
+	eachCodex(t, func(t *testing.T, in codextest.Install) {
+		c := newChaos(t, in, seed, scale)
+		c.run(dur)
+		c.heal()
+		c.check()
+	})
+}
+
+// chaos is one chaos run against one Codex version.
+type chaos struct {
+	t       *testing.T
+	h       *H
+	ov      *ovfake.Server
+	execLog string // what the exec sink received, one JSON line per call
+	execCtl string // "fail" or "hang" makes the exec sink do that
+	scale   int
+
+	mu       sync.Mutex
+	rng      *rand.Rand
+	procs    map[int]string // live cx processes this run started: pid → what
+	faults   map[string]int
+	prompts  int
+	cxCPU    time.Duration
+	started  time.Time
+	duration time.Duration
+}
+
+func newChaos(t *testing.T, in codextest.Install, seed int64, scale int) *chaos {
+	h := New(t, in, Options{})
+	ov, err := ovfake.StartWith(ovfake.Options{APIKey: "mock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ov.Close)
+	c := &chaos{t: t, h: h, ov: ov, scale: scale, rng: rand.New(rand.NewSource(seed)), procs: map[int]string{},
+		faults: map[string]int{},
+		execLog: filepath.Join(h.Root, "exec-sink.jsonl"), execCtl: filepath.Join(h.Root, "exec-sink.ctl")}
+	script := filepath.Join(h.Root, "exec-sink.sh")
+	os.WriteFile(script, []byte(fmt.Sprintf(`#!/bin/sh
+case "$(cat %q 2>/dev/null)" in
+fail) exit 1 ;;
+hang) sleep 60 ;;
+esac
+line=$(cat)
+printf '%%s\n' "$line" >> %q
+`, c.execCtl, c.execLog)), 0o700)
+	os.MkdirAll(h.CXHome, 0o700)
+	cfg := fmt.Sprintf("sinks = [\"local\", \"openviking\", \"exec\"]\n[openviking]\nurl = %q\ntimeout = \"2s\"\napi_key_env = \"CX_TEST_MOCK_KEY\"\n"+
+		"[exec]\ncommand = [\"/bin/sh\", %q]\ntimeout = \"3s\"\n", ov.URL, script)
+	if err := os.WriteFile(filepath.Join(h.CXHome, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// env is what every cx of the run starts with: retries within a second,
+// a dead worker's lease over in ten.
+func (c *chaos) env() []string {
+	return append(c.h.Env(), "CX_TEST_BACKOFF=200ms", "CX_TEST_LEASE=10s")
+}
+
+func (c *chaos) intn(n int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rng.Intn(n)
+}
+
+func (c *chaos) prompt(kind string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.prompts++
+	return fmt.Sprintf("chaos %s prompt %d.", kind, c.prompts)
+}
+
+func (c *chaos) count(fault string) {
+	c.mu.Lock()
+	c.faults[fault]++
+	c.mu.Unlock()
+}
+
+func (c *chaos) track(cmd *exec.Cmd, what string) {
+	c.mu.Lock()
+	c.procs[cmd.Process.Pid] = what
+	c.mu.Unlock()
+}
+
+func (c *chaos) untrack(cmd *exec.Cmd) {
+	c.mu.Lock()
+	delete(c.procs, cmd.Process.Pid)
+	if cmd.ProcessState != nil {
+		c.cxCPU += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	c.mu.Unlock()
+}
+
+// run drives the workload and the faults for d.
+func (c *chaos) run(d time.Duration) {
+	c.started, c.duration = time.Now(), d
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := 0; i < 2*c.scale; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.execWorker(ctx) }()
+	}
+	for i := 0; i < c.scale; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.daemonWorker(ctx) }()
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); c.faultWorker(ctx) }()
+	wg.Wait()
+}
+
+// execWorker runs `cx exec` threads, resuming about half once.
+func (c *chaos) execWorker(ctx context.Context) {
+	for ctx.Err() == nil {
+		p := c.prompt("exec")
+		out, ok := c.exec(ctx, "exec", "--json", p)
+		id := threadOf(out)
+		if id == "" && ok {
+			id = c.threadWith(p)
+		}
+		if !ok || id == "" || c.intn(2) == 0 {
+			continue
+		}
+		c.exec(ctx, "exec", "resume", id, c.prompt("resume"))
+	}
+}
+
+// exec runs one `cx exec …` to its end (or its kill).
+func (c *chaos) exec(ctx context.Context, args ...string) (string, bool) {
+	cmd := exec.Command(c.h.CX, args...)
+	cmd.Dir = c.h.Work
+	cmd.Env = c.env()
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		c.t.Errorf("start cx exec: %v", err)
+		return "", false
+	}
+	c.track(cmd, "exec")
+	err := cmd.Wait()
+	c.untrack(cmd)
+	return out.String(), err == nil
+}
+
+// threadOf is the thread id `codex exec --json` announced.
+func threadOf(out string) string {
+	for _, line := range strings.Split(out, "\n") {
+		var ev struct {
+			Type     string `json:"type"`
+			ThreadID string `json:"thread_id"`
+		}
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.Type == "thread.started" {
+			return ev.ThreadID
+		}
+	}
+	return ""
+}
+
+// threadWith is the thread whose rollout holds text ("" if none).
+func (c *chaos) threadWith(text string) string {
+	for _, p := range c.h.Rollouts() {
+		if data, err := os.ReadFile(p); err == nil && strings.Contains(string(data), text) {
+			return rolloutID(p)
+		}
+	}
+	return ""
+}
+
+// daemonWorker runs `cx app-server` daemons, each with threads of several
+// turns, resuming threads of daemons that died; a daemon killed is
+// replaced.
+func (c *chaos) daemonWorker(ctx context.Context) {
+	var old []string
+	for ctx.Err() == nil {
+		d, err := c.startDaemon()
+		if err != nil {
+			c.t.Errorf("start cx app-server: %v", err)
+			return
+		}
+		for ctx.Err() == nil && d.alive() {
+			var id string
+			if len(old) > 0 && c.intn(3) == 0 {
+				id = old[c.intn(len(old))]
+				if _, err := d.call("thread/resume", map[string]any{"threadId": id}); err != nil {
+					continue
+				}
+			} else {
+				res, err := d.call("thread/start", map[string]any{"cwd": c.h.Work})
+				th, _ := res["thread"].(map[string]any)
+				if id, _ = th["id"].(string); err != nil || id == "" {
+					continue
+				}
+				old = append(old, id)
+			}
+			for n := 1 + c.intn(3); n > 0 && d.alive(); n-- {
+				if err := d.turn(id, c.prompt("daemon")); err != nil {
+					break
+				}
+			}
+		}
+		d.stop()
+	}
+}
+
+// faultWorker strikes every 0.5-3 s until the run ends.
+func (c *chaos) faultWorker(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Duration(500+c.intn(2500)) * time.Millisecond):
+		}
+		c.strike()
+	}
+}
+
+// strike injects one fault, chosen by the seed.
+func (c *chaos) strike() {
+	switch k := c.intn(11); k {
+	case 0, 1, 2:
+		sig := []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM, syscall.SIGHUP}[k]
+		if pid := c.pick(); pid != 0 && syscall.Kill(pid, sig) == nil {
+			c.count("cx " + unixSignal(sig))
+		}
+	case 3:
+		if pid := c.pick(); pid != 0 {
+			for _, child := range Children(pid) {
+				if syscall.Kill(child, syscall.SIGKILL) == nil {
+					c.count("codex SIGKILL")
+				}
+			}
+		}
+	case 4:
+		if c.killOwn("ctl hook") {
+			c.count("hook SIGKILL")
+		}
+	case 5:
+		if c.killOwn("ctl sweep --background") {
+			c.count("sweeper SIGKILL")
+		}
+	case 6:
+		c.count("ledger locked")
+		go c.lockLedger(time.Duration(1+c.intn(3)) * time.Second)
+	case 7:
+		c.count("openviking down")
+		c.ov.Down()
+		go func(d time.Duration) { time.Sleep(d); _ = c.ov.Up() }(time.Duration(1+c.intn(3)) * time.Second)
+	case 8:
+		f := []ovfake.Fault{
+			{Route: "/messages", Status: 503, Count: 3},
+			{Route: "/messages", AfterWork: true, Status: 500},
+			{Route: "/messages", Drop: true},
+			{Route: "/commit", Drop: true},
+			{Route: "/commit", Status: 409, Retryable: true},
+			{Route: "/messages", Stall: 3 * time.Second},
+			{Route: "/messages", Delay: 3 * time.Second},
+		}[c.intn(7)]
+		c.ov.Inject(f)
+		c.count(fmt.Sprintf("openviking %s", faultName(f)))
+	case 9, 10:
+		mode := []string{"fail", "hang"}[k-9]
+		c.count("exec sink " + mode)
+		os.WriteFile(c.execCtl, []byte(mode), 0o600)
+		go func(d time.Duration) { time.Sleep(d); os.WriteFile(c.execCtl, nil, 0o600) }(time.Duration(1+c.intn(4)) * time.Second)
+	}
+}
+
+func unixSignal(s syscall.Signal) string {
+	return map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP"}[s]
+}
+
+func faultName(f ovfake.Fault) string {
+	switch {
+	case f.Drop:
+		return f.Route + " dropped"
+	case f.AfterWork:
+		return f.Route + " answer lost"
+	case f.Stall > 0:
+		return f.Route + " stalled"
+	case f.Delay > 0:
+		return f.Route + " slow"
+	}
+	return fmt.Sprintf("%s %d", f.Route, f.Status)
+}
+
+// pick is a live cx process of the run, chosen by the seed (0: none).
+func (c *chaos) pick() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pids := make([]int, 0, len(c.procs))
+	for pid := range c.procs {
+		pids = append(pids, pid)
+	}
+	if len(pids) == 0 {
+		return 0
+	}
+	sort.Ints(pids)
+	return pids[c.rng.Intn(len(pids))]
+}
+
+// killOwn SIGKILLs one process of this run (its CX_HOME) whose command line
+// holds what.
+func (c *chaos) killOwn(what string) bool {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if !strings.Contains(strings.ReplaceAll(string(cmdline), "\x00", " "), what) {
+			continue
+		}
+		environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if strings.Contains(string(environ), "CX_HOME="+c.h.CXHome+"\x00") {
+			return syscall.Kill(pid, syscall.SIGKILL) == nil
+		}
+	}
+	return false
+}
+
+// lockLedger holds the ledger's write lock for d, as another process might.
+func (c *chaos) lockLedger(d time.Duration) {
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(c.h.CXHome, "cx.db")+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		return
+	}
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		return
+	}
+	time.Sleep(d)
+	_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
+}
+
+// heal ends every fault, then sweeps until nothing is pending, parked or
+// live.
+func (c *chaos) heal() {
+	_ = c.ov.Up()
+	os.WriteFile(c.execCtl, nil, 0o600)
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		c.ctl("retry", "--all")
+		c.ctl("sweep", "--wait", "20s")
+		var st struct {
+			Live    []any `json:"live_sessions"`
+			Pending []any `json:"pending_jobs"`
+			Parked  []any `json:"parked_jobs"`
+		}
+		out := c.ctl("status", "--json")
+		if json.Unmarshal([]byte(out), &st) == nil && len(st.Live)+len(st.Pending)+len(st.Parked) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("not quiet 3 minutes after healing:\n%s", out)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func (c *chaos) ctl(args ...string) string {
+	cmd := exec.Command(c.h.CX, append([]string{"ctl"}, args...)...)
+	cmd.Dir = c.h.Work
+	cmd.Env = c.env()
+	out, _ := cmd.Output()
+	return string(out)
+}
+
+// expected is what Codex's own rollouts say the sinks must hold: each
+// thread's user prompts of this run, in order.
+func (c *chaos) expected() map[string][]string {
+	want := map[string][]string{}
+	var files []string
+	for _, dir := range []string{"sessions", "archived_sessions"} {
+		filepath.Walk(filepath.Join(c.h.CodexHome, dir), func(p string, fi os.FileInfo, err error) error {
+			if err == nil && !fi.IsDir() && strings.HasSuffix(p, ".jsonl") {
+				files = append(files, p)
+			}
+			return nil
+		})
+	}
+	for _, p := range files {
+		id := rolloutID(p)
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		for sc.Scan() {
+			var rec struct {
+				Type    string `json:"type"`
+				Payload struct {
+					Type    string `json:"type"`
+					Message string `json:"message"`
+				} `json:"payload"`
+			}
+			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Type == "event_msg" && rec.Payload.Type == "user_message" &&
+				strings.HasPrefix(rec.Payload.Message, "chaos ") {
+				want[id] = append(want[id], rec.Payload.Message)
+			}
+		}
+		f.Close()
+	}
+	return want
+}
+
+// stored counts, per thread and prompt, what the local archive holds (the
+// archives the local sink wrote, read with SQL, not through cx) and what
+// the OpenViking server stored.
+func (c *chaos) stored(want map[string][]string) (local, ov map[string]map[string]int) {
+	local, ov = map[string]map[string]int{}, map[string]map[string]int{}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(c.h.CXHome, "cx.db")+"?mode=ro")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT session_id, turns FROM archives`)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for rows.Next() {
+		var id, turns string
+		_ = rows.Scan(&id, &turns)
+		var ts []struct {
+			User string `json:"user"`
+		}
+		_ = json.Unmarshal([]byte(turns), &ts)
+		for _, tt := range ts {
+			if strings.HasPrefix(tt.User, "chaos ") {
+				if local[id] == nil {
+					local[id] = map[string]int{}
+				}
+				local[id][tt.User]++
+			}
+		}
+	}
+	rows.Close()
+	ids := map[string]bool{}
+	for id := range want {
+		ids[id] = true
+	}
+	for id := range local {
+		ids[id] = true
+	}
+	for id := range ids {
+		s, ok := c.ov.Session("cx-" + id)
+		if !ok {
+			continue
+		}
+		for _, m := range s.Messages {
+			var msg struct {
+				Role  string `json:"role"`
+				Parts []struct {
+					Type string `json:"type"`
+					Text string `json:"text"`
+				} `json:"parts"`
+			}
+			_ = json.Unmarshal(m, &msg)
+			for _, p := range msg.Parts {
+				if msg.Role == "user" && p.Type == "text" && strings.HasPrefix(p.Text, "chaos ") {
+					if ov[id] == nil {
+						ov[id] = map[string]int{}
+					}
+					ov[id][p.Text]++
+				}
+			}
+		}
+	}
+	return local, ov
+}
+
+// tally compares one sink's store with what the rollouts hold.
+type tally struct{ expected, stored, duplicated, missing, phantom int }
+
+func compare(want map[string][]string, got map[string]map[string]int) (tally, []string) {
+	var t tally
+	var problems []string
+	for id, prompts := range want {
+		for _, p := range prompts {
+			t.expected++
+			switch n := got[id][p]; {
+			case n == 0:
+				t.missing++
+				problems = append(problems, fmt.Sprintf("missing %s: %q", id, p))
+			case n > 1:
+				t.stored++
+				t.duplicated += n - 1
+				problems = append(problems, fmt.Sprintf("%d times %s: %q", n, id, p))
+			default:
+				t.stored++
+			}
+		}
+	}
+	for id, ps := range got {
+		for p := range ps {
+			found := false
+			for _, w := range want[id] {
+				found = found || w == p
+			}
+			if !found {
+				t.phantom++
+				problems = append(problems, fmt.Sprintf("phantom %s: %q (in no rollout of that thread)", id, p))
+			}
+		}
+	}
+	return t, problems
+}
+
+// check is the checker: it trusts Codex's rollouts and the sinks'
+// stores, never cx's ledger bookkeeping.
+func (c *chaos) check() {
+	want := c.expected()
+	local, ov := c.stored(want)
+	lt, lp := compare(want, local)
+	ot, op := compare(want, ov)
+	// The exec sink: every thread with a turn ended at least once; a
+	// repeat of one generation is allowed only in the crash window the
+	// README names (a cx killed between the command's exit and its record).
+	calls := map[string]int{}
+	data, _ := os.ReadFile(c.execLog)
+	execSessions := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var p struct {
+			SessionID  string `json:"session_id"`
+			Generation int    `json:"generation"`
+		}
+		if json.Unmarshal([]byte(line), &p) == nil && p.SessionID != "" {
+			calls[fmt.Sprintf("%s/%d", p.SessionID, p.Generation)]++
+			execSessions[p.SessionID] = true
+		}
+	}
+	var et tally
+	for id, prompts := range want {
+		if len(prompts) == 0 {
+			continue
+		}
+		et.expected++
+		if execSessions[id] {
+			et.stored++
+		} else {
+			et.missing++
+			lp = append(lp, "exec sink never called for "+id)
+		}
+	}
+	for id := range execSessions {
+		if _, ok := want[id]; !ok {
+			et.phantom++
+		}
+	}
+	for _, n := range calls {
+		et.duplicated += n - 1
+	}
+	gens := len(calls)
+	turns := 0
+	for _, ps := range want {
+		turns += len(ps)
+	}
+	c.mu.Lock()
+	var faults []string
+	total := 0
+	for k, n := range c.faults {
+		faults = append(faults, fmt.Sprintf("%s %d", k, n))
+		total += n
+	}
+	cpu := c.cxCPU
+	c.mu.Unlock()
+	sort.Strings(faults)
+	c.t.Logf("chaos report (%s, %v):\n  threads %d, user turns %d, generations (exec sink) %d, prompts sent %d\n  faults %d: %s\n"+
+		"  sink        expected  stored  duplicated  missing  phantom\n"+
+		"  local       %8d  %6d  %10d  %7d  %7d\n  openviking  %8d  %6d  %10d  %7d  %7d\n  exec        %8d  %6d  %10d  %7d  %7d   (sessions; duplicates are repeated generations)\n"+
+		"  cx CPU (processes the run started) %v",
+		c.h.Codex.Version, c.duration, len(want), turns, gens, c.prompts, total, strings.Join(faults, ", "),
+		lt.expected, lt.stored, lt.duplicated, lt.missing, lt.phantom, ot.expected, ot.stored, ot.duplicated, ot.missing, ot.phantom,
+		et.expected, et.stored, et.duplicated, et.missing, et.phantom, cpu.Round(time.Millisecond))
+	if v := c.ov.Violations(); len(v) > 0 {
+		c.t.Errorf("outside the OpenViking server's contract: %v", v)
+	}
+	if lt.missing+lt.duplicated+lt.phantom+ot.missing+ot.duplicated+ot.phantom+et.missing+et.phantom > 0 {
+		all := append(append(lp, op...), "")
+		if len(all) > 40 {
+			all = all[:40]
+		}
+		c.t.Fatalf("chaos found what exactly-once forbids (seed in the log above):\n%s", strings.Join(all, "\n"))
+	}
+}
