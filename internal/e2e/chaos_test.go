@@ -90,7 +90,7 @@ func newChaos(t *testing.T, in codextest.Install, seed int64, scale int) *chaos 
 	}
 	t.Cleanup(ov.Close)
 	c := &chaos{t: t, h: h, ov: ov, scale: scale, rng: rand.New(rand.NewSource(seed)), procs: map[int]string{},
-		faults: map[string]int{},
+		faults:  map[string]int{},
 		execLog: filepath.Join(h.Root, "exec-sink.jsonl"), execCtl: filepath.Join(h.Root, "exec-sink.ctl")}
 	script := filepath.Join(h.Root, "exec-sink.sh")
 	os.WriteFile(script, []byte(fmt.Sprintf(`#!/bin/sh
