@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -76,6 +77,7 @@ type chaos struct {
 	rng      *rand.Rand
 	procs    map[int]string // live cx processes this run started: pid → what
 	faults   map[string]int
+	struck   []struck // every fault, when
 	prompts  int
 	cxCPU    time.Duration
 	started  time.Time
@@ -99,7 +101,7 @@ fail) exit 1 ;;
 hang) sleep 60 ;;
 esac
 line=$(cat)
-printf '%%s\n' "$line" >> %q
+printf '%%s %%s\n' "$(date +%%s.%%N)" "$line" >> %q
 `, c.execCtl, c.execLog)), 0o700)
 	os.MkdirAll(h.CXHome, 0o700)
 	cfg := fmt.Sprintf("sinks = [\"local\", \"openviking\", \"exec\"]\n[openviking]\nurl = %q\ntimeout = \"2s\"\napi_key_env = \"CX_TEST_MOCK_KEY\"\n"+
@@ -129,10 +131,35 @@ func (c *chaos) prompt(kind string) string {
 	return fmt.Sprintf("chaos %s prompt %d.", kind, c.prompts)
 }
 
+// struck is one fault and when it struck.
+type struck struct {
+	at   time.Time
+	kind string
+}
+
 func (c *chaos) count(fault string) {
 	c.mu.Lock()
 	c.faults[fault]++
+	c.struck = append(c.struck, struck{time.Now(), fault})
 	c.mu.Unlock()
+}
+
+// crashes are the faults that can cut a process between an exec sink
+// command's success and cx recording it (the crash window the README
+// names): a kill, a stop, or the command's own timeout.
+var crashes = []string{"cx SIGKILL", "cx SIGTERM", "cx SIGHUP", "codex SIGKILL", "hook SIGKILL", "sweeper SIGKILL", "exec sink hang"}
+
+// explain names the fault that can have repeated a call first made at
+// first and repeated at again ("" when none can).
+func (c *chaos) explain(first, again time.Time) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, f := range c.struck {
+		if f.at.After(first.Add(-time.Second)) && f.at.Before(again) && slices.Contains(crashes, f.kind) {
+			return fmt.Sprintf("%s at +%.1fs", f.kind, f.at.Sub(c.started).Seconds())
+		}
+	}
+	return ""
 }
 
 func (c *chaos) track(cmd *exec.Cmd, what string) {
@@ -432,7 +459,8 @@ func (c *chaos) ctl(args ...string) string {
 }
 
 // expected is what Codex's own rollouts say the sinks must hold: each
-// thread's user prompts of this run, in order.
+// thread's user prompts of this run, in order, read here from the JSONL
+// (not with cx's rollout reader).
 func (c *chaos) expected() map[string][]string {
 	want := map[string][]string{}
 	var files []string
@@ -452,17 +480,30 @@ func (c *chaos) expected() map[string][]string {
 		}
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		seen := map[string]bool{}
 		for sc.Scan() {
+			// A user turn as Codex records its input: a response item of
+			// the user's role (0.169 writes no user_message event; a
+			// resumed or forked history may repeat one: a set).
 			var rec struct {
 				Type    string `json:"type"`
 				Payload struct {
 					Type    string `json:"type"`
-					Message string `json:"message"`
+					Role    string `json:"role"`
+					Content []struct {
+						Type string `json:"type"`
+						Text string `json:"text"`
+					} `json:"content"`
 				} `json:"payload"`
 			}
-			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Type == "event_msg" && rec.Payload.Type == "user_message" &&
-				strings.HasPrefix(rec.Payload.Message, "chaos ") {
-				want[id] = append(want[id], rec.Payload.Message)
+			if json.Unmarshal(sc.Bytes(), &rec) != nil || rec.Type != "response_item" || rec.Payload.Type != "message" || rec.Payload.Role != "user" {
+				continue
+			}
+			for _, part := range rec.Payload.Content {
+				if part.Type == "input_text" && strings.HasPrefix(part.Text, "chaos ") && !seen[part.Text] {
+					seen[part.Text] = true
+					want[id] = append(want[id], part.Text)
+				}
 			}
 		}
 		f.Close()
@@ -582,16 +623,19 @@ func (c *chaos) check() {
 	// The exec sink: every thread with a turn ended at least once; a
 	// repeat of one generation is allowed only in the crash window the
 	// README names (a cx killed between the command's exit and its record).
-	calls := map[string]int{}
+	calls := map[string][]time.Time{}
 	data, _ := os.ReadFile(c.execLog)
 	execSessions := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		at, payload, _ := strings.Cut(line, " ")
 		var p struct {
 			SessionID  string `json:"session_id"`
 			Generation int    `json:"generation"`
 		}
-		if json.Unmarshal([]byte(line), &p) == nil && p.SessionID != "" {
-			calls[fmt.Sprintf("%s/%d", p.SessionID, p.Generation)]++
+		secs, _ := strconv.ParseFloat(at, 64)
+		if json.Unmarshal([]byte(payload), &p) == nil && p.SessionID != "" {
+			key := fmt.Sprintf("%s/%d", p.SessionID, p.Generation)
+			calls[key] = append(calls[key], time.Unix(0, int64(secs*1e9)))
 			execSessions[p.SessionID] = true
 		}
 	}
@@ -613,10 +657,21 @@ func (c *chaos) check() {
 			et.phantom++
 		}
 	}
-	for _, n := range calls {
-		et.duplicated += n - 1
+	var repeats []string
+	unexplained := 0
+	for key, ats := range calls {
+		for _, again := range ats[1:] {
+			et.duplicated++
+			why := c.explain(ats[0], again)
+			if why == "" {
+				unexplained++
+				why = "NO crash in its window"
+			}
+			repeats = append(repeats, fmt.Sprintf("%s repeated (%s)", key, why))
+		}
 	}
-	gens := len(calls)
+	sort.Strings(repeats)
+	gens := len(calls) // each generation ended reaches the exec sink
 	turns := 0
 	for _, ps := range want {
 		turns += len(ps)
@@ -634,15 +689,15 @@ func (c *chaos) check() {
 	c.t.Logf("chaos report (%s, %v):\n  threads %d, user turns %d, generations (exec sink) %d, prompts sent %d\n  faults %d: %s\n"+
 		"  sink        expected  stored  duplicated  missing  phantom\n"+
 		"  local       %8d  %6d  %10d  %7d  %7d\n  openviking  %8d  %6d  %10d  %7d  %7d\n  exec        %8d  %6d  %10d  %7d  %7d   (sessions; duplicates are repeated generations)\n"+
-		"  cx CPU (processes the run started) %v",
+		"  cx CPU (processes the run started) %v\n  exec repeats: %s",
 		c.h.Codex.Version, c.duration, len(want), turns, gens, c.prompts, total, strings.Join(faults, ", "),
 		lt.expected, lt.stored, lt.duplicated, lt.missing, lt.phantom, ot.expected, ot.stored, ot.duplicated, ot.missing, ot.phantom,
-		et.expected, et.stored, et.duplicated, et.missing, et.phantom, cpu.Round(time.Millisecond))
+		et.expected, et.stored, et.duplicated, et.missing, et.phantom, cpu.Round(time.Millisecond), strings.Join(append(repeats, "none")[:max(1, len(repeats))], "; "))
 	if v := c.ov.Violations(); len(v) > 0 {
 		c.t.Errorf("outside the OpenViking server's contract: %v", v)
 	}
-	if lt.missing+lt.duplicated+lt.phantom+ot.missing+ot.duplicated+ot.phantom+et.missing+et.phantom > 0 {
-		all := append(append(lp, op...), "")
+	if lt.missing+lt.duplicated+lt.phantom+ot.missing+ot.duplicated+ot.phantom+et.missing+et.phantom+unexplained > 0 {
+		all := append(append(append(lp, op...), repeats...), "")
 		if len(all) > 40 {
 			all = all[:40]
 		}
