@@ -210,23 +210,27 @@ func probeMCP(ctx context.Context, s codex.MCPServer) ([]string, error) {
 		return nil, err
 	}
 	defer func() { stdin.Close(); _ = cmd.Wait() }()
-	_, err = fmt.Fprint(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+mcpproto.ProbeVersion+`","capabilities":{},"clientInfo":{"name":"cx-doctor","version":"1"}}}`+"\n"+
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+
-		`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`+"\n")
-	if err != nil {
-		return nil, err
+	enc := json.NewEncoder(stdin) // one message per line
+	for _, req := range []mcpproto.Request{
+		{JSONRPC: mcpproto.JSONRPC, ID: json.RawMessage("1"), Method: "initialize", Params: map[string]any{"protocolVersion": mcpproto.ProbeVersion,
+			"capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "cx-doctor", "version": "1"}}},
+		{JSONRPC: mcpproto.JSONRPC, Method: "notifications/initialized"},
+		{JSONRPC: mcpproto.JSONRPC, ID: json.RawMessage("2"), Method: "tools/list", Params: map[string]any{}},
+	} {
+		if err := enc.Encode(req); err != nil {
+			return nil, err
+		}
 	}
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {
 		var m struct {
-			ID     int `json:"id"`
+			mcpproto.Response
 			Result struct {
 				Tools []struct{ Name string } `json:"tools"`
 			} `json:"result"`
-			Error *struct{ Message string } `json:"error"`
 		}
-		if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID != 2 {
+		if json.Unmarshal(sc.Bytes(), &m) != nil || string(m.ID) != "2" {
 			continue
 		}
 		if m.Error != nil {

@@ -52,30 +52,10 @@ type Options struct {
 	Log func(format string, args ...any)
 }
 
-// JSON-RPC error codes (JSON-RPC 2.0 §5.1).
-const (
-	codeInvalidRequest = -32600
-	codeMethodNotFound = -32601
-	codeInvalidParams  = -32602
-)
-
+// message is a request as the server reads it (its params kept raw).
 type message struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`
-}
-
-type rpcError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
-type response struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Result  any             `json:"result,omitempty"`
-	Error   *rpcError       `json:"error,omitempty"`
+	mcpproto.Request
+	Params json.RawMessage `json:"params,omitempty"`
 }
 
 // tool is one tool: its listing and what a call does.
@@ -230,9 +210,9 @@ func textResult(tool, text string, err error) map[string]any {
 }
 
 // handle answers one request.
-func (s *server) handle(ctx context.Context, m message) (any, *rpcError) {
+func (s *server) handle(ctx context.Context, m message) (any, *mcpproto.Error) {
 	if m.Method != "initialize" && m.Method != "ping" && !s.initialized {
-		return nil, &rpcError{codeInvalidRequest, fmt.Sprintf("%s before initialize", m.Method)}
+		return nil, &mcpproto.Error{Code: mcpproto.CodeInvalidRequest, Message: fmt.Sprintf("%s before initialize", m.Method)}
 	}
 	switch m.Method {
 	case "initialize":
@@ -261,7 +241,7 @@ func (s *server) handle(ctx context.Context, m message) (any, *rpcError) {
 			Arguments json.RawMessage `json:"arguments"`
 		}
 		if err := json.Unmarshal(m.Params, &p); err != nil {
-			return nil, &rpcError{codeInvalidParams, "tools/call: " + err.Error()}
+			return nil, &mcpproto.Error{Code: mcpproto.CodeInvalidParams, Message: "tools/call: " + err.Error()}
 		}
 		for _, t := range s.tools {
 			if t.Name == p.Name {
@@ -269,9 +249,9 @@ func (s *server) handle(ctx context.Context, m message) (any, *rpcError) {
 				return textResult(t.Name, text, err), nil
 			}
 		}
-		return nil, &rpcError{codeInvalidParams, fmt.Sprintf("unknown tool %q", p.Name)}
+		return nil, &mcpproto.Error{Code: mcpproto.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", p.Name)}
 	}
-	return nil, &rpcError{codeMethodNotFound, fmt.Sprintf("method %q not found", m.Method)}
+	return nil, &mcpproto.Error{Code: mcpproto.CodeMethodNotFound, Message: fmt.Sprintf("method %q not found", m.Method)}
 }
 
 // Serve runs the server on r and w until r ends or ctx is done.
@@ -290,7 +270,7 @@ func Serve(ctx context.Context, o Options, r io.Reader, w io.Writer) error {
 				}
 			default:
 				res, rerr := s.handle(ctx, m)
-				if werr := write(out, response{JSONRPC: "2.0", ID: m.ID, Result: res, Error: rerr}); werr != nil {
+				if werr := write(out, mcpproto.Response{JSONRPC: mcpproto.JSONRPC, ID: m.ID, Result: res, Error: rerr}); werr != nil {
 					return fmt.Errorf("mcp: %w", werr)
 				}
 			}
@@ -305,7 +285,7 @@ func Serve(ctx context.Context, o Options, r io.Reader, w io.Writer) error {
 	return nil
 }
 
-func write(w *bufio.Writer, r response) error {
+func write(w *bufio.Writer, r mcpproto.Response) error {
 	if r.Error == nil && r.Result == nil {
 		r.Result = map[string]any{}
 	}
@@ -327,7 +307,7 @@ func parse(line []byte, logf func(string, ...any)) (message, bool) {
 		return m, false
 	}
 	err := json.Unmarshal([]byte(t), &m)
-	if err == nil && (m.JSONRPC != "2.0" || m.Method == "") {
+	if err == nil && (m.JSONRPC != mcpproto.JSONRPC || m.Method == "") {
 		err = errors.New("not a JSON-RPC request or notification")
 	}
 	if err != nil {

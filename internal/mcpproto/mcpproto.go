@@ -1,7 +1,7 @@
 // Package mcpproto is what cx's MCP server and its installer agree on: the
-// name the server is registered under in Codex and the MCP protocol
-// revisions it speaks — one home for each, so the server (mcpserver) and
-// doctor's probe of it (hookcfg) cannot drift apart.
+// name the server is registered under in Codex, the MCP protocol
+// revisions it speaks and the JSON-RPC envelope — one home for each, so the
+// server (mcpserver) and doctor's probe of it (hookcfg) cannot drift apart.
 //
 // It imports nothing.
 package mcpproto
