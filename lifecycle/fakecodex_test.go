@@ -76,6 +76,9 @@ func (f *fake) rollout(id string) string {
 		return matches[0]
 	}
 	dir := filepath.Join(f.home, "sessions", "2026", "11", "22")
+	if os.Getenv("FAKE_TODAY") == "1" { // where Codex writes a thread born today
+		dir = filepath.Join(f.home, "sessions", time.Now().Format("2006/01/02"))
+	}
 	_ = os.MkdirAll(dir, 0o700)
 	p := filepath.Join(dir, "rollout-2026-11-22T01-00-00-"+id+".jsonl")
 	f.rollouts[id] = p

@@ -96,7 +96,7 @@ func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
 		r.recErr = m.DB.Tx(ctx, func(tx *ledger.Tx) error {
 			return tx.PutRun(ctx, ledger.Run{ID: info.ID, PID: os.Getpid(), PIDStart: proc.StartTime(os.Getpid()),
 				CodexHome: info.CodexHome, CodexVersion: info.CodexVersion, Cwd: info.Cwd, Args: redactArgs(info.Args),
-				Sinks: info.Sinks, Mode: info.Mode, StartedAt: tx.Now()})
+				Sinks: info.Sinks, Mode: info.Mode, StartedAt: r.started.UTC()}) // Codex's launch, not this later write: a dead run's threads are those born since
 		})
 		if r.recErr != nil {
 			m.Log.Printf("record run %s: %v", info.ID, r.recErr)
@@ -240,6 +240,7 @@ func (r *Run) learn(ctx context.Context, found map[string]string) bool {
 			continue // nothing new of it
 		}
 		r.known[id], r.paths[id], learned = true, path, true
+		testpoint.Crash("learn")
 		err := r.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
 			run, err := tx.Run(ctx, r.info.ID)
 			if err != nil {

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"cx/internal/codex"
 	"cx/internal/readmodel"
 	"cx/internal/recall"
 	"fmt"
@@ -110,6 +111,7 @@ func (m *Manager) recoverOrphans(ctx context.Context) (SweepResult, error) {
 			continue
 		}
 		res.Orphans++
+		m.learnOrphaned(ctx, r)
 		var sessions []ledger.Session
 		if err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
 			sessions, err = tx.RunSessions(ctx, r.ID)
@@ -215,6 +217,30 @@ func (m *Manager) catchUpDeferred(ctx context.Context, s ledger.Session) {
 
 // hasNewBytes reports whether the session's rollout grew past its cursor.
 func hasNewBytes(s ledger.Session) bool { return backlog(s) > 0 }
+
+// learnOrphaned records the threads a dead run's Codex created that the
+// ledger never learned — cx was killed before its discovery saw them, and
+// no hook recorded them (a hook killed, or out of time on a locked ledger)
+// — as the run's exit would have, so its end ends them too.
+func (m *Manager) learnOrphaned(ctx context.Context, r ledger.Run) {
+	if r.CodexPID == 0 || r.CodexHome == "" {
+		return
+	}
+	cwd := r.Cwd
+	if r.Mode == ModeAppServer {
+		cwd = "" // a daemon's threads run wherever it says
+	}
+	logs := codex.NewLogWatch(r.CodexHome)
+	defer logs.Close()
+	known := func(id string) bool { _, err := m.DB.Session(ctx, id); return err == nil }
+	for id, path := range OwnThreads(r.CodexHome, r.CodexPID, r.StartedAt, cwd, logs, known) {
+		err := m.Learn(ctx, ledger.Session{ID: id, RunID: r.ID, Sinks: r.Sinks, TranscriptPath: path, CodexHome: r.CodexHome, EndReason: reasonOrphan},
+			"session.recovered", "learned from Codex's files when its run was found dead")
+		if err != nil {
+			m.Log.Printf("sweep: learn %s of dead run %s: %v", id, r.ID, err)
+		}
+	}
+}
 
 // SweepNow opens the ledger and sweeps once, within five minutes: `cx ctl
 // sweep`, and the background sweeper a hook starts when commits are due
