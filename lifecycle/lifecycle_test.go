@@ -406,40 +406,54 @@ func TestOrphanRecovery(t *testing.T) {
 }
 
 // A cx killed before it learned its thread, whose hooks recorded nothing
-// (a hook killed, or out of time on a locked ledger): the sweep that finds
-// its run dead learns the thread from Codex's files, as the run's exit
-// would have, and ends it with the run. Found by the 20-minute chaos run
-// (Codex 0.169: 3 threads of 251 never recorded).
+// (a hook killed) or recorded it without knowing its run (attribution out
+// of time on a locked ledger): the sweep that finds the run dead learns
+// the thread from Codex's files, as the run's exit would have, and ends it
+// with the run. Found by the 20-minute chaos run (Codex 0.169: 3 threads
+// of 251 never recorded) and a TUI chaos run (0.128: a thread left live).
 func TestOrphanRunsUnlearnedThreadRecovered(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	// A thread born as its cx starts (a UUIDv7 of a little later, as the
-	// run's start is recorded after this line, and within the second a
-	// thread may be born before it).
-	born := time.Now().Add(1900 * time.Millisecond)
-	ms := born.UnixMilli()
-	id := fmt.Sprintf("%08x-%04x-7abc-8def-0123456789ab", ms>>16, ms&0xffff)
-	cmd := e.cxCmd("quiet on; start "+id+"; turn "+id+" words never recorded; wait", "CX_TEST_CRASH_AT=learn", "FAKE_TODAY=1")
-	_ = runTimeout(cmd, 30*time.Second)
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("cx did not crash as it learned the thread: %v", cmd.ProcessState)
+	for _, hooked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("recorded by a hook without its run: %v", hooked), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			// A thread born as its cx starts (a UUIDv7 of a little later, as
+			// the run's start is recorded after this line, and within the
+			// second a thread may be born before it).
+			born := time.Now().Add(1900 * time.Millisecond)
+			ms := born.UnixMilli()
+			id := fmt.Sprintf("%08x-%04x-7abc-8def-0123456789ab", ms>>16, ms&0xffff)
+			cmd := e.cxCmd("quiet on; start "+id+"; turn "+id+" words never recorded; wait", "CX_TEST_CRASH_AT=learn", "FAKE_TODAY=1")
+			_ = runTimeout(cmd, 30*time.Second)
+			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+				t.Fatalf("cx did not crash as it learned the thread: %v", cmd.ProcessState)
+			}
+			if _, known := e.sessions()[id]; known {
+				t.Fatal("the thread was recorded before the crash")
+			}
+			runs, err := e.db().Runs(context.Background(), true)
+			if err != nil || len(runs) != 1 || runs[0].CodexPID == 0 {
+				t.Fatalf("live runs %+v, %v", runs, err)
+			}
+			if hooked {
+				// The hook's own orphan recovery leaves the run: its Codex runs.
+				rollouts, _ := filepath.Glob(filepath.Join(e.codexHome, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"))
+				e.hook("UserPromptSubmit", map[string]any{"session_id": id, "hook_event_name": "UserPromptSubmit", "transcript_path": rollouts[0], "cwd": e.w})
+				if st := e.sessions()[id]; st.RunID != "" || st.Status != "live" {
+					t.Fatalf("the hook recorded %+v", st)
+				}
+			}
+			// Its Codex goes the way a dead cx's does (the watchman, or the
+			// parent-death signal, both later than this crash or off in tests).
+			_ = syscall.Kill(runs[0].CodexPID, syscall.SIGTERM)
+			waitFor(t, "the thread's Codex gone", func() bool { return !codex.ThreadLocked(e.codexHome, id) })
+			time.Sleep(time.Until(born.Add(-time.Second))) // not born in the future, as the sweep sees it
+			if out, code := e.ctl("sweep"); code != 0 {
+				t.Fatalf("sweep: %s", out)
+			}
+			e.want(id, "committed", "orphan", 1, 1)
+		})
 	}
-	if _, known := e.sessions()[id]; known {
-		t.Fatal("the thread was recorded before the crash")
-	}
-	// Its Codex goes the way a dead cx's does (the watchman, or the
-	// parent-death signal, both later than this crash or off in tests).
-	runs, err := e.db().Runs(context.Background(), true)
-	if err != nil || len(runs) != 1 || runs[0].CodexPID == 0 {
-		t.Fatalf("live runs %+v, %v", runs, err)
-	}
-	_ = syscall.Kill(runs[0].CodexPID, syscall.SIGTERM)
-	waitFor(t, "the thread's Codex gone", func() bool { return !codex.ThreadLocked(e.codexHome, id) })
-	time.Sleep(time.Until(born.Add(-time.Second))) // not born in the future, as the sweep sees it
-	if out, code := e.ctl("sweep"); code != 0 {
-		t.Fatalf("sweep: %s", out)
-	}
-	e.want(id, "committed", "orphan", 1, 1)
 }
 
 // A Codex started by the model inside a cx session inherits CX_RUN_ID but is

@@ -110,6 +110,11 @@ func (m *Manager) recoverOrphans(ctx context.Context) (SweepResult, error) {
 		if r.PID == os.Getpid() || proc.Alive(r.PID, r.PIDStart) {
 			continue
 		}
+		if r.CodexPID != 0 && proc.Alive(r.CodexPID, r.CodexStart) {
+			// cx is gone but its Codex still runs (the watchman is stopping
+			// it): its threads are not over, nor unlocked for learnOrphaned.
+			continue
+		}
 		res.Orphans++
 		m.learnOrphaned(ctx, r)
 		var sessions []ledger.Session
@@ -219,9 +224,10 @@ func (m *Manager) catchUpDeferred(ctx context.Context, s ledger.Session) {
 func hasNewBytes(s ledger.Session) bool { return backlog(s) > 0 }
 
 // learnOrphaned records the threads a dead run's Codex created that the
-// ledger never learned — cx was killed before its discovery saw them, and
-// no hook recorded them (a hook killed, or out of time on a locked ledger)
-// — as the run's exit would have, so its end ends them too.
+// ledger never learned as its own — cx was killed before its discovery saw
+// them, and no hook recorded them, or a hook recorded one without knowing
+// its run (its attribution ran out of time on a locked ledger) — as the
+// run's exit would have, so its end ends them too.
 func (m *Manager) learnOrphaned(ctx context.Context, r ledger.Run) {
 	if r.CodexPID == 0 || r.CodexHome == "" {
 		return
@@ -232,10 +238,25 @@ func (m *Manager) learnOrphaned(ctx context.Context, r ledger.Run) {
 	}
 	logs := codex.NewLogWatch(r.CodexHome)
 	defer logs.Close()
-	known := func(id string) bool { _, err := m.DB.Session(ctx, id); return err == nil }
-	for id, path := range OwnThreads(r.CodexHome, r.CodexPID, r.StartedAt, cwd, logs, known) {
-		err := m.Learn(ctx, ledger.Session{ID: id, RunID: r.ID, Sinks: r.Sinks, TranscriptPath: path, CodexHome: r.CodexHome, EndReason: reasonOrphan},
-			"session.recovered", "learned from Codex's files when its run was found dead")
+	// Known as a run's, or ended: not this dead run's to take.
+	taken := func(id string) bool {
+		s, err := m.DB.Session(ctx, id)
+		return err == nil && (s.RunID != "" || s.Status != ledger.Live)
+	}
+	for id, path := range OwnThreads(r.CodexHome, r.CodexPID, r.StartedAt, cwd, logs, taken) {
+		err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+			s, created, err := m.ensureSession(ctx, tx, ledger.Session{ID: id, RunID: r.ID, Sinks: r.Sinks, TranscriptPath: path, CodexHome: r.CodexHome, EndReason: reasonOrphan})
+			if err != nil || (!created && (s.RunID != "" || s.Status != ledger.Live)) {
+				return err
+			}
+			if !created {
+				adopt(&s, r)
+				if err := tx.PutSession(ctx, s); err != nil {
+					return err
+				}
+			}
+			return tx.AddEvent(ctx, "session.recovered", id, r.ID, "learned from Codex's files when its run was found dead")
+		})
 		if err != nil {
 			m.Log.Printf("sweep: learn %s of dead run %s: %v", id, r.ID, err)
 		}

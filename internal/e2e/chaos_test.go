@@ -91,6 +91,7 @@ func newChaos(t *testing.T, in codextest.Install, seed int64, scale int) *chaos 
 		t.Fatal(err)
 	}
 	t.Cleanup(ov.Close)
+	h.ExtraEnv = []string{"CX_TEST_BACKOFF=200ms", "CX_TEST_LEASE=10s"}
 	c := &chaos{t: t, h: h, ov: ov, scale: scale, rng: rand.New(rand.NewSource(seed)), procs: map[int]string{},
 		faults:  map[string]int{},
 		execLog: filepath.Join(h.Root, "exec-sink.jsonl"), execCtl: filepath.Join(h.Root, "exec-sink.ctl")}
@@ -112,11 +113,9 @@ printf '%%s %%s\n' "$(date +%%s.%%N)" "$line" >> %q
 	return c
 }
 
-// env is what every cx of the run starts with: retries within a second,
-// a dead worker's lease over in ten.
-func (c *chaos) env() []string {
-	return append(c.h.Env(), "CX_TEST_BACKOFF=200ms", "CX_TEST_LEASE=10s")
-}
+// env is what every cx of the run starts with (the harness's, with
+// retries within a second and a dead worker's lease over in ten).
+func (c *chaos) env() []string { return c.h.Env() }
 
 func (c *chaos) intn(n int) int {
 	c.mu.Lock()
@@ -188,8 +187,9 @@ func (c *chaos) run(d time.Duration) {
 		go func() { defer wg.Done(); c.execWorker(ctx) }()
 	}
 	for i := 0; i < c.scale; i++ {
-		wg.Add(1)
+		wg.Add(2)
 		go func() { defer wg.Done(); c.daemonWorker(ctx) }()
+		go func() { defer wg.Done(); c.tuiWorker(ctx) }()
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); c.faultWorker(ctx) }()
@@ -310,12 +310,8 @@ func (c *chaos) strike() {
 			c.count("cx " + unixSignal(sig))
 		}
 	case 3:
-		if pid := c.pick(); pid != 0 {
-			for _, child := range Children(pid) {
-				if syscall.Kill(child, syscall.SIGKILL) == nil {
-					c.count("codex SIGKILL")
-				}
-			}
+		if pid := codexBelow(c.h.CX, c.pick()); pid != 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
+			c.count("codex SIGKILL")
 		}
 	case 4:
 		if c.killOwn("ctl hook") {
@@ -350,6 +346,23 @@ func (c *chaos) strike() {
 		os.WriteFile(c.execCtl, []byte(mode), 0o600)
 		go func(d time.Duration) { time.Sleep(d); os.WriteFile(c.execCtl, nil, 0o600) }(time.Duration(1+c.intn(4)) * time.Second)
 	}
+}
+
+// codexBelow is the Codex process under the cx of pid (below its session
+// leader, a copy of cx, on a terminal); 0 if none.
+func codexBelow(cx string, pid int) int {
+	exe, _ := filepath.EvalSymlinks(cx)
+	for pid != 0 {
+		cs := Children(pid)
+		if len(cs) == 0 {
+			return 0
+		}
+		if self, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", cs[0])); self != exe {
+			return cs[0]
+		}
+		pid = cs[0]
+	}
+	return 0
 }
 
 func unixSignal(s syscall.Signal) string {
@@ -689,7 +702,7 @@ func (c *chaos) check() {
 	c.t.Logf("chaos report (%s, %v):\n  threads %d, user turns %d, generations (exec sink) %d, prompts sent %d\n  faults %d: %s\n"+
 		"  sink        expected  stored  duplicated  missing  phantom\n"+
 		"  local       %8d  %6d  %10d  %7d  %7d\n  openviking  %8d  %6d  %10d  %7d  %7d\n  exec        %8d  %6d  %10d  %7d  %7d   (sessions; duplicates are repeated generations)\n"+
-		"  cx CPU (processes the run started) %v\n  exec repeats: %s",
+		"  CPU of the exec and app-server runs (cx and the Codex below it, wait4) %v\n  exec repeats: %s",
 		c.h.Codex.Version, c.duration, len(want), turns, gens, c.prompts, total, strings.Join(faults, ", "),
 		lt.expected, lt.stored, lt.duplicated, lt.missing, lt.phantom, ot.expected, ot.stored, ot.duplicated, ot.missing, ot.phantom,
 		et.expected, et.stored, et.duplicated, et.missing, et.phantom, cpu.Round(time.Millisecond), strings.Join(append(repeats, "none")[:max(1, len(repeats))], "; "))

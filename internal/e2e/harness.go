@@ -46,6 +46,8 @@ type H struct {
 	Work      string
 	CXHome    string
 	Model     *mockmodel.Server
+	// ExtraEnv is added to every process's environment (Env).
+	ExtraEnv []string
 }
 
 // New builds an environment for one Codex version.
@@ -168,7 +170,7 @@ func (h *H) Env() []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env,
+	return append(append(env,
 		// A home of the test's own: Codex's tool shells are login shells,
 		// and a machine's profile (a version manager rehashing under a lock
 		// that a killed shell leaves behind) is not what these tests test.
@@ -181,7 +183,7 @@ func (h *H) Env() []string {
 		// Codex outlives no cx by the lifeline alone, as on macOS: Linux's
 		// parent-death signal is off.
 		"CX_TEST_OFF=pdeathsig",
-	)
+	), h.ExtraEnv...)
 }
 
 // home is the HOME cx and Codex run with.
