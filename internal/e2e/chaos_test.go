@@ -365,6 +365,14 @@ func codexBelow(cx string, pid int) int {
 	return 0
 }
 
+// orNone joins a list for the report ("none" when empty).
+func orNone(list []string) string {
+	if len(list) == 0 {
+		return "none"
+	}
+	return strings.Join(list, "; ")
+}
+
 func unixSignal(s syscall.Signal) string {
 	return map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP"}[s]
 }
@@ -705,7 +713,7 @@ func (c *chaos) check() {
 		"  CPU of the exec and app-server runs (cx and the Codex below it, wait4) %v\n  exec repeats: %s",
 		c.h.Codex.Version, c.duration, len(want), turns, gens, c.prompts, total, strings.Join(faults, ", "),
 		lt.expected, lt.stored, lt.duplicated, lt.missing, lt.phantom, ot.expected, ot.stored, ot.duplicated, ot.missing, ot.phantom,
-		et.expected, et.stored, et.duplicated, et.missing, et.phantom, cpu.Round(time.Millisecond), strings.Join(append(repeats, "none")[:max(1, len(repeats))], "; "))
+		et.expected, et.stored, et.duplicated, et.missing, et.phantom, cpu.Round(time.Millisecond), orNone(repeats))
 	if v := c.ov.Violations(); len(v) > 0 {
 		c.t.Errorf("outside the OpenViking server's contract: %v", v)
 	}
