@@ -44,6 +44,8 @@ type Injector interface {
 	ForCompaction(r inject.Request) string
 }
 
+var _ Injector = inject.Injector{}
+
 // HookCall is one run of the hook handler Codex starts for an event.
 type HookCall struct {
 	Event  string // the event named on the command line

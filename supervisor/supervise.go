@@ -25,6 +25,14 @@ import (
 	"cx/wrapper"
 )
 
+// The wrapper finds StopObserver by type assertion: a signature that
+// drifts must not turn the stop's end reason off silently.
+var (
+	_ wrapper.Observer     = (*Supervision)(nil)
+	_ wrapper.StopObserver = (*Supervision)(nil)
+	_ wrapper.Tap          = (*AppServerTap)(nil)
+)
+
 // Supervision connects the wrapper's child events to the run. The
 // ledger is opened beside Codex's launch, never before it: start overhead
 // stays that of the supervisor alone.
