@@ -19,7 +19,7 @@ import (
 // writing rollout files and lock files the way real Codex does and running
 // the hook commands of $CODEX_HOME/hooks.json with real payload shapes.
 //
-//	start ID              create ID's lock file (held open) and rollout with session_meta
+//	start ID              ($V7: a thread id born now) create ID's lock file (held open) and rollout with session_meta
 //	hook EVENT ID [SRC]   run EVENT's hooks for ID (SRC: SessionStart source / compaction trigger)
 //	turn ID TEXT…         a whole turn: UserPromptSubmit, rollout records, Stop, task_complete
 //	compact ID            PreCompact, a compacted record, PostCompact
@@ -45,7 +45,10 @@ func fakeCodexMain() int {
 	}
 	home := os.Getenv("CODEX_HOME")
 	f := &fake{home: home, open: map[string]*os.File{}, rollouts: map[string]string{}, turn: map[string]int{}}
-	for _, line := range strings.Split(os.Getenv("FAKE_SCRIPT"), "\n") {
+	// $V7 is a thread id born now (a UUIDv7), as Codex makes one.
+	ms := time.Now().UnixMilli()
+	script := strings.ReplaceAll(os.Getenv("FAKE_SCRIPT"), "$V7", fmt.Sprintf("%08x-%04x-7abc-8def-0123456789ab", ms>>16, ms&0xffff))
+	for _, line := range strings.Split(script, "\n") {
 		fs := strings.Fields(line)
 		if len(fs) == 0 {
 			continue

@@ -412,22 +412,25 @@ func TestOrphanRecovery(t *testing.T) {
 // with the run. Found by the 20-minute chaos run (Codex 0.169: 3 threads
 // of 251 never recorded) and a TUI chaos run (0.128: a thread left live).
 func TestOrphanRunsUnlearnedThreadRecovered(t *testing.T) {
+	rolloutIDOf := func(p string) string { // rollout-<time>-<uuid>.jsonl
+		base := strings.TrimSuffix(filepath.Base(p), ".jsonl")
+		return base[len(base)-36:]
+	}
 	t.Parallel()
 	for _, hooked := range []bool{false, true} {
 		t.Run(fmt.Sprintf("recorded by a hook without its run: %v", hooked), func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
-			// A thread born as its cx starts (a UUIDv7 of a little later, as
-			// the run's start is recorded after this line, and within the
-			// second a thread may be born before it).
-			born := time.Now().Add(1900 * time.Millisecond)
-			ms := born.UnixMilli()
-			id := fmt.Sprintf("%08x-%04x-7abc-8def-0123456789ab", ms>>16, ms&0xffff)
-			cmd := e.cxCmd("quiet on; start "+id+"; turn "+id+" words never recorded; wait", "CX_TEST_CRASH_AT=learn", "FAKE_TODAY=1")
+			cmd := e.cxCmd("quiet on; start $V7; turn $V7 words never recorded; wait", "CX_TEST_CRASH_AT=learn", "FAKE_TODAY=1")
 			_ = runTimeout(cmd, 30*time.Second)
 			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 				t.Fatalf("cx did not crash as it learned the thread: %v", cmd.ProcessState)
 			}
+			rollouts, _ := filepath.Glob(filepath.Join(e.codexHome, "sessions", "*", "*", "*", "rollout-*.jsonl"))
+			if len(rollouts) != 1 {
+				t.Fatalf("rollouts %v", rollouts)
+			}
+			id := rolloutIDOf(rollouts[0])
 			if _, known := e.sessions()[id]; known {
 				t.Fatal("the thread was recorded before the crash")
 			}
@@ -436,18 +439,20 @@ func TestOrphanRunsUnlearnedThreadRecovered(t *testing.T) {
 				t.Fatalf("live runs %+v, %v", runs, err)
 			}
 			if hooked {
-				// The hook's own orphan recovery leaves the run: its Codex runs.
-				rollouts, _ := filepath.Glob(filepath.Join(e.codexHome, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"))
+				// The hook records it without a run. Its own orphan recovery
+				// leaves the run while its Codex runs, or (the watchman was
+				// quicker) finds both gone and already gives it to the run.
 				e.hook("UserPromptSubmit", map[string]any{"session_id": id, "hook_event_name": "UserPromptSubmit", "transcript_path": rollouts[0], "cwd": e.w})
-				if st := e.sessions()[id]; st.RunID != "" || st.Status != "live" {
+				if st := e.sessions()[id]; (st.RunID != "" || st.Status != "live") && st.RunID != runs[0].ID {
 					t.Fatalf("the hook recorded %+v", st)
 				}
 			}
 			// Its Codex goes the way a dead cx's does (the watchman, or the
 			// parent-death signal, both later than this crash or off in tests).
 			_ = syscall.Kill(runs[0].CodexPID, syscall.SIGTERM)
-			waitFor(t, "the thread's Codex gone", func() bool { return !codex.ThreadLocked(e.codexHome, id) })
-			time.Sleep(time.Until(born.Add(-time.Second))) // not born in the future, as the sweep sees it
+			waitFor(t, "the thread's Codex gone", func() bool {
+				return !codex.ThreadLocked(e.codexHome, id) && !proc.Alive(runs[0].CodexPID, runs[0].CodexStart)
+			})
 			if out, code := e.ctl("sweep"); code != 0 {
 				t.Fatalf("sweep: %s", out)
 			}
