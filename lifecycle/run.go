@@ -246,20 +246,8 @@ func (r *Run) learn(ctx context.Context, found map[string]string) bool {
 			if err != nil {
 				return err
 			}
-			s, _, err := r.m.ensureSession(ctx, tx, ledger.Session{ID: id, RunID: run.ID, Sinks: run.Sinks,
-				TranscriptPath: path, CodexHome: run.CodexHome, EndReason: "discovered"})
-			if err != nil {
-				return err
-			}
-			if s.RunID != run.ID {
-				owner, err := tx.Run(ctx, s.RunID)
-				if s.RunID != "" && err == nil && owner.EndedAt == nil {
-					return nil // another live run holds it
-				}
-				adopt(&s, run)
-				return tx.PutSession(ctx, s)
-			}
-			return nil
+			_, err = r.m.claim(ctx, tx, run, id, path, "discovered")
+			return err
 		})
 		if err != nil {
 			r.m.Log.Printf("discover session %s: %v", id, err)
@@ -386,9 +374,24 @@ func (r *Run) sessions(ctx context.Context) ([]ledger.Session, error) {
 // before Codex exits.
 func (r *Run) SetDrain(f func()) { r.drain = f }
 
-// Known are the threads the run learned.
-func (r *Run) Known() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Sorted(maps.Keys(r.known))
+// Known are the threads the run learned; read once discovery has stopped
+// (Finish), as discovery alone writes them.
+func (r *Run) Known() []string { return slices.Sorted(maps.Keys(r.known)) }
+
+// claim makes run the owner of thread id (learned now, with path, when the
+// ledger does not know it; learnedBy says how), unless another live run
+// holds it. It reports whether run owns it now.
+func (m *Manager) claim(ctx context.Context, tx *ledger.Tx, run ledger.Run, id, path, learnedBy string) (bool, error) {
+	s, _, err := m.ensureSession(ctx, tx, ledger.Session{ID: id, RunID: run.ID, Sinks: run.Sinks,
+		TranscriptPath: path, CodexHome: run.CodexHome, EndReason: learnedBy})
+	if err != nil || s.RunID == run.ID {
+		return err == nil, err
+	}
+	if s.RunID != "" {
+		if owner, err := tx.Run(ctx, s.RunID); err == nil && owner.EndedAt == nil {
+			return false, nil // another live run holds it
+		}
+	}
+	adopt(&s, run)
+	return true, tx.PutSession(ctx, s)
 }

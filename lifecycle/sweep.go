@@ -245,15 +245,9 @@ func (m *Manager) learnOrphaned(ctx context.Context, r ledger.Run) {
 	}
 	for id, path := range OwnThreads(r.CodexHome, r.CodexPID, r.StartedAt, cwd, logs, taken) {
 		err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
-			s, created, err := m.ensureSession(ctx, tx, ledger.Session{ID: id, RunID: r.ID, Sinks: r.Sinks, TranscriptPath: path, CodexHome: r.CodexHome, EndReason: reasonOrphan})
-			if err != nil || (!created && (s.RunID != "" || s.Status != ledger.Live)) {
+			claimed, err := m.claim(ctx, tx, r, id, path, reasonOrphan)
+			if err != nil || !claimed {
 				return err
-			}
-			if !created {
-				adopt(&s, r)
-				if err := tx.PutSession(ctx, s); err != nil {
-					return err
-				}
 			}
 			return tx.AddEvent(ctx, "session.recovered", id, r.ID, "learned from Codex's files when its run was found dead")
 		})
