@@ -412,10 +412,6 @@ func TestOrphanRecovery(t *testing.T) {
 // with the run. Found by the 20-minute chaos run (Codex 0.169: 3 threads
 // of 251 never recorded) and a TUI chaos run (0.128: a thread left live).
 func TestOrphanRunsUnlearnedThreadRecovered(t *testing.T) {
-	rolloutIDOf := func(p string) string { // rollout-<time>-<uuid>.jsonl
-		base := strings.TrimSuffix(filepath.Base(p), ".jsonl")
-		return base[len(base)-36:]
-	}
 	t.Parallel()
 	for _, hooked := range []bool{false, true} {
 		t.Run(fmt.Sprintf("recorded by a hook without its run: %v", hooked), func(t *testing.T) {
@@ -436,7 +432,7 @@ func TestOrphanRunsUnlearnedThreadRecovered(t *testing.T) {
 			if len(rollouts) != 1 {
 				t.Fatalf("rollouts %v", rollouts)
 			}
-			id := rolloutIDOf(rollouts[0])
+			id := codex.RolloutID(filepath.Base(rollouts[0]))
 			if _, known := e.sessions()[id]; known {
 				t.Fatal("the thread was recorded before the crash")
 			}

@@ -34,18 +34,12 @@ type Setup struct {
 	getenv   func(string) (string, bool)
 }
 
-// FindCodex resolves the Codex binary cfg names (or PATH's) and its
-// capabilities.
-func FindCodex(ctx context.Context, cfg config.Config, getenv func(string) (string, bool)) (codex.Binary, codex.Caps, error) {
-	return codex.FindFor(ctx, cfg.Codex.Bin, cfg.Home, getenv)
-}
-
 // Open finds Codex and builds the installer for codexHome ("" : Codex's
 // own). The Setup is returned, with its Codex, even when the installer
 // cannot be built.
 func Open(ctx context.Context, cfg config.Config, codexHome string, getenv func(string) (string, bool)) (*Setup, error) {
 	s := &Setup{Cfg: cfg, getenv: getenv}
-	s.Bin, s.Caps, s.CodexErr = FindCodex(ctx, cfg, getenv)
+	s.Bin, s.Caps, s.CodexErr = codex.FindFor(ctx, cfg.Codex.Bin, cfg.Home, getenv)
 	var err error
 	s.In, err = hookcfg.New(codexHome, filepath.Join(cfg.Home, "install"), getenv, s.Bin, s.Caps, s.CodexErr)
 	if err == nil {

@@ -9,7 +9,7 @@ import (
 	"slices"
 
 	"cx/internal/cli"
-	"cx/setup"
+	"cx/internal/codex"
 )
 
 // ctlCommand is one `cx ctl` subcommand.
@@ -111,7 +111,7 @@ func (a *app) ctlVersion(ctx context.Context, args []string) error {
 	}{Version: cli.Version(version)}
 	if cfg, err := a.loadConfig(); err != nil {
 		out.CodexError = err.Error()
-	} else if bin, caps, err := setup.FindCodex(ctx, cfg, a.getenv); err != nil {
+	} else if bin, caps, err := codex.FindFor(ctx, cfg.Codex.Bin, cfg.Home, a.getenv); err != nil {
 		out.CodexError = err.Error()
 	} else {
 		out.Codex, out.CodexVersion = bin.Path, caps.Version

@@ -135,6 +135,18 @@ func TestOneEndPerGeneration(t *testing.T) {
 	}
 }
 
+// change is a test's setup that edits the job as stored.
+func change(edit func(tx *Tx, j *Job)) func(ctx context.Context, tx *Tx, id int64) error {
+	return func(ctx context.Context, tx *Tx, id int64) error {
+		j, err := tx.Job(ctx, id)
+		if err != nil {
+			return err
+		}
+		edit(tx, &j)
+		return tx.UpdateJob(ctx, j)
+	}
+}
+
 func TestJobLeases(t *testing.T) {
 	type step struct {
 		owner string
@@ -149,29 +161,11 @@ func TestJobLeases(t *testing.T) {
 	}{
 		{"a pending job is leased once", nil, []step{{"a", time.Minute, nil, true}, {"b", time.Minute, nil, false}}},
 		{"a dead worker's lease passes to the next", nil, []step{{"a", -time.Second, nil, true}, {"b", time.Minute, nil, true}, {"c", time.Minute, nil, false}}},
-		{"a job backing off is not due", func(ctx context.Context, tx *Tx, id int64) error {
-			j, err := tx.Job(ctx, id)
-			if err != nil {
-				return err
-			}
-			j.Attempts, j.NextAttemptAt = 1, tx.Now().Add(time.Hour)
-			return tx.UpdateJob(ctx, j)
-		}, []step{{"a", time.Minute, nil, false}}},
-		{"a parked job waits for retry", func(ctx context.Context, tx *Tx, id int64) error {
-			j, err := tx.Job(ctx, id)
-			if err != nil {
-				return err
-			}
-			j.State = JobParked
-			return tx.UpdateJob(ctx, j)
-		}, []step{{"a", time.Minute, nil, false}}},
+		{"a job backing off is not due", change(func(tx *Tx, j *Job) { j.Attempts, j.NextAttemptAt = 1, tx.Now().Add(time.Hour) }),
+			[]step{{"a", time.Minute, nil, false}}},
+		{"a parked job waits for retry", change(func(_ *Tx, j *Job) { j.State = JobParked }), []step{{"a", time.Minute, nil, false}}},
 		{"a done job is not leased, until armed again", func(ctx context.Context, tx *Tx, id int64) error {
-			j, err := tx.Job(ctx, id)
-			if err != nil {
-				return err
-			}
-			j.State = JobDone
-			if err := tx.UpdateJob(ctx, j); err != nil {
+			if err := change(func(_ *Tx, j *Job) { j.State = JobDone })(ctx, tx, id); err != nil {
 				return err
 			}
 			return tx.ArmJob(ctx, "append", "s", 1, "openviking")
