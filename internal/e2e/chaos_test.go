@@ -323,7 +323,7 @@ func (c *chaos) strike() {
 		}
 	case 6:
 		c.count("ledger locked")
-		go c.lockLedger(time.Duration(1+c.intn(3)) * time.Second)
+		go lockLedger(c.h.CXHome, time.Duration(1+c.intn(3))*time.Second)
 	case 7:
 		c.count("openviking down")
 		c.ov.Down()
@@ -428,8 +428,8 @@ func (c *chaos) killOwn(what string) bool {
 }
 
 // lockLedger holds the ledger's write lock for d, as another process might.
-func (c *chaos) lockLedger(d time.Duration) {
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(c.h.CXHome, "cx.db")+"?_pragma=busy_timeout(5000)")
+func lockLedger(cxHome string, d time.Duration) {
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(cxHome, "cx.db")+"?_pragma=busy_timeout(5000)")
 	if err != nil {
 		return
 	}
@@ -532,20 +532,49 @@ func (c *chaos) expected() map[string][]string {
 	return want
 }
 
-// stored counts, per thread and prompt, what the local archive holds (the
-// archives the local sink wrote, read with SQL, not through cx) and what
-// the OpenViking server stored.
+// stored counts, per thread and prompt, what the local archive holds and
+// what the OpenViking server stored.
 func (c *chaos) stored(want map[string][]string) (local, ov map[string]map[string]int) {
 	local, ov = map[string]map[string]int{}, map[string]map[string]int{}
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(c.h.CXHome, "cx.db")+"?mode=ro")
+	count := func(into map[string]map[string]int, id string, texts []string) {
+		for _, text := range texts {
+			if strings.HasPrefix(text, "chaos ") {
+				if into[id] == nil {
+					into[id] = map[string]int{}
+				}
+				into[id][text]++
+			}
+		}
+	}
+	ids := map[string]bool{}
+	for id := range want {
+		ids[id] = true
+	}
+	for id, texts := range archivedPrompts(c.t, c.h.CXHome) {
+		count(local, id, texts)
+		ids[id] = true
+	}
+	for id := range ids {
+		count(ov, id, serverPrompts(c.ov, id))
+	}
+	return local, ov
+}
+
+// archivedPrompts is, per session, the user text of each turn the local
+// sink archived, read with SQL from its table, not through cx.
+func archivedPrompts(t testing.TB, cxHome string) map[string][]string {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(cxHome, "cx.db")+"?mode=ro")
 	if err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
 	defer db.Close()
 	rows, err := db.Query(`SELECT session_id, turns FROM archives`)
 	if err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
+	defer rows.Close()
+	out := map[string][]string{}
 	for rows.Next() {
 		var id, turns string
 		_ = rows.Scan(&id, &turns)
@@ -554,47 +583,36 @@ func (c *chaos) stored(want map[string][]string) (local, ov map[string]map[strin
 		}
 		_ = json.Unmarshal([]byte(turns), &ts)
 		for _, tt := range ts {
-			if strings.HasPrefix(tt.User, "chaos ") {
-				if local[id] == nil {
-					local[id] = map[string]int{}
-				}
-				local[id][tt.User]++
+			out[id] = append(out[id], tt.User)
+		}
+	}
+	return out
+}
+
+// serverPrompts is the text of each user message the OpenViking server
+// stored for a Codex session, in order.
+func serverPrompts(srv *ovfake.Server, id string) []string {
+	s, ok := srv.Session("cx-" + id)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, m := range s.Messages {
+		var msg struct {
+			Role  string `json:"role"`
+			Parts []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"parts"`
+		}
+		_ = json.Unmarshal(m, &msg)
+		for _, p := range msg.Parts {
+			if msg.Role == "user" && p.Type == "text" {
+				out = append(out, p.Text)
 			}
 		}
 	}
-	rows.Close()
-	ids := map[string]bool{}
-	for id := range want {
-		ids[id] = true
-	}
-	for id := range local {
-		ids[id] = true
-	}
-	for id := range ids {
-		s, ok := c.ov.Session("cx-" + id)
-		if !ok {
-			continue
-		}
-		for _, m := range s.Messages {
-			var msg struct {
-				Role  string `json:"role"`
-				Parts []struct {
-					Type string `json:"type"`
-					Text string `json:"text"`
-				} `json:"parts"`
-			}
-			_ = json.Unmarshal(m, &msg)
-			for _, p := range msg.Parts {
-				if msg.Role == "user" && p.Type == "text" && strings.HasPrefix(p.Text, "chaos ") {
-					if ov[id] == nil {
-						ov[id] = map[string]int{}
-					}
-					ov[id][p.Text]++
-				}
-			}
-		}
-	}
-	return local, ov
+	return out
 }
 
 // tally compares one sink's store with what the rollouts hold.

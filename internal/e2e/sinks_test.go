@@ -101,3 +101,60 @@ func TestOpenVikingSinkRealCodex(t *testing.T) {
 		}
 	})
 }
+
+// A message typed while a turn runs — steered into it while the model is
+// slow, or sent while its Stop hook waits on a locked ledger — is stored
+// once, as itself, in the local archive and on the OpenViking server: not
+// joined to the turn it came into, and not lost because that turn had been
+// sent already (a chaos run, seed 372035, 0.169: both happened).
+func TestMessageSentWhileTurnRan(t *testing.T) {
+	eachCodex(t, func(t *testing.T, in codextest.Install) {
+		h := New(t, in, Options{})
+		ov, err := ovfake.StartWith(ovfake.Options{APIKey: "mock"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ov.Close()
+		os.MkdirAll(h.CXHome, 0o700)
+		os.WriteFile(filepath.Join(h.CXHome, "config.toml"), []byte("sinks = [\"local\", \"openviking\"]\n[openviking]\nurl = \""+ov.URL+"\"\ntimeout = \"2s\"\n"+
+			"api_key_env = \"CX_TEST_MOCK_KEY\"\n"), 0o600)
+
+		tu := h.StartTUI()
+		tu.WaitReady()
+		tu.Prompt("zero turn", "mock reply: zero turn")
+		// Steered while the model is slow.
+		tu.Type("[[slow: 3s]] steered first")
+		time.Sleep(time.Second)
+		tu.Type("steered second")
+		tu.WaitText("mock reply: steered second", 30*time.Second)
+		tu.WaitReady()
+		// Sent while the turn's Stop hook waits for the ledger: the lock is
+		// taken once the prompt's hook is done, and held past the answer.
+		tu.Type("[[slow: 3s]] held first")
+		time.Sleep(time.Second)
+		locked := make(chan struct{})
+		go func() { lockLedger(h.CXHome, 5*time.Second); close(locked) }()
+		tu.WaitText("mock reply: [[slow: 3s]] held first", 30*time.Second)
+		tu.Type("held second")
+		tu.WaitText("mock reply: held second", 30*time.Second)
+		<-locked
+		tu.Slash("/exit")
+		if code := tu.WaitExit(30 * time.Second); code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+		h.CXCtl("ctl", "sweep", "--wait", "20s")
+		committedOnce(t, h)
+
+		id := h.RolloutSessionIDs()[0]
+		want := "zero turn|[[slow: 3s]] steered first|steered second|[[slow: 3s]] held first|held second"
+		if got := strings.Join(archivedPrompts(t, h.CXHome)[id], "|"); got != want {
+			t.Errorf("local archive:\n%s\nwant\n%s", got, want)
+		}
+		if got := strings.Join(serverPrompts(ov, id), "|"); got != want {
+			t.Errorf("OpenViking:\n%s\nwant\n%s", got, want)
+		}
+		if v := ov.Violations(); len(v) > 0 {
+			t.Fatalf("outside the server's contract: %v", v)
+		}
+	})
+}

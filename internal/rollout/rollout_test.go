@@ -3,6 +3,7 @@ package rollout
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -287,4 +288,79 @@ func TestToolCallAfter(t *testing.T) {
 	if a, b := c.Turns[0].Tools[0].After, c.Turns[0].Tools[1].After; a != 0 || b != 1 {
 		t.Fatalf("after: %d, %d; want 0, 1", a, b)
 	}
+}
+
+// A message sent while a task ran (steered into it in 0.169, queued into
+// it in 0.128) is a turn of its own, keyed after the task; the one before
+// it is closed, unanswered or not. Read in two parts, cut after each line,
+// the keys and texts are the same as read whole.
+func TestMessageSentWhileTaskRan(t *testing.T) {
+	user169 := func(text string) string {
+		return line("event_msg", `{"type":"item_completed","turn_id":"t2","item":{"type":"UserMessage","id":"u","content":[{"type":"Text","text":"`+text+`"}]}}`)
+	}
+	reply := func(text string) string {
+		return line("response_item", `{"type":"message","role":"assistant","content":[{"type":"output_text","text":"`+text+`"}]}`)
+	}
+	for _, tc := range []struct {
+		name string
+		task string
+	}{
+		// 0.169: the steer replaced the slow request, so the first message has no answer.
+		{"0.169 steer", line("event_msg", `{"type":"task_started","turn_id":"t2"}`) + user169("first") + user169("second") + reply("re second") +
+			line("event_msg", `{"type":"task_complete","turn_id":"t2"}`)},
+		// 0.128: the queued message is taken by the running task, each answered.
+		{"0.128 queued", line("event_msg", `{"type":"task_started","turn_id":"t2"}`) +
+			line("event_msg", `{"type":"user_message","message":"first"}`) + reply("re first") +
+			line("event_msg", `{"type":"user_message","message":"second"}`) + line("event_msg", `{"type":"user_message","message":"second"}`) +
+			reply("re second") + line("event_msg", `{"type":"task_complete","turn_id":"t2"}`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			full := meta + turnLines("t1", "zero") + tc.task
+			whole := Assemble([]byte(full), Options{})
+			want := "t1 zero [ok zero] true|t2 first " + map[bool]string{true: "[]", false: "[re first]"}[strings.Contains(tc.name, "steer")] + " true|t2/2 second [re second] true"
+			if got := summary(whole.Turns); got != want {
+				t.Fatalf("whole:\n%s\nwant\n%s", got, want)
+			}
+			for cut := len(meta); cut < len(full); cut++ {
+				if full[cut-1] != '\n' {
+					continue
+				}
+				p := filepath.Join(t.TempDir(), "r.jsonl")
+				write(t, p, full[:cut], false)
+				c1, err := CaptureFile(p, Cursor{}, nil, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				write(t, p, full[cut:], true)
+				c2, err := CaptureFile(p, c1.Cursor, c1.Meta, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				// What the ledger keeps: the last version of each key.
+				byKey := map[string]Turn{}
+				var order []string
+				for _, tt := range append(c1.Turns, c2.Turns...) {
+					if _, ok := byKey[tt.Key]; !ok {
+						order = append(order, tt.Key)
+					}
+					byKey[tt.Key] = tt
+				}
+				var merged []Turn
+				for _, k := range order {
+					merged = append(merged, byKey[k])
+				}
+				if got := summary(merged); got != want {
+					t.Fatalf("cut at %d:\n%s\nwant\n%s", cut, got, want)
+				}
+			}
+		})
+	}
+}
+
+func summary(ts []Turn) string {
+	var out []string
+	for _, t := range ts {
+		out = append(out, fmt.Sprintf("%s %s %v %v", t.Key, t.User, t.Assistant, t.Complete))
+	}
+	return strings.Join(out, "|")
 }

@@ -30,7 +30,7 @@ type SessionMeta struct {
 
 // Turn is one user request and what the agent did for it.
 type Turn struct {
-	Key       string     `json:"key"`    // Codex's turn id, or "offset:N"
+	Key       string     `json:"key"`    // Codex's turn id ("id/2" for the task's second message), or "offset:N"
 	Offset    int64      `json:"offset"` // where the turn's first record starts
 	Time      string     `json:"time"`
 	User      string     `json:"user"`
@@ -39,7 +39,7 @@ type Turn struct {
 	Files     []FileEdit `json:"files,omitempty"`
 	Plan      []PlanStep `json:"plan,omitempty"` // the turn's last plan update
 	Aborted   bool       `json:"aborted,omitempty"`
-	Complete  bool       `json:"complete,omitempty"` // task_complete (or turn_aborted) seen
+	Complete  bool       `json:"complete,omitempty"` // task_complete (or turn_aborted) seen, or the task's next message
 }
 
 // ToolCall is one tool call with its (bounded) input and output.
@@ -206,6 +206,8 @@ type assembler struct {
 	turns     []Turn
 	emit      func(Turn) // streaming: each turn once final, none kept (nil: keep them all)
 	cur       *Turn      // the open turn
+	curTask   string     // the key of the task cur belongs to
+	taskTurns int        // the turns the current task has begun (a message sent while it ran begins one)
 	taskID    string
 	taskStart int64 // offset of the task_started that opened the current task
 	taskAt    string
@@ -236,7 +238,7 @@ func (a *assembler) finish() Capture {
 // or -1 when every task is finished.
 func (a *assembler) resumeAt() int64 {
 	at := a.taskStart
-	if a.cur != nil && !a.cur.Complete {
+	if at < 0 && a.cur != nil && !a.cur.Complete {
 		at = a.cur.Offset
 	}
 	if a.forkCopy && (at < 0 || a.forkAt < at) {
@@ -457,28 +459,37 @@ func (a *assembler) event(r Record) {
 func (a *assembler) prompt(text string, r Record) {
 	text = StripInjected(text)
 	a.pending = ""
-	key := a.taskKey(r)
-	if a.cur != nil && a.cur.Key == key {
+	task := a.taskKey(r)
+	key, start, at := task, a.taskStart, a.taskAt
+	if a.cur != nil && a.curTask == task {
 		switch {
 		case a.cur.User == "":
 			a.cur.User = text
-		case text != a.cur.User && !strings.Contains(a.cur.User, text):
-			a.cur.User += "\n" + text // a message sent while the turn ran
+			return
+		case text == a.cur.User && len(a.cur.Assistant) == 0 && len(a.cur.Tools) == 0:
+			return // the same message recorded twice
 		}
-		return
+		// A message sent while the task ran (steered into it, or queued and
+		// taken by it) is a turn of its own: each message is stored once, as
+		// itself, and a turn already sent to a sink never grows. The one
+		// before it is over.
+		a.cur.Complete = true
+		a.taskTurns++
+		key, start, at = fmt.Sprintf("%s/%d", task, a.taskTurns), r.Offset, r.Timestamp
+	} else {
+		a.taskTurns = 1
 	}
 	a.cur = nil
-	start := a.taskStart
 	if start < 0 {
 		start = r.Offset
 	}
-	t := Turn{Key: key, Offset: start, Time: a.taskAt, User: text}
+	t := Turn{Key: key, Offset: start, Time: at, User: text}
 	if t.Time == "" {
 		t.Time = r.Timestamp
 	}
 	a.flush()
 	a.turns = append(a.turns, t)
-	a.cur = &a.turns[len(a.turns)-1]
+	a.cur, a.curTask = &a.turns[len(a.turns)-1], task
 	a.calls = map[string]int{}
 }
 
