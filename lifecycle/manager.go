@@ -557,6 +557,8 @@ func LedgerFix(cfg config.Config, err error) string {
 		return "move what stands at " + cfg.Home + " aside, or set CX_HOME to a directory cx may create and write"
 	case ledger.IsDamaged(err):
 		return "move " + path + " aside; cx starts a new ledger (rollouts keep every session)"
+	case ledger.IsFull(err):
+		return "make room on the disk holding " + cfg.Home + ", or set CX_HOME to a directory on another disk"
 	case ledger.CannotWrite(err):
 		return "make " + cfg.Home + " writable, or set CX_HOME to a directory that is (meanwhile search, show, sessions and status read it as it is)"
 	}
@@ -567,10 +569,11 @@ func LedgerFix(cfg config.Config, err error) string {
 }
 
 // LedgerAdvice is what to do when err (a ledger failure) is the ledger's
-// own trouble — damaged, or in a CX_HOME cx cannot use or write — and ""
+// own trouble — damaged, or in a CX_HOME cx cannot use or write, or on a
+// full disk — and ""
 // otherwise: a command that failed on it says so beside its error.
 func LedgerAdvice(cfg config.Config, err error) string {
-	if errors.Is(err, config.ErrHome) || ledger.IsDamaged(err) || ledger.CannotWrite(err) {
+	if errors.Is(err, config.ErrHome) || ledger.IsDamaged(err) || ledger.CannotWrite(err) || ledger.IsFull(err) {
 		return "to fix: " + LedgerFix(cfg, err)
 	}
 	return ""

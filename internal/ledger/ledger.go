@@ -23,7 +23,7 @@
 // query errors), never by their text. history's forget deletes from every
 // table that holds what a session said (Forget).
 //
-// It imports only the standard library and the sqlite driver.
+// It imports only the standard library, the sqlite driver and internal/fsutil.
 package ledger
 
 import (
@@ -36,6 +36,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"cx/internal/fsutil"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -92,7 +94,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		if isDamage(err) {
 			return nil, fmt.Errorf("%w: %s: %v", ErrDamaged, path, err)
 		}
-		return nil, fmt.Errorf("open ledger %s: %w", path, err)
+		return nil, fmt.Errorf("open ledger %s: %w", path, fsutil.Full(filepath.Dir(path), err))
 	}
 	return db, nil
 }
@@ -106,6 +108,12 @@ func CannotWrite(err error) bool {
 	}
 	c := sqliteCode(err)
 	return c == sqliteReadOnly || c == sqliteCantOpen
+}
+
+// IsFull reports whether err met a disk with no room left.
+func IsFull(err error) bool {
+	var fe *fsutil.FullError
+	return errors.As(err, &fe)
 }
 
 // sqliteCode is the primary SQLite result code err carries (0: none).
@@ -131,7 +139,7 @@ const (
 // only, as `cx mcp` does. readOnly says which.
 func OpenForReading(ctx context.Context, path string, opts Options) (db *DB, readOnly bool, err error) {
 	db, err = Open(ctx, path, opts)
-	if err == nil || !CannotWrite(err) {
+	if err == nil || !(CannotWrite(err) || IsFull(err)) {
 		return db, false, err
 	}
 	rdb, rerr := OpenReadOnly(ctx, path)

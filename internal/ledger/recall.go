@@ -2,10 +2,12 @@ package ledger
 
 import (
 	"context"
+	"cx/internal/fsutil"
 	"database/sql"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -265,10 +267,11 @@ func OpenReadOnly(ctx context.Context, path string) (*DB, error) {
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
 	}
 	sdb, v, err := openRO(ctx, path, "")
-	if sqliteCode(err) == sqliteCantOpen {
+	if sqliteCode(err) == sqliteCantOpen || IsFull(fsutil.Full(filepath.Dir(path), err)) {
 		// A WAL ledger with no -shm beside it, on a file system that cannot
-		// create one (mounted read only): nothing can change it there, so
-		// SQLite may read it as immutable.
+		// create one (mounted read only), or with one a full disk keeps from
+		// growing: nothing can change it there, so SQLite may read it as
+		// immutable.
 		sdb, v, err = openRO(ctx, path, "&immutable=1")
 	}
 	if err != nil {
