@@ -73,13 +73,17 @@ type chaos struct {
 	execCtl string // "fail" or "hang" makes the exec sink do that
 	scale   int
 
-	mu       sync.Mutex
-	rng      *rand.Rand
-	procs    map[int]string // live cx processes this run started: pid → what
-	faults   map[string]int
-	struck   []struck // every fault, when
-	prompts  int
-	cxCPU    time.Duration
+	mu      sync.Mutex
+	rng     *rand.Rand
+	procs   map[int]string // live cx processes this run started: pid → what
+	faults  map[string]int
+	struck  []struck // every fault, when
+	prompts int
+	cxCPU   time.Duration
+	// fillable says CX_HOME is a small filesystem of its own that a fault
+	// can fill; filling is the faults filling it now.
+	fillable bool
+	filling  sync.WaitGroup
 	started  time.Time
 	duration time.Duration
 }
@@ -105,6 +109,12 @@ line=$(cat)
 printf '%%s %%s\n' "$(date +%%s.%%N)" "$line" >> %q
 `, c.execCtl, c.execLog)), 0o700)
 	os.MkdirAll(h.CXHome, 0o700)
+	if unmount, err := mountSmall(h.CXHome, cxHomeSize); err != nil {
+		t.Logf("the CX_HOME-full fault is off: %v", err)
+	} else {
+		t.Cleanup(unmount)
+		c.fillable = true
+	}
 	cfg := fmt.Sprintf("sinks = [\"local\", \"openviking\", \"exec\"]\n[openviking]\nurl = %q\ntimeout = \"2s\"\napi_key_env = \"CX_TEST_MOCK_KEY\"\n"+
 		"[exec]\ncommand = [\"/bin/sh\", %q]\ntimeout = \"3s\"\n", ov.URL, script)
 	if err := os.WriteFile(filepath.Join(h.CXHome, "config.toml"), []byte(cfg), 0o600); err != nil {
@@ -143,10 +153,11 @@ func (c *chaos) count(fault string) {
 	c.mu.Unlock()
 }
 
-// crashes are the faults that can cut a process between an exec sink
-// command's success and cx recording it (the crash window the README
-// names): a kill, a stop, or the command's own timeout.
-var crashes = []string{"cx SIGKILL", "cx SIGTERM", "cx SIGHUP", "codex SIGKILL", "hook SIGKILL", "sweeper SIGKILL", "exec sink hang"}
+// crashes are the faults that can come between an exec sink command's
+// success and cx recording it (the crash window the README names): a
+// kill, a stop, the command's own timeout, or a disk with no room for the
+// record.
+var crashes = []string{"cx SIGKILL", "cx SIGTERM", "cx SIGHUP", "codex SIGKILL", "hook SIGKILL", "sweeper SIGKILL", "exec sink hang", "CX_HOME full"}
 
 // explain names the fault that can have repeated a call first made at
 // first and repeated at again ("" when none can).
@@ -301,9 +312,13 @@ func (c *chaos) faultWorker(ctx context.Context) {
 	}
 }
 
+// cxHomeSize is the size of CX_HOME's own filesystem: room for a
+// 20-minute run's ledger many times over, little enough to fill at once.
+const cxHomeSize = 128 << 20
+
 // strike injects one fault, chosen by the seed.
 func (c *chaos) strike() {
-	switch k := c.intn(11); k {
+	switch k := c.intn(12); k {
 	case 0, 1, 2:
 		sig := []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM, syscall.SIGHUP}[k]
 		if pid := c.pick(); pid != 0 && syscall.Kill(pid, sig) == nil {
@@ -345,7 +360,33 @@ func (c *chaos) strike() {
 		c.count("exec sink " + mode)
 		os.WriteFile(c.execCtl, []byte(mode), 0o600)
 		go func(d time.Duration) { time.Sleep(d); os.WriteFile(c.execCtl, nil, 0o600) }(time.Duration(1+c.intn(4)) * time.Second)
+	case 11:
+		if c.fillable {
+			c.count("CX_HOME full")
+			c.filling.Add(1)
+			go c.fill(time.Duration(1+c.intn(3)) * time.Second)
+		}
 	}
+}
+
+// fill leaves CX_HOME's filesystem without a free byte for d: every write
+// of cx there (the ledger, its journal, logs, breadcrumbs) fails with
+// ENOSPC meanwhile.
+func (c *chaos) fill(d time.Duration) {
+	defer c.filling.Done()
+	f, err := os.CreateTemp(c.h.CXHome, "ballast-")
+	if err != nil {
+		return // full already
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	chunk := make([]byte, 1<<20)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			break
+		}
+	}
+	time.Sleep(d)
 }
 
 // codexBelow is the Codex process under the cx of pid (below its session
@@ -449,6 +490,7 @@ func lockLedger(cxHome string, d time.Duration) {
 // heal ends every fault, then sweeps until nothing is pending, parked or
 // live.
 func (c *chaos) heal() {
+	c.filling.Wait()
 	_ = c.ov.Up()
 	os.WriteFile(c.execCtl, nil, 0o600)
 	deadline := time.Now().Add(3 * time.Minute)
