@@ -19,15 +19,7 @@ import (
 func TestOpenVikingSinkRealCodex(t *testing.T) {
 	eachCodex(t, func(t *testing.T, in codextest.Install) {
 		h := New(t, in, Options{})
-		ov, err := ovfake.StartWith(ovfake.Options{APIKey: "mock"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ov.Close()
-		cfg := filepath.Join(h.CXHome, "config.toml")
-		os.MkdirAll(h.CXHome, 0o700)
-		os.WriteFile(cfg, []byte("sinks = [\"local\", \"openviking\"]\n[openviking]\nurl = \""+ov.URL+"\"\ntimeout = \"2s\"\npeer = \"e2e-peer\"\n"+
-			"api_key_env = \"CX_TEST_MOCK_KEY\"\n"), 0o600) // the harness's environment carries the key as CX_TEST_MOCK_KEY
+		ov := withOpenViking(t, h, "e2e-peer")
 
 		tu := h.StartTUI()
 		tu.WaitReady()
@@ -110,14 +102,7 @@ func TestOpenVikingSinkRealCodex(t *testing.T) {
 func TestMessageSentWhileTurnRan(t *testing.T) {
 	eachCodex(t, func(t *testing.T, in codextest.Install) {
 		h := New(t, in, Options{})
-		ov, err := ovfake.StartWith(ovfake.Options{APIKey: "mock"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ov.Close()
-		os.MkdirAll(h.CXHome, 0o700)
-		os.WriteFile(filepath.Join(h.CXHome, "config.toml"), []byte("sinks = [\"local\", \"openviking\"]\n[openviking]\nurl = \""+ov.URL+"\"\ntimeout = \"2s\"\n"+
-			"api_key_env = \"CX_TEST_MOCK_KEY\"\n"), 0o600)
+		ov := withOpenViking(t, h, "")
 
 		tu := h.StartTUI()
 		tu.WaitReady()
@@ -157,4 +142,27 @@ func TestMessageSentWhileTurnRan(t *testing.T) {
 			t.Fatalf("outside the server's contract: %v", v)
 		}
 	})
+}
+
+// withOpenViking starts the OpenViking fake for the test and gives h's cx
+// the local and OpenViking sinks (peer, when given, names the peer).
+func withOpenViking(t *testing.T, h *H, peer string) *ovfake.Server {
+	t.Helper()
+	ov, err := ovfake.StartWith(ovfake.Options{APIKey: "mock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ov.Close)
+	cfg := "sinks = [\"local\", \"openviking\"]\n[openviking]\nurl = \"" + ov.URL + "\"\ntimeout = \"2s\"\n" +
+		"api_key_env = \"CX_TEST_MOCK_KEY\"\n" // the harness's environment carries the key as CX_TEST_MOCK_KEY
+	if peer != "" {
+		cfg += "peer = \"" + peer + "\"\n"
+	}
+	if err := os.MkdirAll(h.CXHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.CXHome, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return ov
 }
