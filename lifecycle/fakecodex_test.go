@@ -28,7 +28,11 @@ import (
 //	garbage ID            append an unparsable line to ID's rollout
 //	archive ID            move ID's rollout to archived_sessions/, as archiving a thread does
 //	quiet on|off          run no hooks (what reaches cx comes from the rollout alone)
+//	steady                a stop signal (cx's death sends one) waits for the next `wait`: the steps
+//	                      before it run whole, however soon cx dies
 //	sleep MS              wait
+//	linger MS             keep the thread locks held MS after this process is gone (a child holds
+//	                      them; /proc/locks still names this pid), as the kernel may let a lock go late
 //	wait                  block until stdin closes or a signal arrives
 //	exit N                exit with status N
 //	die SIG               die of signal SIG (a number)
@@ -66,6 +70,7 @@ type fake struct {
 	rollouts map[string]string
 	turn     map[string]int
 	quiet    bool
+	stops    chan os.Signal // set by `steady`
 }
 
 func (f *fake) rollout(id string) string {
@@ -168,12 +173,25 @@ func (f *fake) step(fs []string) (int, bool) {
 		cmd.Env = append(os.Environ(), "FAKE_SCRIPT=start "+fs[1]+"\nhook SessionStart "+fs[1]+" startup\nturn "+fs[1]+" nested work")
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		_ = cmd.Run()
+	case "linger":
+		cmd := exec.Command("sleep", strconv.FormatFloat(float64(mustAtoi(fs[1]))/1000, 'f', 3, 64))
+		for _, lock := range f.open {
+			cmd.ExtraFiles = append(cmd.ExtraFiles, lock)
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // not stopped with this process
+		_ = cmd.Start()
 	case "sleep":
 		ms, _ := strconv.Atoi(fs[1])
 		time.Sleep(time.Duration(ms) * time.Millisecond)
+	case "steady":
+		f.stops = make(chan os.Signal, 1)
+		signal.Notify(f.stops, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	case "wait":
-		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		ch := f.stops
+		if ch == nil {
+			ch = make(chan os.Signal, 1)
+			signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		}
 		go func() {
 			_, _ = bufio.NewReader(os.Stdin).ReadString(0)
 		}()
@@ -235,4 +253,12 @@ func (f *fake) hook(event, id string, extra map[string]any) {
 			}
 		}
 	}
+}
+
+func mustAtoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		panic(err)
+	}
+	return n
 }

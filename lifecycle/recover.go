@@ -194,7 +194,7 @@ func (m *Manager) recoverThread(ctx context.Context, codexHome, id, kind string,
 
 // OwnThreads finds, once a Codex process has exited, the threads it
 // created and wrote: rollouts of threads born (their ids are UUIDv7s)
-// since started, that no process holds a writer lock on and no other
+// since started, that no other process holds a writer lock on and no other
 // process logged, started in cwd (when cwd is known). known(id) leaves
 // out threads recorded elsewhere (nil: none). Used by a run's exit, which
 // learns what discovery missed, and by a run that could not open the
@@ -210,8 +210,13 @@ func OwnThreads(codexHome string, pid int, started time.Time, cwd string, logs *
 		if !ok || born.Before(started.Add(-clockSlack)) || born.After(now.Add(clockSlack)) {
 			continue
 		}
-		if codex.ThreadLocked(codexHome, id) || (logs != nil && logs.LoggedByOther(id, pid)) {
-			continue // another Codex's, and live
+		if holder, held := codex.ThreadLockHolder(codexHome, id); held && holder != pid {
+			// Another Codex's, and live. A lock still held by the exited
+			// Codex itself is the kernel letting it go: its thread.
+			continue
+		}
+		if logs != nil && logs.LoggedByOther(id, pid) {
+			continue
 		}
 		meta, err := rollout.ReadMeta(path)
 		if err != nil || meta.ID != id || (cwd != "" && filepath.Clean(meta.Cwd) != filepath.Clean(cwd)) {

@@ -142,9 +142,18 @@ func ThreadLocks(home string) map[string]bool {
 // writer lock file: 0.169's Codex flock(2)s it while the thread is loaded
 // (codex-facts: "creates and flocks thread-writer-locks/<id>.lock"), so a
 // held lock means the session is live. It is asked of the kernel without
-// taking the lock, which could stand in Codex's way: heldLock is per system.
+// taking the lock, which could stand in Codex's way: lockHolder is per system.
 func ThreadLocked(home, id string) bool {
-	return heldLock(filepath.Join(home, threadLocksDir, id+".lock"))
+	_, held := ThreadLockHolder(home, id)
+	return held
+}
+
+// ThreadLockHolder is ThreadLocked with the pid that took the lock (0 when
+// the system does not say). The kernel may release a lock a moment after
+// its process is gone (the last close of a file can be deferred past the
+// process's exit), so a held lock whose holder has exited is being let go.
+func ThreadLockHolder(home, id string) (pid int, held bool) {
+	return lockHolder(filepath.Join(home, threadLocksDir, id+".lock"))
 }
 
 // writerLocksSince is the first Codex version seen keeping a writer lock

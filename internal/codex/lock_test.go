@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -58,12 +59,17 @@ func TestThreadLockedByAnotherProcess(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the holder did not take the lock within 20s")
 	}
-	if !ThreadLocked(home, id) {
+	if pid, held := ThreadLockHolder(home, id); !held || !ThreadLocked(home, id) {
 		t.Fatal("a flocked writer lock is reported free")
+	} else if runtime.GOOS == "linux" && pid != holder.Process.Pid {
+		t.Fatalf("held by pid %d, want the holder's %d", pid, holder.Process.Pid)
 	}
 	_ = holder.Process.Kill()
 	_ = holder.Wait()
-	if ThreadLocked(home, id) {
-		t.Fatal("the lock of a killed process is reported held")
+	// The kernel may let the lock go a moment after the process is gone.
+	for deadline := time.Now().Add(5 * time.Second); ThreadLocked(home, id); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the lock of a killed process is reported held 5s on")
+		}
 	}
 }
