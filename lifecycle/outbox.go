@@ -217,11 +217,24 @@ func redactTurn(t rollout.Turn) rollout.Turn {
 	return t
 }
 
-// Retry puts parked jobs (all when ids is empty) back in the outbox.
-func (m *Manager) Retry(ctx context.Context, ids []int64, all bool) (int, error) {
-	n := 0
+// Retried is what Retry did: parked jobs put back in the outbox, and
+// pending ones, waiting out a backoff, made due now.
+type Retried struct {
+	Parked, Waiting int
+}
+
+// Retry puts parked jobs back in the outbox and makes jobs waiting out a
+// backoff due now (those named by ids, or all): after a backend comes
+// back, a retry by hand does not wait for a backoff grown long in the
+// outage. Each starts its count of attempts over.
+func (m *Manager) Retry(ctx context.Context, ids []int64, all bool) (Retried, error) {
+	var r Retried
 	err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
 		parked, err := tx.ParkedJobs(ctx)
+		if err != nil {
+			return err
+		}
+		waiting, err := tx.WaitingJobs(ctx)
 		if err != nil {
 			return err
 		}
@@ -229,18 +242,22 @@ func (m *Manager) Retry(ctx context.Context, ids []int64, all bool) (int, error)
 		for _, id := range ids {
 			want[id] = true
 		}
-		for _, j := range parked {
+		for _, j := range append(parked, waiting...) {
 			if !all && !want[j.ID] {
 				continue
+			}
+			if j.State == ledger.JobParked {
+				r.Parked++
+			} else {
+				r.Waiting++
 			}
 			j.State, j.Attempts, j.NextAttemptAt = ledger.JobPending, 0, tx.Now()
 			if err := tx.UpdateJob(ctx, j); err != nil {
 				return err
 			}
 			_ = tx.AddEvent(ctx, "job.retried", j.SessionID, "", fmt.Sprintf("job %d", j.ID))
-			n++
 		}
 		return nil
 	})
-	return n, err
+	return r, err
 }

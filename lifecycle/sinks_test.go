@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -451,4 +452,26 @@ func TestOpenVikingOverviewOnResume(t *testing.T) {
 	if !asked {
 		t.Fatal("the overview was not asked with the large budget")
 	}
+}
+
+// `cx ctl retry` after a backend comes back does not wait out a backoff
+// grown long in the outage: the jobs waiting are due now, and done.
+func TestRetryMakesBackoffDue(t *testing.T) {
+	t.Parallel()
+	e, ov := ovEnv(t, ovfake.Options{}, "CX_TEST_BACKOFF=1h")
+	ov.Down()
+	e.run("start A; hook SessionStart A startup; turn A one; exit 0")
+	if err := ov.Up(); err != nil {
+		t.Fatal(err)
+	}
+	e.ctl("sweep")
+	if st := e.sessions()["A"]; st.Status == "committed" {
+		t.Fatalf("committed before its backoff ran out: %+v", st)
+	}
+	out, code := e.ctl("retry", "--all")
+	if code != 0 || !regexp.MustCompile(`^0 parked job\(s\) back in the outbox, [1-9]\d* waiting out a backoff due now\n$`).MatchString(out) {
+		t.Fatalf("retry: %d %q", code, out)
+	}
+	e.want("A", "committed", "exit", 1, 1)
+	storedOnce(t, ov, "A", "one")
 }

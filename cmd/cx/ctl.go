@@ -28,7 +28,7 @@ var ctlCommands = map[string]ctlCommand{
 	"show":       {"one session: generations, jobs, archive; --turn N shows one turn whole", (*app).ctlShow},
 	"commit":     {"end a session's live generation now and commit it", (*app).ctlCommit},
 	"sweep":      {"end orphaned and idle sessions, work the outbox", (*app).ctlSweep},
-	"retry":      {"put parked jobs back in the outbox", (*app).ctlRetry},
+	"retry":      {"put parked jobs back in the outbox, and make jobs in backoff due now", (*app).ctlRetry},
 	"checkpoint": {"the deterministic checkpoint of a rollout, or its view", (*app).ctlCheckpoint},
 	"install":    {"put cx's hooks into Codex (hooks.json and their trust)", (*app).ctlInstall},
 	"uninstall":  {"take cx's hooks out of Codex", (*app).ctlUninstall},

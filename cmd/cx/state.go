@@ -230,7 +230,7 @@ func (a *app) ctlRetry(ctx context.Context, args []string) error {
 	var all, asJSON bool
 	var ids []int64
 	spec := cli.Spec{Name: "retry", Synopsis: "<job id>…", Min: 0, Max: -1, Define: func(fs *flag.FlagSet) {
-		fs.BoolVar(&all, "all", false, "every parked job")
+		fs.BoolVar(&all, "all", false, "every parked job, and every job waiting out a backoff")
 		cli.JSONFlag(&asJSON)(fs)
 	}, Check: func(pos []string) error {
 		if all == (len(pos) > 0) {
@@ -249,24 +249,24 @@ func (a *app) ctlRetry(ctx context.Context, args []string) error {
 		return err
 	}
 	return a.withLedger(ctx, false, func(m *lifecycle.Manager) error {
-		n, err := m.Retry(ctx, ids, all)
+		r, err := m.Retry(ctx, ids, all)
 		if err != nil {
 			return fmt.Errorf("retry: %v", err)
 		}
-		if len(ids) > 0 && n == 0 {
-			return fmt.Errorf("retry: none of the jobs named is parked (see `cx ctl status`)")
+		if len(ids) > 0 && r.Parked+r.Waiting == 0 {
+			return fmt.Errorf("retry: none of the jobs named is parked or waiting out a backoff (see `cx ctl status`)")
 		}
 		worked := 0
-		if n > 0 {
+		if r.Parked+r.Waiting > 0 {
 			if worked, err = m.WorkOutbox(ctx, nil); err != nil {
 				return fmt.Errorf("retry: %v", err)
 			}
 		}
 		if asJSON {
-			a.printJSON(map[string]int{"requeued": n, "jobs_worked": worked})
+			a.printJSON(map[string]int{"requeued": r.Parked, "due_now": r.Waiting, "jobs_worked": worked})
 			return nil
 		}
-		fmt.Fprintf(a.stdout, "%d parked job(s) back in the outbox\n", n)
+		fmt.Fprintf(a.stdout, "%d parked job(s) back in the outbox, %d waiting out a backoff due now\n", r.Parked, r.Waiting)
 		return nil
 	})
 }

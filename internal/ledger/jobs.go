@@ -143,6 +143,11 @@ func (tx *Tx) ParkedJobs(ctx context.Context) ([]Job, error) {
 	return listJobs(ctx, tx.tx, `WHERE state = ? ORDER BY id`, JobParked)
 }
 
+// WaitingJobs returns the pending jobs waiting out a backoff (not due yet).
+func (tx *Tx) WaitingJobs(ctx context.Context) ([]Job, error) {
+	return listJobs(ctx, tx.tx, `WHERE state = ? AND next_attempt_at > ? ORDER BY id`, JobPending, ts(tx.now))
+}
+
 // ArmJob makes a job due: enqueued if new, back to pending if it was done
 // or is running now (the running worker then leaves it pending, and it runs
 // again for what arrived meanwhile); a parked job stays parked: its error is
