@@ -342,7 +342,12 @@ func (c *chaos) strike() {
 	case 7:
 		c.count("openviking down")
 		c.ov.Down()
-		go func(d time.Duration) { time.Sleep(d); _ = c.ov.Up() }(time.Duration(1+c.intn(3)) * time.Second)
+		go func(d time.Duration) {
+			time.Sleep(d)
+			if err := c.ov.Up(); err != nil {
+				c.t.Logf("the OpenViking fake is still down (heal brings it up): %v", err)
+			}
+		}(time.Duration(1+c.intn(3)) * time.Second)
 	case 8:
 		f := []ovfake.Fault{
 			{Route: "/messages", Status: 503, Count: 3},
@@ -491,7 +496,9 @@ func lockLedger(cxHome string, d time.Duration) {
 // live.
 func (c *chaos) heal() {
 	c.filling.Wait()
-	_ = c.ov.Up()
+	if err := c.ov.Up(); err != nil {
+		c.t.Fatalf("heal: %v", err)
+	}
 	os.WriteFile(c.execCtl, nil, 0o600)
 	deadline := time.Now().Add(3 * time.Minute)
 	for {

@@ -145,6 +145,7 @@ type Server struct {
 	mu         sync.Mutex
 	ln         net.Listener
 	srv        *http.Server
+	down       bool // Down and not Up since
 	requests   []Request
 	faults     []*Fault
 	sessions   map[string]*session
@@ -232,21 +233,36 @@ func (s *Server) serve(ln net.Listener) {
 // Down stops accepting connections (a refused connection for clients).
 func (s *Server) Down() {
 	s.mu.Lock()
-	srv := s.srv
-	s.mu.Unlock()
-	_ = srv.Close()
+	defer s.mu.Unlock()
+	if s.down {
+		return
+	}
+	s.down = true
+	_ = s.srv.Close()
 }
 
-// Up listens again on the same address.
+// Up listens again on the same address (nothing to do while up). While
+// the server was down, an outgoing connection of this machine may have
+// been given its port as a local one: Up tries again for up to 5 s.
 func (s *Server) Up() error {
-	ln, err := net.Listen("tcp", s.addr)
-	if err != nil {
-		return err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.serve(ln)
-	return nil
+	if !s.down {
+		return nil
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ln, err := net.Listen("tcp", s.addr)
+		if err == nil {
+			s.serve(ln)
+			s.down = false
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("listen on %s again: %w", s.addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // Close stops the server.
