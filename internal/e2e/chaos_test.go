@@ -112,7 +112,14 @@ printf '%%s %%s\n' "$(date +%%s.%%N)" "$line" >> %q
 	if unmount, err := mountSmall(h.CXHome, cxHomeSize); err != nil {
 		t.Logf("the CX_HOME-full fault is off: %v", err)
 	} else {
-		t.Cleanup(unmount)
+		t.Cleanup(func() {
+			if t.Failed() && os.Getenv("CX_TEST_KEEP") != "" {
+				// The tmpfs goes with its mount: what a failed run left is
+				// kept beside it, with the rest of the run's folder.
+				_ = exec.Command("cp", "-a", h.CXHome, h.CXHome+"-kept").Run()
+			}
+			unmount()
+		})
 		c.fillable = true
 	}
 	cfg := fmt.Sprintf("sinks = [\"local\", \"openviking\", \"exec\"]\n[openviking]\nurl = %q\ntimeout = \"2s\"\napi_key_env = \"CX_TEST_MOCK_KEY\"\n"+
