@@ -210,13 +210,8 @@ func OwnThreads(codexHome string, pid int, started time.Time, cwd string, logs *
 		if !ok || born.Before(started.Add(-clockSlack)) || born.After(now.Add(clockSlack)) {
 			continue
 		}
-		if holder, held := codex.ThreadLockHolder(codexHome, id); held && holder != pid {
-			// Another Codex's, and live. A lock still held by the exited
-			// Codex itself is the kernel letting it go: its thread.
-			continue
-		}
-		if logs != nil && logs.LoggedByOther(id, pid) {
-			continue
+		if codex.ThreadLocked(codexHome, id) || (logs != nil && logs.LoggedByOther(id, pid)) {
+			continue // another Codex's, and live
 		}
 		meta, err := rollout.ReadMeta(path)
 		if err != nil || meta.ID != id || (cwd != "" && filepath.Clean(meta.Cwd) != filepath.Clean(cwd)) {

@@ -12,6 +12,7 @@
 // developer_instructions).
 //
 // It may import only the standard library, leaf helpers (internal/config
-// for the user's home, internal/fsutil), toml, fsnotify and the sqlite
+// for the user's home, internal/fsutil, internal/proc for a lock's holder),
+// toml, fsnotify and the sqlite
 // driver; nothing in cx's own state machine.
 package codex

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"cx/internal/proc"
+
 	_ "modernc.org/sqlite" // the logs database
 )
 
@@ -138,22 +140,18 @@ func ThreadLocks(home string) map[string]bool {
 	return out
 }
 
-// ThreadLocked reports whether a process holds a lock on the thread's
-// writer lock file: 0.169's Codex flock(2)s it while the thread is loaded
-// (codex-facts: "creates and flocks thread-writer-locks/<id>.lock"), so a
-// held lock means the session is live. It is asked of the kernel without
-// taking the lock, which could stand in Codex's way: lockHolder is per system.
+// ThreadLocked reports whether a live process holds a lock on the
+// thread's writer lock file: 0.169's Codex flock(2)s it while the thread is
+// loaded (codex-facts: "creates and flocks thread-writer-locks/<id>.lock"),
+// so a held lock means the session is live. It is asked of the kernel
+// without taking the lock, which could stand in Codex's way: lockHolder is
+// per system. The kernel may let a lock go a moment after its process is
+// gone (a multi-threaded process's leader is a zombie while its other
+// threads still hold its files, and the last close can be deferred past
+// the exit): a lock whose holder is known and gone is not held.
 func ThreadLocked(home, id string) bool {
-	_, held := ThreadLockHolder(home, id)
-	return held
-}
-
-// ThreadLockHolder is ThreadLocked with the pid that took the lock (0 when
-// the system does not say). The kernel may release a lock a moment after
-// its process is gone (the last close of a file can be deferred past the
-// process's exit), so a held lock whose holder has exited is being let go.
-func ThreadLockHolder(home, id string) (pid int, held bool) {
-	return lockHolder(filepath.Join(home, threadLocksDir, id+".lock"))
+	pid, held := lockHolder(filepath.Join(home, threadLocksDir, id+".lock"))
+	return held && (pid == 0 || proc.Alive(pid, 0))
 }
 
 // writerLocksSince is the first Codex version seen keeping a writer lock

@@ -59,7 +59,7 @@ func TestThreadLockedByAnotherProcess(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the holder did not take the lock within 20s")
 	}
-	if pid, held := ThreadLockHolder(home, id); !held || !ThreadLocked(home, id) {
+	if pid, held := lockHolder(filepath.Join(dir, id+".lock")); !held || !ThreadLocked(home, id) {
 		t.Fatal("a flocked writer lock is reported free")
 	} else if runtime.GOOS == "linux" && pid != holder.Process.Pid {
 		t.Fatalf("held by pid %d, want the holder's %d", pid, holder.Process.Pid)
