@@ -56,10 +56,7 @@ func decode(raw []json.RawMessage) []ovMessage {
 }
 
 // userTexts returns the user texts a server stored for a session, in order.
-func userTexts(ov *ovfake.Server, id string) []string {
-	s, _ := ov.Session("cx-" + id)
-	return texts(decode(s.Messages))
-}
+func userTexts(ov *ovfake.Server, id string) []string { return ov.UserTexts("cx-" + id) }
 
 func texts(ms []ovMessage) []string {
 	var out []string

@@ -13,6 +13,5 @@
 //
 // It may import only the standard library, leaf helpers (internal/config
 // for the user's home, internal/fsutil, internal/proc for a lock's holder),
-// toml, fsnotify and the sqlite
-// driver; nothing in cx's own state machine.
+// toml, fsnotify and the sqlite driver; nothing in cx's own state machine.
 package codex

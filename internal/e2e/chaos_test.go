@@ -611,7 +611,7 @@ func (c *chaos) stored(want map[string][]string) (local, ov map[string]map[strin
 		ids[id] = true
 	}
 	for id := range ids {
-		count(ov, id, serverPrompts(c.ov, id))
+		count(ov, id, c.ov.UserTexts("cx-"+id))
 	}
 	return local, ov
 }
@@ -640,32 +640,6 @@ func archivedPrompts(t testing.TB, cxHome string) map[string][]string {
 		_ = json.Unmarshal([]byte(turns), &ts)
 		for _, tt := range ts {
 			out[id] = append(out[id], tt.User)
-		}
-	}
-	return out
-}
-
-// serverPrompts is the text of each user message the OpenViking server
-// stored for a Codex session, in order.
-func serverPrompts(srv *ovfake.Server, id string) []string {
-	s, ok := srv.Session("cx-" + id)
-	if !ok {
-		return nil
-	}
-	var out []string
-	for _, m := range s.Messages {
-		var msg struct {
-			Role  string `json:"role"`
-			Parts []struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			} `json:"parts"`
-		}
-		_ = json.Unmarshal(m, &msg)
-		for _, p := range msg.Parts {
-			if msg.Role == "user" && p.Type == "text" {
-				out = append(out, p.Text)
-			}
 		}
 	}
 	return out

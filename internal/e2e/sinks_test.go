@@ -135,7 +135,7 @@ func TestMessageSentWhileTurnRan(t *testing.T) {
 		if got := strings.Join(archivedPrompts(t, h.CXHome)[id], "|"); got != want {
 			t.Errorf("local archive:\n%s\nwant\n%s", got, want)
 		}
-		if got := strings.Join(serverPrompts(ov, id), "|"); got != want {
+		if got := strings.Join(ov.UserTexts("cx-"+id), "|"); got != want {
 			t.Errorf("OpenViking:\n%s\nwant\n%s", got, want)
 		}
 		if v := ov.Violations(); len(v) > 0 {

@@ -304,6 +304,29 @@ func (s *Server) Violations() []string {
 	return append([]string(nil), s.violations...)
 }
 
+// UserTexts is the text of each user message the server stored for a
+// session, in order: what a user's turns left there.
+func (s *Server) UserTexts(id string) []string {
+	ss, _ := s.Session(id)
+	var out []string
+	for _, m := range ss.Messages {
+		var msg struct {
+			Role  string `json:"role"`
+			Parts []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"parts"`
+		}
+		_ = json.Unmarshal(m, &msg)
+		for _, p := range msg.Parts {
+			if msg.Role == "user" && p.Type == "text" {
+				out = append(out, p.Text)
+			}
+		}
+	}
+	return out
+}
+
 // Session returns a copy of a session's state.
 func (s *Server) Session(id string) (Session, bool) {
 	s.mu.Lock()
