@@ -272,8 +272,7 @@ func TestScenarioNewClear(t *testing.T) {
 		tu, _ := startTurn(t, h, "first session")
 		tu.New()
 		tu.Prompt("second session", "mock reply: second session")
-		tu.Type("/clear")
-		tu.WaitReady()
+		tu.NewThread("/clear")
 		tu.Prompt("third session", "mock reply: third session")
 		tu.Slash("/exit")
 		if code := tu.WaitExit(30 * time.Second); code != 0 {

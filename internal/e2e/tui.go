@@ -327,22 +327,58 @@ func (tu *TUI) Close() {
 
 var whereToRun = regexp.MustCompile(`Where should the new conversation run\?`)
 
-// New runs /new and waits for the idle prompt. Inside a git repository
-// 0.169 first asks where the new conversation should run: it is answered
-// with the current worktree (and waited for, so the next prompt never lands
-// in that question).
+// New runs /new and waits for the new thread.
 func (tu *TUI) New() {
 	tu.h.T.Helper()
-	tu.Type("/new")
-	if codex.CompareVersions(tu.h.Codex.Version, "0.169.0") >= 0 {
+	tu.NewThread("/new")
+}
+
+// NewThread runs /new or /clear and waits until Codex has opened the new
+// thread — it logs a thread id it had not logged before — then for the
+// idle prompt. The idle prompt alone does not tell:
+// on a loaded machine the old thread's prompt is still on screen while the
+// command waits to be read, and a prompt typed then goes to the old thread
+// (seen in CI on 0.128). Inside a git repository 0.169's /new first asks
+// where the new conversation should run: it is answered with the current
+// worktree.
+func (tu *TUI) NewThread(cmd string) {
+	tu.h.T.Helper()
+	w := codex.NewLogWatch(tu.h.CodexHome)
+	defer w.Close()
+	pid := tu.CodexPid()
+	known := tu.loggedThreads(w, pid)
+	tu.Type(cmd)
+	if cmd == "/new" && codex.CompareVersions(tu.h.Codex.Version, "0.169.0") >= 0 {
 		tu.WaitFor(whereToRun, 20*time.Second)
 		tu.Keys("Enter")
-		deadline := time.Now().Add(10 * time.Second)
-		for whereToRun.MatchString(tu.Screen()) && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-		}
-	} else {
-		time.Sleep(500 * time.Millisecond)
 	}
-	tu.WaitReady()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		for id := range tu.loggedThreads(w, pid) {
+			if !known[id] {
+				tu.WaitReady()
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			tu.h.T.Fatalf("%s opened no new thread in 30s (threads before: %v); screen:\n%s", cmd, known, tu.Screen())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+var loggedThread = regexp.MustCompile(`thread_id=([0-9a-f-]{36})`)
+
+// loggedThreads are the thread ids Codex (pid) has logged so far: 0.169
+// logs them in its logs database, 0.128's TUI only in log/codex-tui.log.
+func (tu *TUI) loggedThreads(w *codex.LogWatch, pid int) map[string]bool {
+	ids := map[string]bool{}
+	for _, id := range w.Threads(pid) {
+		ids[id] = true
+	}
+	data, _ := os.ReadFile(filepath.Join(tu.h.CodexHome, "log", "codex-tui.log"))
+	for _, m := range loggedThread.FindAllSubmatch(data, -1) {
+		ids[string(m[1])] = true
+	}
+	return ids
 }
