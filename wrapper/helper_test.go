@@ -105,6 +105,7 @@ type result struct {
 	Signal   int    `json:"signal"`
 	Received string `json:"received"`
 	StartErr string `json:"start_err"`
+	CPUMs    int64  `json:"cpu_ms"`
 }
 
 type fileObserver struct {
@@ -118,7 +119,7 @@ func (o *fileObserver) Started(pid int, m Mode) {
 }
 
 func (o *fileObserver) Exited(ex Exit) {
-	o.r.Code, o.r.Signal = ex.Code, int(ex.Signal)
+	o.r.Code, o.r.Signal, o.r.CPUMs = ex.Code, int(ex.Signal), ex.CPU.Milliseconds()
 	if ex.Received != nil {
 		o.r.Received = SignalName(ex.Received)
 	}
@@ -140,6 +141,7 @@ func (o *fileObserver) write() {
 // childMain is the fake child. Behaviours:
 //
 //	exit N          exit with status N
+//	spin MS         use MS milliseconds of CPU, then exit 0
 //	die SIG         die of signal SIG (a number)
 //	hang            print "ready PID" and sleep
 //	echo-signals    print "ready PID", then "sig NAME" for each stop signal (ignored)
@@ -167,6 +169,11 @@ func childMain(args []string) int {
 		// in this same process dies of the signal by its default action.
 		_ = syscall.Exec("/bin/sh", []string{"sh", "-c", "kill -" + args[1] + " $$; sleep 5"}, os.Environ())
 		return 98
+	case "spin":
+		ms, _ := strconv.Atoi(args[1])
+		for cxproc.SelfCPU() < time.Duration(ms)*time.Millisecond {
+		}
+		return 0
 	case "hang":
 		fmt.Fprintf(out, "ready %d\n", os.Getpid())
 		time.Sleep(time.Hour)

@@ -284,3 +284,26 @@ func TestStopClosesStdinFirst(t *testing.T) {
 		})
 	}
 }
+
+// The child's CPU time reaches the observer (cx logs it beside its own),
+// through a PTY's session leader too.
+func TestExitCPU(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"pipe", "pty"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			var p *proc
+			if mode == "pty" {
+				p = newTerminal(t, 24, 80).start(t, supOpts{child: "spin 200"})
+			} else {
+				p = startSupervisor(t, supOpts{mode: "pipe", child: "spin 200"})
+			}
+			if got := p.wait(t, 30*time.Second); got != 0 {
+				t.Fatalf("exit %d", got)
+			}
+			if r := p.res(t); r.CPUMs < 200 || r.CPUMs > 10000 {
+				t.Fatalf("child CPU %d ms, want at least the 200 ms it spun", r.CPUMs)
+			}
+		})
+	}
+}

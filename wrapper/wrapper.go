@@ -100,6 +100,9 @@ type Exit struct {
 	Pid int
 	// StartErr is why the child could not be started.
 	StartErr error
+	// CPU is the CPU time the child used, with that of the descendants it
+	// waited for (a PTY's session leader, Codex's hooks), from wait4.
+	CPU time.Duration
 }
 
 // Observer learns of the child's start and exit. Calls are made from the
@@ -221,14 +224,14 @@ func startExit(err error) Exit {
 
 // exitOf turns a wait status into an Exit.
 func exitOf(ps *os.ProcessState) Exit {
-	ws, ok := ps.Sys().(syscall.WaitStatus)
-	if !ok {
-		return Exit{Code: ps.ExitCode(), Pid: ps.Pid()}
+	ex := Exit{Code: ps.ExitCode(), Pid: ps.Pid(), CPU: ps.UserTime() + ps.SystemTime()}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok {
+		ex.Code = ws.ExitStatus()
+		if ws.Signaled() {
+			ex.Code, ex.Signal = 128+int(ws.Signal()), ws.Signal()
+		}
 	}
-	if ws.Signaled() {
-		return Exit{Code: 128 + int(ws.Signal()), Signal: ws.Signal(), Pid: ps.Pid()}
-	}
-	return Exit{Code: ws.ExitStatus(), Pid: ps.Pid()}
+	return ex
 }
 
 // SignalName is the short upper-case name of a signal ("TERM", "KILL").

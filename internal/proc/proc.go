@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Stat is what cx knows of a process.
@@ -107,4 +108,13 @@ func StartDetached(args ...string) error {
 		return fmt.Errorf("start %s %v: %w", self, args, err)
 	}
 	return cmd.Process.Release()
+}
+
+// SelfCPU is the CPU time (user and system) this process has used so far.
+func SelfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

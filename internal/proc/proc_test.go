@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 )
 
 func TestParseStat(t *testing.T) {
@@ -50,5 +51,16 @@ func TestSelfAndChild(t *testing.T) {
 	_ = cmd.Wait()
 	if Alive(cmd.Process.Pid, 0) {
 		t.Fatal("reaped child alive")
+	}
+}
+
+func TestSelfCPU(t *testing.T) {
+	before := SelfCPU()
+	deadline := time.Now().Add(50 * time.Millisecond)
+	for n := 0; time.Now().Before(deadline); n++ {
+		_ = n * n
+	}
+	if after := SelfCPU(); after <= before {
+		t.Fatalf("CPU did not grow over 50 ms of spinning: %v then %v", before, after)
 	}
 }
