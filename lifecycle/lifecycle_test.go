@@ -495,6 +495,37 @@ func TestOrphanRunsLockLetGoLate(t *testing.T) {
 	}
 }
 
+// A thread Codex starts while another process holds the ledger past the
+// busy timeout: discovery's try to record it fails, and the run records it
+// at a later look. (It counted the thread learned on the failed try, so
+// neither a later look nor the exit recorded it, and no hook ever would on
+// a turn without hooks: found by the 20-minute chaos run, 0.128.)
+func TestDiscoveryOutlastsLockedLedger(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cmd := e.cxCmd("quiet on; sleep 1500; start $V7; turn $V7 words held back; sleep 6000; exit 0", "FAKE_TODAY=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	db := e.db()
+	waitFor(t, "the run's Codex recorded", func() bool {
+		runs, err := db.Runs(context.Background(), true)
+		return err == nil && len(runs) == 1 && runs[0].CodexPID != 0
+	})
+	release, err := codextest.HoldLedger(e.cxHome)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Past the thread's start (1.5 s) and discovery's busy timeout (2 s).
+	time.Sleep(4 * time.Second)
+	release()
+	if err := runWait(cmd, 30*time.Second); err != nil {
+		t.Fatalf("cx: %v", err)
+	}
+	id := codex.RolloutID(filepath.Base(e.oneRollout()))
+	e.want(id, "committed", "exit", 1, 1)
+}
+
 // flocked reports whether some process holds path's flock(2) lock (tried,
 // and given back at once when free).
 func flocked(t *testing.T, path string) bool {

@@ -133,21 +133,28 @@ func (r *Run) ChildStarted(pid int) {
 		if r.recErr != nil {
 			return
 		}
-		ctx := context.Background()
-		err := r.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
-			run, err := tx.Run(ctx, r.info.ID)
-			if err != nil {
-				return err
-			}
-			run.CodexPID, run.CodexStart = pid, start
-			return tx.PutRun(ctx, run)
-		})
-		if err != nil {
-			r.m.Log.Printf("record codex pid for %s: %v", r.info.ID, err)
-		}
 		testpoint.Panic("discover")
-		r.discoverLoop(ctx, pid)
+		r.discoverLoop(context.Background(), pid, start)
 	}()
+}
+
+// recordCodex writes Codex's pid and start time into the run: hooks are
+// attributed by them, and a dead run's threads found by them. It reports
+// whether it could (a ledger locked past its timeout, or a full disk, is
+// tried again by discovery).
+func (r *Run) recordCodex(ctx context.Context, pid int, start uint64) bool {
+	err := r.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		run, err := tx.Run(ctx, r.info.ID)
+		if err != nil {
+			return err
+		}
+		run.CodexPID, run.CodexStart = pid, start
+		return tx.PutRun(ctx, run)
+	})
+	if err != nil {
+		r.m.Log.Printf("record codex pid for %s: %v", r.info.ID, err)
+	}
+	return err == nil
 }
 
 // discoverLoop learns the sessions the Codex process holds before any hook
@@ -158,7 +165,7 @@ func (r *Run) ChildStarted(pid int) {
 // its lock file or rollout, and creating either wakes the loop at once
 // (inotify), so with the watch it backs off to every 30 s (4 s without):
 // an idle Codex costs cx next to nothing.
-func (r *Run) discoverLoop(ctx context.Context, pid int) {
+func (r *Run) discoverLoop(ctx context.Context, pid int, start uint64) {
 	const fast = 500 * time.Millisecond
 	slow := 4 * time.Second
 	watch := codex.WatchThreads(r.info.CodexHome)
@@ -170,8 +177,12 @@ func (r *Run) discoverLoop(ctx context.Context, pid int) {
 	every := fast
 	t := time.NewTimer(every)
 	defer t.Stop()
+	recorded := false
 	for {
-		if r.discover(ctx, pid, true) {
+		if !recorded {
+			recorded = r.recordCodex(ctx, pid, start)
+		}
+		if r.discover(ctx, pid, true) || !recorded {
 			every = fast
 		} else {
 			every = min(slow, every*2)
@@ -250,6 +261,10 @@ func (r *Run) learn(ctx context.Context, found map[string]string) bool {
 			return err
 		})
 		if err != nil {
+			// Not learned after all: the next look, or the exit, tries again.
+			delete(r.known, id)
+			delete(r.paths, id)
+			r.candidates[id] = true
 			r.m.Log.Printf("discover session %s: %v", id, err)
 		}
 	}

@@ -22,7 +22,7 @@ import (
 	"cx/internal/codextest"
 	"cx/internal/openviking/ovfake"
 
-	_ "modernc.org/sqlite" // the fault that holds the ledger locked
+	_ "modernc.org/sqlite" // the local archive read back with SQL
 )
 
 // The chaos run: real Codex through cx — `cx exec` and `cx exec resume`,
@@ -482,21 +482,12 @@ func (c *chaos) killOwn(what string) bool {
 
 // lockLedger holds the ledger's write lock for d, as another process might.
 func lockLedger(cxHome string, d time.Duration) {
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(cxHome, "cx.db")+"?_pragma=busy_timeout(5000)")
+	release, err := codextest.HoldLedger(cxHome)
 	if err != nil {
-		return
-	}
-	defer db.Close()
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
 		return
 	}
 	time.Sleep(d)
-	_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
+	release()
 }
 
 // heal ends every fault, then sweeps until nothing is pending, parked or
@@ -758,10 +749,10 @@ func (c *chaos) check() {
 	c.t.Logf("chaos report (%s, %v):\n  threads %d, user turns %d, generations (exec sink) %d, prompts sent %d\n  faults %d: %s\n"+
 		"  sink        expected  stored  duplicated  missing  phantom\n"+
 		"  local       %8d  %6d  %10d  %7d  %7d\n  openviking  %8d  %6d  %10d  %7d  %7d\n  exec        %8d  %6d  %10d  %7d  %7d   (sessions; duplicates are repeated generations)\n"+
-		"  CPU of the exec and app-server runs (cx and the Codex below it, wait4) %v\n  exec repeats: %s",
+		"  CPU of the exec and app-server runs (cx and the Codex below it, wait4) %v\n  CPU by cx's own lines: %v\n  exec repeats: %s",
 		c.h.Codex.Version, c.duration, len(want), turns, gens, c.prompts, total, strings.Join(faults, ", "),
 		lt.expected, lt.stored, lt.duplicated, lt.missing, lt.phantom, ot.expected, ot.stored, ot.duplicated, ot.missing, ot.phantom,
-		et.expected, et.stored, et.duplicated, et.missing, et.phantom, cpu.Round(time.Millisecond), orNone(repeats))
+		et.expected, et.stored, et.duplicated, et.missing, et.phantom, cpu.Round(time.Millisecond), readCPUSplit(c.h.CXHome), orNone(repeats))
 	if v := c.ov.Violations(); len(v) > 0 {
 		c.t.Errorf("outside the OpenViking server's contract: %v", v)
 	}
