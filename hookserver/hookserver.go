@@ -264,6 +264,7 @@ func recordHookEvent(cfg config.Config, start time.Time, au hookAudit) {
 		"ppid":          os.Getppid(),
 		"payload_bytes": len(au.Payload),
 		"took_ms":       time.Since(start).Milliseconds(),
+		"cpu_ms":        float64(proc.SelfCPU().Microseconds()) / 1000,
 	}
 	for k, v := range map[string]string{"turn_id": au.Parsed.TurnID, "source": au.Parsed.Source, "trigger": au.Parsed.Trigger,
 		"transcript_path": au.Parsed.TranscriptPath, "cwd": au.Parsed.Cwd} {

@@ -290,5 +290,8 @@ func SweepNow(ctx context.Context, cfg config.Config, o SweepOptions) (SweepResu
 	if _, err := recall.Backfill(sctx, m.DB, cfg.Home); err != nil {
 		m.Log.Printf("sweep: %v", err)
 	}
+	if o.Background {
+		m.Log.Printf("background sweep: %d ended, %d job(s) worked; cpu cx=%s", res.Ended, res.Jobs, proc.SelfCPU().Round(time.Millisecond))
+	}
 	return res, nil
 }

@@ -20,6 +20,7 @@ import (
 	"cx/internal/codex"
 	"cx/internal/config"
 	"cx/internal/logs"
+	"cx/internal/proc"
 	"cx/internal/testpoint"
 	"cx/lifecycle"
 	"cx/wrapper"
@@ -143,6 +144,14 @@ func (s *Supervision) Exited(wrapper.Exit) {}
 // Finish ends the run after wrapper.Run has restored the terminal: the
 // synthesized session ends, bounded.
 func (s *Supervision) Finish(ctx context.Context, ex wrapper.Exit) {
+	if ex.Pid != 0 {
+		// What this run cost, beside what Codex did (hooks are Codex's
+		// children, counted there; each hook's audit line has its own).
+		defer func() {
+			s.log.Printf("run %s: Codex pid %d exited (status %d); cpu codex=%s cx=%s", s.info.ID, ex.Pid, ex.Code,
+				ex.CPU.Round(time.Millisecond), proc.SelfCPU().Round(time.Millisecond))
+		}()
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Printf("finish: panic: %v\n%s", r, debug.Stack())

@@ -1,0 +1,84 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+)
+
+// cpuSplit is what cx's own lines say it cost, beside what Codex cost:
+// each run's exit names Codex's CPU (wait4: Codex with the hooks it ran)
+// and the wrapper's own; each hook's audit line its own; each background
+// sweep its own. A run killed outright says nothing (its wait4 total is
+// still in the exec and app-server figure).
+type cpuSplit struct {
+	runs              int
+	wrapper, codex    time.Duration // codex: with its hooks
+	hooks, sweeps     int
+	hookCPU, sweepCPU time.Duration
+}
+
+var (
+	runCPULine   = regexp.MustCompile(`cpu codex=(\S+) cx=(\S+)$`)
+	sweepCPULine = regexp.MustCompile(`background sweep: .* cpu cx=(\S+)$`)
+)
+
+// readCPUSplit reads cx's logs under cxHome (the rotated ones too).
+func readCPUSplit(cxHome string) cpuSplit {
+	var c cpuSplit
+	logDir := filepath.Join(cxHome, "logs")
+	eachLine(logDir, "cx.log", func(line string) {
+		if m := runCPULine.FindStringSubmatch(line); m != nil {
+			codex, err1 := time.ParseDuration(m[1])
+			cx, err2 := time.ParseDuration(m[2])
+			if err1 == nil && err2 == nil {
+				c.runs++
+				c.codex += codex
+				c.wrapper += cx
+			}
+		} else if m := sweepCPULine.FindStringSubmatch(line); m != nil {
+			if d, err := time.ParseDuration(m[1]); err == nil {
+				c.sweeps++
+				c.sweepCPU += d
+			}
+		}
+	})
+	eachLine(logDir, "hook-events.jsonl", func(line string) {
+		var ev struct {
+			CPU *float64 `json:"cpu_ms"`
+		}
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.CPU != nil {
+			c.hooks++
+			c.hookCPU += time.Duration(*ev.CPU * float64(time.Millisecond))
+		}
+	})
+	return c
+}
+
+// eachLine calls f for every line of name and of its rotated copy.
+func eachLine(dir, name string, f func(string)) {
+	for _, p := range []string{filepath.Join(dir, name+".1"), filepath.Join(dir, name)} {
+		fh, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			f(sc.Text())
+		}
+		fh.Close()
+	}
+}
+
+func (c cpuSplit) String() string {
+	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	cx := c.wrapper + c.hookCPU + c.sweepCPU
+	codex := max(c.codex-c.hookCPU, 0)
+	return fmt.Sprintf("cx %v (wrappers of %d runs that exited %v, %d hooks %v, %d background sweeps %v); Codex %v (those runs' Codex, hooks taken out); cx/Codex %.3f",
+		ms(cx), c.runs, ms(c.wrapper), c.hooks, ms(c.hookCPU), c.sweeps, ms(c.sweepCPU), ms(codex), float64(cx)/float64(max(codex, 1)))
+}
