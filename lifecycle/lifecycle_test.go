@@ -1031,6 +1031,53 @@ func TestUnrecordedRunRecovered(t *testing.T) {
 	}
 }
 
+// A run that cannot write the ledger while a hook of its Codex can (a
+// full disk freed meanwhile: the hook records the session, knowing no run):
+// the sweep that reads the run's breadcrumb ends the session the hook
+// left live — it had taken "recorded" for "someone else's to end", and the
+// session waited out the idle TTL (the 20-minute chaos run, 0.128: three
+// sessions live after healing).
+func TestUnrecordedRunHookRecordedEnded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if err := os.MkdirAll(e.cxHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.cxHome, "config.toml"), []byte("[lifecycle]\nactive_window = \"1s\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(e.cxHome, "cx.db")
+	if err := os.Mkdir(db, 0o700); err != nil { // the ledger cannot be opened
+		t.Fatal(err)
+	}
+	cmd := e.cxCmd("quiet on; start $V7; turn $V7 second; sleep 3000; exit 0", "FAKE_TODAY=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rollout := e.oneRollout()
+	id := codex.RolloutID(filepath.Base(rollout))
+	if err := os.Remove(db); err != nil {
+		t.Fatal(err)
+	}
+	e.hook("UserPromptSubmit", map[string]any{"session_id": id, "hook_event_name": "UserPromptSubmit", "transcript_path": rollout, "cwd": e.w, "turn_id": "t1", "prompt": "second"})
+	if st := e.sessions()[id]; st.Status != "live" || st.RunID != "" {
+		t.Fatalf("the hook recorded %+v", st)
+	}
+	if err := runWait(cmd, 30*time.Second); err != nil {
+		t.Fatalf("cx: %v", err)
+	}
+	if len(lifecycle.Unrecorded(e.cxHome)) == 0 {
+		t.Fatal("no breadcrumb of the unrecorded run")
+	}
+	if out, code := e.ctlLater(2*time.Second, "sweep"); code != 0 {
+		t.Fatalf("sweep: %d %s", code, out)
+	}
+	e.want(id, "committed", lifecycle.ReasonRecovered, 1, 1)
+	if len(lifecycle.Unrecorded(e.cxHome)) != 0 {
+		t.Fatal("the breadcrumb is still there")
+	}
+}
+
 // A breadcrumb's sessions belong to the CX_HOME whose run left it: while
 // one CX_HOME cannot write its ledger, a run of another CX_HOME on the same
 // Codex home (and a Codex started without cx) writes sessions too; the

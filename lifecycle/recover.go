@@ -165,9 +165,15 @@ func (m *Manager) recoverUnrecorded(ctx context.Context, codexHome string) (int,
 // recoverThread records and ends one thread a breadcrumb names; wait is
 // true when it is still being written.
 func (m *Manager) recoverThread(ctx context.Context, codexHome, id, kind string, now time.Time) (n int, wait bool, err error) {
-	if _, err := m.DB.Session(ctx, id); err == nil {
-		return 0, false, nil // recorded meanwhile (its run, a hook, an import)
-	} else if !errors.Is(err, ledger.ErrNotFound) {
+	s, err := m.DB.Session(ctx, id)
+	recorded := err == nil
+	switch {
+	case recorded && (s.RunID != "" || s.Status != ledger.Live):
+		return 0, false, nil // a run has it (resumed), or it is over
+	case recorded:
+		// A hook recorded it, knowing no run (this one could not write its
+		// own): its end is this breadcrumb's to make.
+	case !errors.Is(err, ledger.ErrNotFound):
 		return 0, false, err
 	}
 	path := codex.FindRollout(codexHome, id, "")
@@ -181,10 +187,12 @@ func (m *Manager) recoverThread(ctx context.Context, codexHome, id, kind string,
 	} else if m.RolloutLiveness(codexHome, id, path, now).Live {
 		return 0, true, nil
 	}
-	err = m.Learn(ctx, ledger.Session{ID: id, TranscriptPath: path, CodexHome: codexHome, EndReason: ReasonRecovered},
-		"session.recovered", "recorded late from its rollout: the ledger could not be written when it ran")
-	if err != nil {
-		return 0, false, err
+	if !recorded {
+		err = m.Learn(ctx, ledger.Session{ID: id, TranscriptPath: path, CodexHome: codexHome, EndReason: ReasonRecovered},
+			"session.recovered", "recorded late from its rollout: the ledger could not be written when it ran")
+		if err != nil {
+			return 0, false, err
+		}
 	}
 	if _, err := m.End(ctx, id, ReasonRecovered, EndOptions{}); err != nil {
 		return 0, false, err
