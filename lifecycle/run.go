@@ -133,15 +133,17 @@ func (r *Run) ChildStarted(pid int) {
 		if r.recErr != nil {
 			return
 		}
+		ctx := context.Background()
+		recorded := r.recordCodex(ctx, pid, start)
 		testpoint.Panic("discover")
-		r.discoverLoop(context.Background(), pid, start)
+		r.discoverLoop(ctx, pid, start, recorded)
 	}()
 }
 
 // recordCodex writes Codex's pid and start time into the run: hooks are
 // attributed by them, and a dead run's threads found by them. It reports
-// whether it could (a ledger locked past its timeout, or a full disk, is
-// tried again by discovery).
+// whether it could (after a ledger locked past its timeout, or a full
+// disk, discovery tries again).
 func (r *Run) recordCodex(ctx context.Context, pid int, start uint64) bool {
 	err := r.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
 		run, err := tx.Run(ctx, r.info.ID)
@@ -165,7 +167,7 @@ func (r *Run) recordCodex(ctx context.Context, pid int, start uint64) bool {
 // its lock file or rollout, and creating either wakes the loop at once
 // (inotify), so with the watch it backs off to every 30 s (4 s without):
 // an idle Codex costs cx next to nothing.
-func (r *Run) discoverLoop(ctx context.Context, pid int, start uint64) {
+func (r *Run) discoverLoop(ctx context.Context, pid int, start uint64, recorded bool) {
 	const fast = 500 * time.Millisecond
 	slow := 4 * time.Second
 	watch := codex.WatchThreads(r.info.CodexHome)
@@ -177,7 +179,6 @@ func (r *Run) discoverLoop(ctx context.Context, pid int, start uint64) {
 	every := fast
 	t := time.NewTimer(every)
 	defer t.Stop()
-	recorded := false
 	for {
 		if !recorded {
 			recorded = r.recordCodex(ctx, pid, start)
