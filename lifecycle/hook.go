@@ -403,7 +403,9 @@ var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true
 // attribute decides whether a hook belongs to the run named by CX_RUN_ID:
 // its nearest ancestor that is not a shell must be that run's Codex (pid and
 // start time). A nested Codex started by the model, or a shared daemon's
-// hooks carrying a stale CX_RUN_ID, fail this check.
+// hooks carrying a stale CX_RUN_ID, fail this check. Until the run has
+// recorded Codex's pid (a ledger busy past its timeout delays that), the
+// Codex is known as the child of the run's cx, or of its session leader.
 func (m *Manager) attribute(ctx context.Context, runID string, ppid int) (ledger.Run, bool) {
 	if runID == "" || ppid <= 1 {
 		return ledger.Run{}, false
@@ -419,18 +421,30 @@ func (m *Manager) attribute(ctx context.Context, runID string, ppid int) (ledger
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return ledger.Run{}, false
+			if err != nil {
+				return ledger.Run{}, false
+			}
+			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	if run.EndedAt != nil {
 		return ledger.Run{}, false
 	}
-	for _, st := range proc.Ancestors(ppid, 4) {
+	chain := proc.Ancestors(ppid, 6)
+	for i, st := range chain {
 		if shells[st.Comm] {
 			continue
 		}
-		return run, st.PID == run.CodexPID && (run.CodexStart == 0 || st.StartTime == run.CodexStart)
+		if run.CodexPID != 0 {
+			return run, st.PID == run.CodexPID && (run.CodexStart == 0 || st.StartTime == run.CodexStart)
+		}
+		isRun := func(p proc.Stat) bool { return p.PID == run.PID && p.StartTime == run.PIDStart }
+		up := chain[i+1:]
+		if len(up) > 1 && up[0].Comm == up[1].Comm {
+			up = up[1:] // the session leader, a copy of cx (a nested Codex's parent is a Codex)
+		}
+		return run, len(up) > 0 && isRun(up[0])
 	}
 	return ledger.Run{}, false
 }

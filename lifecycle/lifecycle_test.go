@@ -526,6 +526,58 @@ func TestDiscoveryOutlastsLockedLedger(t *testing.T) {
 	e.want(id, "committed", "exit", 1, 1)
 }
 
+// Hooks that come before the run could record Codex's pid (the ledger
+// busy past its timeout) are the run's all the same: their Codex is the
+// child of the run's cx (or of its session leader, in a terminal), and a
+// nested Codex's hooks are still not. They were
+// recorded as no run's, and a thread discovery did not see (here: it
+// panicked) was left live at the run's exit.
+func TestHookAttributedBeforeCodexRecorded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cmd := e.cxCmd("sleep 1500; start $V7; hook SessionStart $V7 startup; turn $V7 words; nested N; exit 0", "FAKE_TODAY=1", "CX_TEST_PANIC_AT=discover")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	db := e.db()
+	ctx := context.Background()
+	var runID string
+	waitFor(t, "the run's Codex recorded", func() bool {
+		runs, err := db.Runs(ctx, true)
+		if err == nil && len(runs) == 1 && runs[0].CodexPID != 0 {
+			runID = runs[0].ID
+		}
+		return runID != ""
+	})
+	err := db.Tx(ctx, func(tx *ledger.Tx) error { // as if its write had failed
+		run, err := tx.Run(ctx, runID)
+		if err != nil {
+			return err
+		}
+		run.CodexPID, run.CodexStart = 0, 0
+		return tx.PutRun(ctx, run)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runWait(cmd, 30*time.Second); err != nil {
+		t.Fatalf("cx: %v", err)
+	}
+	rollouts, _ := filepath.Glob(filepath.Join(e.codexHome, "sessions", "*", "*", "*", "rollout-*.jsonl"))
+	id := ""
+	for _, p := range rollouts {
+		if rid := codex.RolloutID(filepath.Base(p)); rid != "N" {
+			id = rid
+		}
+	}
+	if st := e.want(id, "committed", "exit", 1, 1); st.RunID != runID {
+		t.Fatalf("session of run %q, want %s", st.RunID, runID)
+	}
+	if st := e.sessions()["N"]; st.RunID != "" {
+		t.Fatalf("a nested Codex's session attributed to run %s", st.RunID)
+	}
+}
+
 // flocked reports whether some process holds path's flock(2) lock (tried,
 // and given back at once when free).
 func flocked(t *testing.T, path string) bool {
