@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -363,4 +364,50 @@ func summary(ts []Turn) string {
 		out = append(out, fmt.Sprintf("%s %s %v %v", t.Key, t.User, t.Assistant, t.Complete))
 	}
 	return strings.Join(out, "|")
+}
+
+// Codex killed between the user's message and its prompt event (0.128's
+// user_message, 0.169's UserMessage item): the message is the task's last
+// line, and it is still a turn — open, its prompt the message. Found by the
+// 20-minute chaos run on both versions (a prompt in the rollout, in no sink).
+func TestKilledBeforePromptEvent(t *testing.T) {
+	files, _ := filepath.Glob("../../testdata/rollouts/*/exec-tools.jsonl")
+	if len(files) < 2 {
+		t.Fatalf("recorded rollouts: %v", files)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(filepath.Dir(f)), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			whole := Assemble(data, Options{})
+			if len(whole.Turns) == 0 {
+				t.Fatal("no turns in the recorded rollout")
+			}
+			prompt := whole.Turns[0].User
+			// Cut after the first user-role line that holds the prompt.
+			cut := -1
+			for off := 0; off < len(data); {
+				n := bytes.IndexByte(data[off:], '\n')
+				if n < 0 {
+					break
+				}
+				l := data[off : off+n]
+				if bytes.Contains(l, []byte(`"type":"response_item"`)) && bytes.Contains(l, []byte(`"role":"user"`)) &&
+					bytes.Contains(l, []byte(strconv.Quote(prompt)[1:len(strconv.Quote(prompt))-1])) {
+					cut = off + n + 1
+					break
+				}
+				off += n + 1
+			}
+			if cut < 0 {
+				t.Fatalf("no user message line holds %q", prompt)
+			}
+			c := Assemble(data[:cut], Options{})
+			if len(c.Turns) != 1 || c.Turns[0].User != prompt || c.Turns[0].Complete || c.Turns[0].Key != whole.Turns[0].Key {
+				t.Fatalf("cut after the user's message: %+v, want one open turn %q keyed %s", c.Turns, prompt, whole.Turns[0].Key)
+			}
+		})
+	}
 }

@@ -227,6 +227,12 @@ func newAssembler(opts Options, meta *SessionMeta) *assembler {
 }
 
 func (a *assembler) finish() Capture {
+	if a.cur == nil && a.pending != "" && a.taskStart >= 0 {
+		// The task's prompt event has not come: not yet, or never — Codex
+		// died between the user's message and its event. The message
+		// begins the turn, open; the next read reads the task again.
+		a.prompt(a.pending, Record{Offset: a.taskStart, Timestamp: a.taskAt})
+	}
 	a.flush()
 	a.capture.Meta = a.meta
 	a.capture.Turns = a.turns
