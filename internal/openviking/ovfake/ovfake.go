@@ -23,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -308,8 +309,40 @@ func (s *Server) Violations() []string {
 // session, in order: what a user's turns left there.
 func (s *Server) UserTexts(id string) []string {
 	ss, _ := s.Session(id)
+	return UserTextsIn(ss.Messages)
+}
+
+// ArchiveUserTexts is, per archive of a session in order, the text of each
+// user message it holds: what one commit took.
+func (s *Server) ArchiveUserTexts(id string) [][]string {
+	ss, _ := s.Session(id)
+	var out [][]string
+	for _, a := range ss.Archives {
+		raws := make([]json.RawMessage, len(a.Messages))
+		for i, m := range a.Messages {
+			raws[i] = m.Raw
+		}
+		out = append(out, UserTextsIn(raws))
+	}
+	return out
+}
+
+// IDs is the id of every session the server holds, sorted.
+func (s *Server) IDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.sessions))
+	for id := range s.sessions {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// UserTextsIn is the text of each user message among msgs, in order.
+func UserTextsIn(msgs []json.RawMessage) []string {
 	var out []string
-	for _, m := range ss.Messages {
+	for _, m := range msgs {
 		var msg struct {
 			Role  string `json:"role"`
 			Parts []struct {

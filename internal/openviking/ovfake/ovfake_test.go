@@ -98,6 +98,26 @@ func TestCounters(t *testing.T) {
 	if st, _ := s.Session("x"); len(st.Archives) != 1 || len(st.Messages) != 2 {
 		t.Fatalf("server state: %+v", st)
 	}
+	// What the chaos checker reads: each archive's user texts, and every
+	// session the server holds.
+	if _, err := c.AddMessages(ctx, "x", msgs("c")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Commit(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AddMessages(ctx, "y", msgs("d")); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.ArchiveUserTexts("x"); len(got) != 2 || strings.Join(got[0], ",") != "a,b" || strings.Join(got[1], ",") != "c" {
+		t.Fatalf("archives' user texts: %q", got)
+	}
+	if got := strings.Join(s.UserTexts("x"), ","); got != "a,b,c" {
+		t.Fatalf("user texts: %q", got)
+	}
+	if got := strings.Join(s.IDs(), ","); got != "x,y" {
+		t.Fatalf("sessions: %q", got)
+	}
 }
 
 // Error shapes, validation and routes (openviking/server/routers/sessions.py,
