@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -106,7 +105,7 @@ fail) exit 1 ;;
 hang) sleep 60 ;;
 esac
 line=$(cat)
-printf '%%s %%s\n' "$(date +%%s.%%N)" "$line" >> %q
+printf '%%s %%s %%s\n' "$(date +%%s.%%N)" "$PPID" "$line" >> %q
 `, c.execCtl, c.execLog)), 0o700)
 	os.MkdirAll(h.CXHome, 0o700)
 	if unmount, err := mountSmall(h.CXHome, cxHomeSize); err != nil {
@@ -147,33 +146,70 @@ func (c *chaos) prompt(kind string) string {
 	return fmt.Sprintf("chaos %s prompt %d.", kind, c.prompts)
 }
 
-// struck is one fault and when it struck.
+// struck is one fault, when it struck, and the cx processes it hit (none
+// for a fault of the ledger, the disk or a sink).
 type struck struct {
 	at   time.Time
 	kind string
+	hit  []int
 }
 
-func (c *chaos) count(fault string) {
+func (c *chaos) count(fault string, hit ...int) {
 	c.mu.Lock()
 	c.faults[fault]++
-	c.struck = append(c.struck, struck{time.Now(), fault})
+	c.struck = append(c.struck, struck{time.Now(), fault, hit})
 	c.mu.Unlock()
 }
 
-// crashes are the faults that can come between an exec sink command's
-// success and cx recording it (the crash window the README names): a
-// kill, a stop, the command's own timeout, or a disk with no room for the
-// record.
-var crashes = []string{"cx SIGKILL", "cx SIGTERM", "cx SIGHUP", "codex SIGKILL", "hook SIGKILL", "sweeper SIGKILL", "exec sink hang", "CX_HOME full"}
+// execCall is one call the exec sink logged: when its command succeeded
+// and the pid of the cx that ran it (the script's $PPID, fixed when the
+// shell starts, so a call whose cx died before it finished still names it).
+type execCall struct {
+	at     time.Time
+	runner int
+}
 
-// explain names the fault that can have repeated a call first made at
-// first and repeated at again ("" when none can).
-func (c *chaos) explain(first, again time.Time) string {
+// explain names the fault that can have made calls[j] repeat calls[0]
+// ("" when none can) — the crash window the README names: the cx that ran
+// one of the calls killed or stopped (its exit cut the command short
+// after it did its work, or it never recorded the success), or, for a
+// call that succeeded, the disk full or the ledger locked past its busy
+// timeout when cx went to record it.
+func (c *chaos) explain(calls []execCall, j int) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	ran := map[int]bool{}
+	for _, call := range calls[:j+1] {
+		ran[call.runner] = true
+	}
+	say := func(f struck, call execCall) string {
+		return fmt.Sprintf("%s at +%.1fs, %+.1fs from a call", f.kind, f.at.Sub(c.started).Seconds(), f.at.Sub(call.at).Seconds())
+	}
 	for _, f := range c.struck {
-		if f.at.After(first.Add(-time.Second)) && f.at.Before(again) && slices.Contains(crashes, f.kind) {
-			return fmt.Sprintf("%s at +%.1fs", f.kind, f.at.Sub(c.started).Seconds())
+		for _, pid := range f.hit {
+			// A command that hung past its runner's death logs when its
+			// sleep ends, a minute on: the window reaches back that far.
+			if ran[pid] && f.at.After(calls[0].at.Add(-70*time.Second)) && f.at.Before(calls[j].at) {
+				for _, call := range calls[:j+1] {
+					if call.runner == pid {
+						return say(f, call) + " (its cx)"
+					}
+				}
+			}
+		}
+		var before time.Duration // how long before a success the fault may start and still fail its record
+		switch f.kind {
+		case "CX_HOME full":
+			before = 5 * time.Second // filling, then full for 1-3 s
+		case "ledger locked":
+			before = 3 * time.Second // held 1-3 s, past the 2 s busy timeout
+		default:
+			continue
+		}
+		for _, call := range calls[:j] {
+			if f.at.After(call.at.Add(-before)) && f.at.Before(call.at.Add(500*time.Millisecond)) {
+				return say(f, call)
+			}
 		}
 	}
 	return ""
@@ -328,20 +364,27 @@ func (c *chaos) strike() {
 	switch k := c.intn(12); k {
 	case 0, 1, 2:
 		sig := []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM, syscall.SIGHUP}[k]
-		if pid := c.pick(); pid != 0 && syscall.Kill(pid, sig) == nil {
-			c.count("cx " + unixSignal(sig))
+		if pid := c.pick(); pid != 0 {
+			hit := cxChain(c.h.CX, pid)
+			if syscall.Kill(pid, sig) == nil {
+				c.count("cx "+unixSignal(sig), hit...)
+			}
 		}
 	case 3:
-		if pid := codexBelow(c.h.CX, c.pick()); pid != 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
-			c.count("codex SIGKILL")
+		cx := c.pick()
+		if pid := codexBelow(c.h.CX, cx); pid != 0 {
+			hit := cxChain(c.h.CX, cx)
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				c.count("codex SIGKILL", hit...)
+			}
 		}
 	case 4:
-		if c.killOwn("ctl hook") {
-			c.count("hook SIGKILL")
+		if pid := c.killOwn("ctl hook"); pid != 0 {
+			c.count("hook SIGKILL", pid)
 		}
 	case 5:
-		if c.killOwn("ctl sweep --background") {
-			c.count("sweeper SIGKILL")
+		if pid := c.killOwn("ctl sweep --background"); pid != 0 {
+			c.count("sweeper SIGKILL", pid)
 		}
 	case 6:
 		c.count("ledger locked")
@@ -399,6 +442,25 @@ func (c *chaos) fill(d time.Duration) {
 		}
 	}
 	time.Sleep(d)
+}
+
+// cxChain is pid and each copy of cx below it (a terminal's cx runs
+// under a session leader that is a copy of cx): the processes a signal to
+// pid reaches, and that may run a sink's command.
+func cxChain(cx string, pid int) []int {
+	exe, _ := filepath.EvalSymlinks(cx)
+	chain := []int{pid}
+	for {
+		cs := Children(pid)
+		if len(cs) == 0 {
+			return chain
+		}
+		if self, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", cs[0])); self != exe {
+			return chain
+		}
+		pid = cs[0]
+		chain = append(chain, pid)
+	}
 }
 
 // codexBelow is the Codex process under the cx of pid (below its session
@@ -460,8 +522,8 @@ func (c *chaos) pick() int {
 }
 
 // killOwn SIGKILLs one process of this run (its CX_HOME) whose command line
-// holds what.
-func (c *chaos) killOwn(what string) bool {
+// holds what, and says which (0: none).
+func (c *chaos) killOwn(what string) int {
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -474,10 +536,13 @@ func (c *chaos) killOwn(what string) bool {
 		}
 		environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 		if strings.Contains(string(environ), "CX_HOME="+c.h.CXHome+"\x00") {
-			return syscall.Kill(pid, syscall.SIGKILL) == nil
+			if syscall.Kill(pid, syscall.SIGKILL) != nil {
+				return 0
+			}
+			return pid
 		}
 	}
-	return false
+	return 0
 }
 
 // lockLedger holds the ledger's write lock for d, as another process might.
@@ -528,9 +593,10 @@ func (c *chaos) ctl(args ...string) string {
 
 // expected is what Codex's own rollouts say the sinks must hold: each
 // thread's user prompts of this run, in order, read here from the JSONL
-// (not with cx's rollout reader).
-func (c *chaos) expected() map[string][]string {
-	want := map[string][]string{}
+// (not with cx's rollout reader); and every thread Codex wrote a rollout
+// for, the only threads a sink may hold (a helper thread has none).
+func (c *chaos) expected() (want map[string][]string, threads map[string]bool) {
+	want, threads = map[string][]string{}, map[string]bool{}
 	var files []string
 	for _, dir := range []string{"sessions", "archived_sessions"} {
 		filepath.Walk(filepath.Join(c.h.CodexHome, dir), func(p string, fi os.FileInfo, err error) error {
@@ -542,6 +608,7 @@ func (c *chaos) expected() map[string][]string {
 	}
 	for _, p := range files {
 		id := rolloutID(p)
+		threads[id] = true
 		f, err := os.Open(p)
 		if err != nil {
 			continue
@@ -576,7 +643,7 @@ func (c *chaos) expected() map[string][]string {
 		}
 		f.Close()
 	}
-	return want
+	return want, threads
 }
 
 // stored counts, per thread and prompt, what the local archive holds and
@@ -611,27 +678,56 @@ func (c *chaos) stored(want map[string][]string) (local, ov map[string]map[strin
 // sink archived, read with SQL from its table, not through cx.
 func archivedPrompts(t testing.TB, cxHome string) map[string][]string {
 	t.Helper()
+	out := map[string][]string{}
+	for id, gens := range archivedGenerations(t, cxHome) {
+		for _, g := range gens {
+			out[id] = append(out[id], g.users...)
+		}
+	}
+	return out
+}
+
+// archivedGeneration is one generation the local sink archived: its
+// number and the user text of each of its turns.
+type archivedGeneration struct {
+	generation int
+	users      []string
+}
+
+// archivedGenerations is, per session, each generation the local sink
+// archived, in order, read with SQL from its table.
+func archivedGenerations(t testing.TB, cxHome string) map[string][]archivedGeneration {
+	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(cxHome, "cx.db")+"?mode=ro")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rows, err := db.Query(`SELECT session_id, turns FROM archives`)
+	rows, err := db.Query(`SELECT session_id, generation, turns FROM archives ORDER BY session_id, generation`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	out := map[string][]string{}
+	out := map[string][]archivedGeneration{}
 	for rows.Next() {
 		var id, turns string
-		_ = rows.Scan(&id, &turns)
+		var g archivedGeneration
+		if err := rows.Scan(&id, &g.generation, &turns); err != nil {
+			t.Fatal(err)
+		}
 		var ts []struct {
 			User string `json:"user"`
 		}
-		_ = json.Unmarshal([]byte(turns), &ts)
-		for _, tt := range ts {
-			out[id] = append(out[id], tt.User)
+		if err := json.Unmarshal([]byte(turns), &ts); err != nil {
+			t.Fatalf("the local archive of %s/%d: %v", id, g.generation, err)
 		}
+		for _, tt := range ts {
+			g.users = append(g.users, tt.User)
+		}
+		out[id] = append(out[id], g)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
@@ -676,18 +772,20 @@ func compare(want map[string][]string, got map[string]map[string]int) (tally, []
 // check is the checker: it trusts Codex's rollouts and the sinks'
 // stores, never cx's ledger bookkeeping.
 func (c *chaos) check() {
-	want := c.expected()
+	want, threads := c.expected()
 	local, ov := c.stored(want)
 	lt, lp := compare(want, local)
 	ot, op := compare(want, ov)
 	// The exec sink: every thread with a turn ended at least once; a
 	// repeat of one generation is allowed only in the crash window the
 	// README names (a cx killed between the command's exit and its record).
-	calls := map[string][]time.Time{}
+	calls := map[string][]execCall{}
 	data, _ := os.ReadFile(c.execLog)
 	execSessions := map[string]bool{}
+	execGens := map[string]map[int]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		at, payload, _ := strings.Cut(line, " ")
+		at, rest, _ := strings.Cut(line, " ")
+		runner, payload, _ := strings.Cut(rest, " ")
 		var p struct {
 			SessionID  string `json:"session_id"`
 			Generation int    `json:"generation"`
@@ -695,8 +793,13 @@ func (c *chaos) check() {
 		secs, _ := strconv.ParseFloat(at, 64)
 		if json.Unmarshal([]byte(payload), &p) == nil && p.SessionID != "" {
 			key := fmt.Sprintf("%s/%d", p.SessionID, p.Generation)
-			calls[key] = append(calls[key], time.Unix(0, int64(secs*1e9)))
+			pid, _ := strconv.Atoi(runner)
+			calls[key] = append(calls[key], execCall{time.Unix(0, int64(secs*1e9)), pid})
 			execSessions[p.SessionID] = true
+			if execGens[p.SessionID] == nil {
+				execGens[p.SessionID] = map[int]bool{}
+			}
+			execGens[p.SessionID][p.Generation] = true
 		}
 	}
 	var et tally
@@ -719,13 +822,14 @@ func (c *chaos) check() {
 	}
 	var repeats []string
 	unexplained := 0
-	for key, ats := range calls {
-		for _, again := range ats[1:] {
+	for key, cs := range calls {
+		sort.Slice(cs, func(a, b int) bool { return cs[a].at.Before(cs[b].at) })
+		for j := 1; j < len(cs); j++ {
 			et.duplicated++
-			why := c.explain(ats[0], again)
+			why := c.explain(cs, j)
 			if why == "" {
 				unexplained++
-				why = "NO crash in its window"
+				why = fmt.Sprintf("NO crash of its cx (pids %d, %d) in its window", cs[0].runner, cs[j].runner)
 			}
 			repeats = append(repeats, fmt.Sprintf("%s repeated (%s)", key, why))
 		}
@@ -746,18 +850,20 @@ func (c *chaos) check() {
 	cpu := c.cxCPU
 	c.mu.Unlock()
 	sort.Strings(faults)
+	sh := c.shapes(threads, execGens)
 	c.t.Logf("chaos report (%s, %v):\n  threads %d, user turns %d, generations (exec sink) %d, prompts sent %d\n  faults %d: %s\n"+
 		"  sink        expected  stored  duplicated  missing  phantom\n"+
 		"  local       %8d  %6d  %10d  %7d  %7d\n  openviking  %8d  %6d  %10d  %7d  %7d\n  exec        %8d  %6d  %10d  %7d  %7d   (sessions; duplicates are repeated generations)\n"+
+		"  sessions in a sink that are no thread with a rollout (helpers) %d; OpenViking archives not one generation's turns, or left uncommitted, %d; generations archived locally and never given to the exec sink (or the reverse) %d\n"+
 		"  CPU of the exec and app-server runs (cx and the Codex below it, wait4) %v\n  CPU by cx's own lines: %v\n  exec repeats: %s",
 		c.h.Codex.Version, c.duration, len(want), turns, gens, c.prompts, total, strings.Join(faults, ", "),
 		lt.expected, lt.stored, lt.duplicated, lt.missing, lt.phantom, ot.expected, ot.stored, ot.duplicated, ot.missing, ot.phantom,
-		et.expected, et.stored, et.duplicated, et.missing, et.phantom, cpu.Round(time.Millisecond), readCPUSplit(c.h.CXHome), orNone(repeats))
+		et.expected, et.stored, et.duplicated, et.missing, et.phantom, sh.helpers, sh.mixed, sh.execMissed, cpu.Round(time.Millisecond), readCPUSplit(c.h.CXHome), orNone(repeats))
 	if v := c.ov.Violations(); len(v) > 0 {
 		c.t.Errorf("outside the OpenViking server's contract: %v", v)
 	}
-	if lt.missing+lt.duplicated+lt.phantom+ot.missing+ot.duplicated+ot.phantom+et.missing+et.phantom+unexplained > 0 {
-		all := append(append(append(lp, op...), repeats...), "")
+	if lt.missing+lt.duplicated+lt.phantom+ot.missing+ot.duplicated+ot.phantom+et.missing+et.phantom+unexplained+sh.helpers+sh.mixed+sh.execMissed > 0 {
+		all := append(append(append(append(lp, op...), sh.problems...), repeats...), "")
 		if len(all) > 40 {
 			all = all[:40]
 		}
