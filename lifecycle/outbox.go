@@ -76,16 +76,30 @@ func (m *Manager) runJob(ctx context.Context, job ledger.Job) {
 	// or failed, and the ledger must say which.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	terr := m.DB.Tx(rctx, func(tx *ledger.Tx) error {
-		cur, err := tx.Job(rctx, job.ID)
-		if err != nil {
-			return err
+	record := func() error {
+		return m.DB.Tx(rctx, func(tx *ledger.Tx) error {
+			cur, err := tx.Job(rctx, job.ID)
+			if err != nil {
+				return err
+			}
+			if cur.State != ledger.JobLeased || cur.LeaseOwner != m.Owner {
+				return nil // our lease expired and someone else took it
+			}
+			return m.recordOutcome(rctx, tx, cur, jobErr)
+		})
+	}
+	terr := record()
+	// A success the ledger never hears of is done again once the lease
+	// ends (an exec sink's command runs twice): a ledger locked past its
+	// busy timeout, or a disk full for a moment, is waited out a while. A
+	// failure not recorded costs nothing but the lease: no wait for it.
+	for until := time.Now().Add(recordRetry); terr != nil && jobErr == nil && ledger.Passing(terr) && time.Now().Before(until); {
+		select {
+		case <-rctx.Done():
+		case <-time.After(recordPause):
 		}
-		if cur.State != ledger.JobLeased || cur.LeaseOwner != m.Owner {
-			return nil // our lease expired and someone else took it
-		}
-		return m.recordOutcome(rctx, tx, cur, jobErr)
-	})
+		terr = record()
+	}
 	if terr != nil {
 		m.Log.Printf("record job %d outcome: %v", job.ID, terr)
 	}
@@ -118,6 +132,14 @@ func (m *Manager) recordOutcome(ctx context.Context, tx *ledger.Tx, job ledger.J
 	}
 	return tx.UpdateJob(ctx, job)
 }
+
+// recordRetry is how long a job's success is tried again while the
+// ledger cannot take it for a reason that passes (a lock held past the
+// busy timeout, a full disk); recordPause the pause between tries.
+const (
+	recordRetry = 5 * time.Second
+	recordPause = 200 * time.Millisecond
+)
 
 // maxJobError bounds the error a job keeps.
 const maxJobError = 400

@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"cx/internal/codextest"
 	"cx/internal/openviking/ovfake"
 )
 
@@ -405,6 +407,104 @@ func TestExecSink(t *testing.T) {
 	if !strings.Contains(status, "parked jobs: 1") || !strings.Contains(status, "broken") {
 		t.Fatalf("status:\n%s", status)
 	}
+}
+
+// An exec sink's command that succeeds while another process holds the
+// ledger past its busy timeout is recorded done once the lock goes, not
+// run again when its lease ends: the 3-minute chaos run's exec repeats
+// were each a success cx could not record (CX_HOME full, the ledger
+// locked). Without the wait, the sweep after the lease runs it again.
+func TestExecSuccessOutlastsLockedLedger(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	calls, ready, locked := filepath.Join(dir, "calls"), filepath.Join(dir, "ready"), filepath.Join(dir, "locked")
+	// The command does its work, then waits until the ledger is held to
+	// exit, so cx goes to record its success into the lock.
+	e := execEnv(t, dir, fmt.Sprintf("cat >/dev/null\necho call >> %q\n: > %q\nwhile [ ! -e %q ]; do sleep 0.05; done\n", calls, ready, locked), "[lifecycle]\nexit_budget = \"20s\"\n")
+	held := make(chan error, 1)
+	go func() {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if _, err := os.Stat(ready); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				held <- fmt.Errorf("the exec sink never ran")
+				return
+			}
+		}
+		release, err := codextest.HoldLedger(e.cxHome)
+		if err != nil {
+			held <- err
+			return
+		}
+		os.WriteFile(locked, nil, 0o600)
+		time.Sleep(3 * time.Second) // past the 2 s busy timeout
+		release()
+		held <- nil
+	}()
+	e.run("start A; hook SessionStart A startup; turn A work; exit 0")
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	deliveredOnce(t, e, "A", calls)
+}
+
+// execEnv is an environment whose one sink is exec, running a shell
+// script with body; config is added to cx's config.
+func execEnv(t *testing.T, dir, body, config string) *env {
+	t.Helper()
+	script := filepath.Join(dir, "sink.sh")
+	cfg := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte("sinks = [\"exec\"]\n[exec]\ncommand = [\""+script+"\"]\ntimeout = \"20s\"\n"+config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return newEnv(t, "CX_CONFIG="+cfg)
+}
+
+// deliveredOnce checks that session id's one generation, ended by its
+// run's exit, is committed and reached the exec sink once (a line "call"
+// in calls), after a sweep that finds any lease long over.
+func deliveredOnce(t *testing.T, e *env, id, calls string) {
+	t.Helper()
+	e.ctlLater(3*time.Hour, "sweep")
+	e.want(id, "committed", "exit", 1, 1)
+	if data, _ := os.ReadFile(calls); strings.Count(string(data), "call") != 1 {
+		t.Fatalf("the exec sink delivered %d times, want once", strings.Count(string(data), "call"))
+	}
+}
+
+// A sink command that the work of a run's start left running is stopped
+// with the run, not left to outlive cx: it finished after its job's lease
+// had passed to a sweep, which ran it again (the 3-minute chaos run, seed
+// 777, 0.128: an exec repeat no fault explained — a hanging command
+// started by a short run's start, logged a minute later).
+func TestStartWorkStoppedWithTheRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	calls, started, mode := filepath.Join(dir, "calls"), filepath.Join(dir, "started"), filepath.Join(dir, "mode")
+	e := execEnv(t, dir, fmt.Sprintf("echo $$ > %q\ncase \"$(cat %q)\" in fail) exit 1 ;; slow) sleep 4 ;; esac\ncat >/dev/null\necho call >> %q\n", started, mode, calls), "")
+	// A first run whose job fails: it waits in the outbox.
+	os.WriteFile(mode, []byte("fail"), 0o600)
+	e.run("start A; hook SessionStart A startup; turn A work; exit 0")
+	os.WriteFile(mode, []byte("slow"), 0o600)
+	os.Remove(started)
+	// A second, short run, an hour on (the job's backoff over): its start
+	// takes the job and runs the slow command; Codex exits while the
+	// command still runs.
+	cmd := e.cxCmd("sleep 1500; exit 0", "CX_TEST_CLOCK=1h")
+	if err := runTimeout(cmd, 60*time.Second); err != nil {
+		t.Fatalf("cx: %v", err)
+	}
+	data, err := os.ReadFile(started)
+	if err != nil {
+		t.Fatal("the second run's start never ran the job")
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	waitFor(t, "the sink command gone", func() bool { return syscall.Kill(pid, 0) != nil })
+	deliveredOnce(t, e, "A", calls)
 }
 
 // A resume after a commit is given the server's archive overview — a

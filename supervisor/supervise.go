@@ -51,6 +51,10 @@ type Supervision struct {
 	started   chan struct{} // childStarted has been handed to the run
 	launched  chan struct{} // the child is running (or could not start)
 	pid       int
+	// stopRecovery ends the work a run does at its start (recovery, the
+	// outbox); recovered is closed when that work has returned.
+	stopRecovery context.CancelFunc
+	recovered    chan struct{}
 }
 
 // Supervise starts recording a run beside Codex's launch; warn tells the
@@ -93,13 +97,16 @@ func Supervise(ctx context.Context, cfg config.Config, info lifecycle.RunInfo, t
 	}()
 	// Earlier runs whose cx died, and commits left in the outbox: handled
 	// beside Codex, not before it.
+	rctx, stop := context.WithCancel(ctx)
+	s.stopRecovery, s.recovered = stop, make(chan struct{})
 	go func() {
+		defer close(s.recovered)
 		defer s.log.Recover("recovery at start")
 		<-s.ready
 		if s.m == nil {
 			return
 		}
-		s.m.RecoverAtStart(ctx, info.CodexHome)
+		s.m.RecoverAtStart(rctx, info.CodexHome)
 	}()
 	return s
 }
@@ -179,12 +186,32 @@ func (s *Supervision) Finish(ctx context.Context, ex wrapper.Exit) {
 		info.Received = wrapper.SignalName(ex.Received)
 	}
 	testpoint.Panic("supervise-finish")
+	// The work of the run's start is stopped and waited for before cx
+	// exits: a sink command it left running would outlive cx, finish after
+	// its job's lease had passed to another worker, and so be done twice.
+	// Stopped, the command is killed and its job recorded as failed.
+	defer s.endRecovery()
 	if err := s.run.Finish(ctx, info); err != nil {
 		crumb := s.leaveBreadcrumb()
 		s.run.Logf("finish run %s: %v", s.run.ID(), err)
 		s.warn("warning: ending this run's sessions: %v (%s)", err, s.afterwards(err, crumb, "a later `cx ctl sweep` finishes it"))
 	}
 }
+
+// endRecovery stops the work of the run's start and waits for it, within
+// recoveryStop: a killed sink command's pipes (exec's WaitDelay) and the
+// record of its job.
+func (s *Supervision) endRecovery() {
+	s.stopRecovery()
+	select {
+	case <-s.recovered:
+	case <-time.After(recoveryStop):
+		s.log.Printf("run %s: the work of its start did not stop within %v", s.info.ID, recoveryStop)
+	}
+}
+
+// recoveryStop bounds the wait for the start's work at exit.
+const recoveryStop = 10 * time.Second
 
 // leaveBreadcrumb names, for the next start or sweep that can write the
 // ledger, the threads this run's Codex had: those the run learned, those

@@ -116,6 +116,17 @@ func IsFull(err error) bool {
 	return errors.As(err, &fe)
 }
 
+// Passing reports whether err may pass by itself if the same write is
+// tried again soon: another process holding the ledger past the busy
+// timeout, or a disk with no room for the moment.
+func Passing(err error) bool {
+	switch sqliteCode(err) {
+	case sqliteBusy, sqliteLocked, sqliteIOErr, sqliteFull:
+		return true
+	}
+	return errors.Is(err, syscall.ENOSPC) || IsFull(err)
+}
+
 // sqliteCode is the primary SQLite result code err carries (0: none).
 func sqliteCode(err error) int {
 	var se interface{ Code() int }
@@ -128,8 +139,12 @@ func sqliteCode(err error) int {
 // SQLite's primary result codes cx tells apart.
 const (
 	sqliteError    = 1
+	sqliteBusy     = 5
+	sqliteLocked   = 6
 	sqliteReadOnly = 8
+	sqliteIOErr    = 10
 	sqliteCorrupt  = 11
+	sqliteFull     = 13
 	sqliteCantOpen = 14
 	sqliteNotADB   = 26
 )
