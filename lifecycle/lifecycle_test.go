@@ -406,6 +406,47 @@ func TestOrphanRecovery(t *testing.T) {
 	e.want("A", "committed", "orphan", 1, 1)
 }
 
+// A run that starts while another process holds the ledger past the busy
+// timeout (or the disk is full) records itself once it can, not never: its
+// cx killed afterwards, the sweep ends its thread as an orphan. It tried
+// once, so a daemon started on a full disk ran for minutes under an id the
+// ledger did not know, its hooks recorded its threads as no run's, and
+// once it was killed nothing ended them (the chaos run, seed 778, 0.128:
+// not quiet 3 minutes after healing).
+func TestRunRecordedAfterLockedStart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.db().Close() // the ledger exists, to be held
+	release, err := codextest.HoldLedger(e.cxHome)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := e.cxCmd("sleep 6000; start A; hook SessionStart A startup; turn A work; wait")
+	if err := cmd.Start(); err != nil {
+		release()
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Second) // past the open and the first try, each 2 s busy at most
+	release()
+	waitFor(t, "turn recorded", func() bool { s, ok := e.sessions()["A"]; return ok && s.Turns == 1 })
+	var run ledger.Run
+	waitFor(t, "the run recorded, with its Codex", func() bool {
+		runs, err := e.db().Runs(context.Background(), true)
+		if err == nil && len(runs) == 1 && runs[0].CodexPID != 0 {
+			run = runs[0]
+		}
+		return run.ID != ""
+	})
+	codextest.AwaitWatchman(t, cmd.Process.Pid)
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = runWait(cmd, 10*time.Second)
+	waitFor(t, "Codex gone with its cx", func() bool { return !proc.Alive(run.CodexPID, run.CodexStart) })
+	if out, code := e.ctl("sweep"); code != 0 {
+		t.Fatalf("sweep: %s", out)
+	}
+	e.want("A", "committed", "orphan", 1, 1)
+}
+
 // A cx killed before it learned its thread, whose hooks recorded nothing
 // (a hook killed) or recorded it without knowing its run (attribution out
 // of time on a locked ledger): the sweep that finds the run dead learns

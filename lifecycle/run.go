@@ -62,8 +62,9 @@ type Run struct {
 	m    *Manager
 	info RunInfo
 
-	recorded chan struct{} // the run row exists
-	recErr   error
+	recorded  chan struct{} // the run row exists, or recording it gave up (recErr)
+	recErr    error
+	finishing chan struct{} // Finish began: recording the run stops trying
 
 	mu       sync.Mutex
 	codexPID int
@@ -84,7 +85,7 @@ type Run struct {
 // BeginRun records the run in the background (Codex's launch never waits
 // for the ledger) and returns at once.
 func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
-	r := &Run{m: m, info: info, recorded: make(chan struct{}), known: map[string]bool{}, paths: map[string]string{}, candidates: map[string]bool{}, started: info.Started,
+	r := &Run{m: m, info: info, recorded: make(chan struct{}), finishing: make(chan struct{}), known: map[string]bool{}, paths: map[string]string{}, candidates: map[string]bool{}, started: info.Started,
 		logs: codex.NewLogWatch(info.CodexHome)}
 	if r.started.IsZero() {
 		r.started = time.Now()
@@ -93,17 +94,45 @@ func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
 		defer close(r.recorded) // after a panic is logged
 		defer m.Log.Recover("record run " + info.ID)
 		r.recErr = errors.New("the run was not recorded") // stays, if recording panics
-		r.recErr = m.DB.Tx(ctx, func(tx *ledger.Tx) error {
-			return tx.PutRun(ctx, ledger.Run{ID: info.ID, PID: os.Getpid(), PIDStart: proc.StartTime(os.Getpid()),
-				CodexHome: info.CodexHome, CodexVersion: info.CodexVersion, Cwd: info.Cwd, Args: redactArgs(info.Args),
-				Sinks: info.Sinks, Mode: info.Mode, StartedAt: r.started.UTC()}) // Codex's launch, not this later write: a dead run's threads are those born since
-		})
-		if r.recErr != nil {
-			m.Log.Printf("record run %s: %v", info.ID, r.recErr)
+		// A run that could not be recorded is nobody's to end if its cx
+		// dies: its hooks' threads are recorded with no run. A failure that
+		// passes (a disk full for a moment, the ledger locked past its busy
+		// timeout) is tried again until it goes or the run finishes — a
+		// daemon started on a full disk runs on for hours (the chaos run,
+		// 0.128: an app-server's thread left live, owned by no run).
+		for tries := 1; ; tries++ {
+			r.recErr = m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+				return tx.PutRun(ctx, ledger.Run{ID: info.ID, PID: os.Getpid(), PIDStart: proc.StartTime(os.Getpid()),
+					CodexHome: info.CodexHome, CodexVersion: info.CodexVersion, Cwd: info.Cwd, Args: redactArgs(info.Args),
+					Sinks: info.Sinks, Mode: info.Mode, StartedAt: r.started.UTC()}) // Codex's launch, not this later write: a dead run's threads are those born since
+			})
+			if r.recErr == nil {
+				if tries > 1 {
+					m.Log.Printf("record run %s: recorded at try %d", info.ID, tries)
+				}
+				return
+			}
+			if tries == 1 {
+				m.Log.Printf("record run %s: %v", info.ID, r.recErr)
+			}
+			if !ledger.Passing(r.recErr) {
+				return
+			}
+			select {
+			case <-r.finishing:
+				if tries > 1 { // one try after Finish began
+					m.Log.Printf("record run %s: gave up after %d tries: %v", info.ID, tries, r.recErr)
+					return
+				}
+			case <-time.After(recordRunPause):
+			}
 		}
 	}()
 	return r
 }
+
+// recordRunPause is the pause between tries to record a run.
+const recordRunPause = 500 * time.Millisecond
 
 // redactArgs is Codex's command line as the ledger keeps it: a prompt given
 // as an argument (`cx exec "…"`) may hold a secret.
@@ -300,6 +329,17 @@ func (info RunInfo) CodexDir() string {
 // Stopping records that cx is stopping Codex because of a signal: ends
 // Codex reports from now on carry that reason.
 func (r *Run) Stopping(reason string) {
+	select {
+	case <-r.recorded:
+		r.recordStopping(reason)
+	default:
+		// The run is not recorded yet (its ledger busy or full): the signal
+		// reaches Codex now, and the reason is written once the run is.
+		go r.recordStopping(reason)
+	}
+}
+
+func (r *Run) recordStopping(reason string) {
 	<-r.recorded
 	if r.recErr != nil {
 		return
@@ -326,6 +366,7 @@ func (r *Run) Finish(ctx context.Context, ex ExitInfo) error {
 	r.mu.Lock()
 	pid, stop, stopped := r.codexPID, r.stop, r.stopped
 	r.mu.Unlock()
+	close(r.finishing)
 	if stop != nil {
 		close(stop)
 		<-stopped
