@@ -426,6 +426,12 @@ func TestRunRecordedAfterLockedStart(t *testing.T) {
 		release()
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { // a failed test leaves no cx waiting for good
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_ = runWait(cmd, 10*time.Second)
+		}
+	})
 	time.Sleep(5 * time.Second) // past the open and the first try, each 2 s busy at most
 	release()
 	waitFor(t, "turn recorded", func() bool { s, ok := e.sessions()["A"]; return ok && s.Turns == 1 })
