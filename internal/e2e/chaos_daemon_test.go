@@ -42,7 +42,7 @@ func (c *chaos) startDaemon() (*chaosDaemon, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	c.track(cmd, "app-server")
+	c.track(cmd)
 	d := &chaosDaemon{c: c, cmd: cmd, in: in, waits: map[float64]chan map[string]any{}, turns: map[string]chan struct{}{}, exited: make(chan struct{})}
 	go func() {
 		defer func() { _ = cmd.Wait(); c.untrack(cmd); close(d.exited) }()

@@ -20,6 +20,7 @@ import (
 
 	"cx/internal/codextest"
 	"cx/internal/openviking/ovfake"
+	"cx/internal/proc"
 
 	_ "modernc.org/sqlite" // the local archive read back with SQL
 )
@@ -74,7 +75,7 @@ type chaos struct {
 
 	mu      sync.Mutex
 	rng     *rand.Rand
-	procs   map[int]string // live cx processes this run started: pid → what
+	procs   map[int]uint64 // live cx processes this run started: pid → start time
 	faults  map[string]int
 	struck  []struck // every fault, when
 	prompts int
@@ -95,7 +96,7 @@ func newChaos(t *testing.T, in codextest.Install, seed int64, scale int) *chaos 
 	}
 	t.Cleanup(ov.Close)
 	h.ExtraEnv = []string{"CX_TEST_BACKOFF=200ms", "CX_TEST_LEASE=10s"}
-	c := &chaos{t: t, h: h, ov: ov, scale: scale, rng: rand.New(rand.NewSource(seed)), procs: map[int]string{},
+	c := &chaos{t: t, h: h, ov: ov, scale: scale, rng: rand.New(rand.NewSource(seed)), procs: map[int]uint64{},
 		faults:  map[string]int{},
 		execLog: filepath.Join(h.Root, "exec-sink.jsonl"), execCtl: filepath.Join(h.Root, "exec-sink.ctl")}
 	script := filepath.Join(h.Root, "exec-sink.sh")
@@ -215,9 +216,9 @@ func (c *chaos) explain(calls []execCall, j int) string {
 	return ""
 }
 
-func (c *chaos) track(cmd *exec.Cmd, what string) {
+func (c *chaos) track(cmd *exec.Cmd) {
 	c.mu.Lock()
-	c.procs[cmd.Process.Pid] = what
+	c.procs[cmd.Process.Pid] = proc.StartTime(cmd.Process.Pid)
 	c.mu.Unlock()
 }
 
@@ -277,7 +278,7 @@ func (c *chaos) exec(ctx context.Context, args ...string) (string, bool) {
 		c.t.Errorf("start cx exec: %v", err)
 		return "", false
 	}
-	c.track(cmd, "exec")
+	c.track(cmd)
 	err := cmd.Wait()
 	c.untrack(cmd)
 	return out.String(), err == nil
@@ -511,7 +512,12 @@ func (c *chaos) pick() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	pids := make([]int, 0, len(c.procs))
-	for pid := range c.procs {
+	for pid, start := range c.procs {
+		// A terminal's cx may be gone before its worker notices; its pid,
+		// reused, could be anything's — on Linux a thread of this test.
+		if !proc.Alive(pid, start) {
+			continue
+		}
 		pids = append(pids, pid)
 	}
 	if len(pids) == 0 {

@@ -2,14 +2,11 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"regexp"
-	"strconv"
-	"strings"
 	"time"
 
 	"cx/internal/codex"
+	"cx/internal/proc"
 )
 
 // tuiWorker runs interactive Codex through cx in tmux terminals: a few
@@ -24,7 +21,7 @@ func (c *chaos) tuiWorker(ctx context.Context) {
 			continue
 		}
 		c.mu.Lock()
-		c.procs[pid] = "tui"
+		c.procs[pid] = tu.start
 		c.mu.Unlock()
 		c.tuiSession(ctx, tu)
 		if !tu.Exited() {
@@ -35,7 +32,7 @@ func (c *chaos) tuiWorker(ctx context.Context) {
 				_, _ = tu.tmux("kill-server") // SIGHUP, as a closed window sends
 			}
 		}
-		for deadline := time.Now().Add(30 * time.Second); Alive(pid) && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(30 * time.Second); proc.Alive(pid, tu.start) && time.Now().Before(deadline); {
 			time.Sleep(100 * time.Millisecond)
 		}
 		tu.Close()
@@ -91,12 +88,4 @@ func (c *chaos) screen(tu *TUI, re *regexp.Regexp, d time.Duration) bool {
 }
 
 // tuiPid is the pid of the TUI's cx (0 if it never started).
-func (c *chaos) tuiPid(tu *TUI) int {
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if data, err := os.ReadFile(filepath.Join(tu.dir, "cx.pid")); err == nil {
-			pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-			return pid
-		}
-	}
-	return 0
-}
+func (c *chaos) tuiPid(tu *TUI) int { return tu.pid }

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -21,6 +22,12 @@ type TUI struct {
 	h    *H
 	dir  string
 	sock string
+	// pid and start are cx's process (the pane's sh that execs it) and
+	// its start time, read once cx.pid is written: a pid alone names
+	// whatever holds it later (pids wrap within minutes on a busy machine).
+	pid       int
+	start     uint64
+	closeOnce sync.Once
 }
 
 // Ready matches the screen of an idle Codex TUI waiting for a prompt.
@@ -59,7 +66,7 @@ func (h *H) StartInShell(args ...string) *TUI {
 		h.T.Fatal(err)
 	}
 	tu.Keys("Enter")
-	tu.waitFile("cx.pid", 20*time.Second)
+	tu.notePid(tu.waitFile("cx.pid", 20*time.Second))
 	return tu
 }
 
@@ -90,8 +97,15 @@ exec sleep 3600
 		h.T.Fatalf("start tmux: %v\n%s", err, out)
 	}
 	h.T.Cleanup(tu.Close)
-	tu.waitFile("cx.pid", 20*time.Second)
+	tu.notePid(tu.waitFile("cx.pid", 20*time.Second))
 	return tu
+}
+
+// notePid keeps cx's pid and start time, while the process is surely cx.
+func (tu *TUI) notePid(pid string) {
+	if n, err := strconv.Atoi(strings.TrimSpace(pid)); err == nil {
+		tu.pid, tu.start = n, proc.StartTime(n)
+	}
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
@@ -308,14 +322,18 @@ func (tu *TUI) Stty() (before, after string) {
 	return tu.waitFile("stty.before", 5*time.Second), tu.waitFile("stty.after", 10*time.Second)
 }
 
-// Close ends the tmux server and any process of this TUI still running.
-func (tu *TUI) Close() {
+// Close ends the tmux server and any process of this TUI still running,
+// once: a later call (the test's cleanup, minutes on) must not kill
+// whatever holds cx's pid by then — on Linux a thread of this very test
+// binary can, and kill(2) of a thread's id kills its whole process (a
+// 20-minute chaos run's test binary died so at its end).
+func (tu *TUI) Close() { tu.closeOnce.Do(tu.close) }
+
+func (tu *TUI) close() {
 	var pids []int
-	if data, err := os.ReadFile(filepath.Join(tu.dir, "cx.pid")); err == nil {
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && Alive(pid) {
-			pids = append(pids, Children(pid)...)
-			pids = append(pids, pid)
-		}
+	if tu.pid != 0 && tu.start != 0 && proc.Alive(tu.pid, tu.start) {
+		pids = append(pids, Children(tu.pid)...)
+		pids = append(pids, tu.pid)
 	}
 	_, _ = tu.tmux("kill-server")
 	for _, p := range pids {
