@@ -76,29 +76,28 @@ func (m *Manager) runJob(ctx context.Context, job ledger.Job) {
 	// or failed, and the ledger must say which.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	record := func() error {
-		return m.DB.Tx(rctx, func(tx *ledger.Tx) error {
-			cur, err := tx.Job(rctx, job.ID)
-			if err != nil {
-				return err
-			}
-			if cur.State != ledger.JobLeased || cur.LeaseOwner != m.Owner {
-				return nil // our lease expired and someone else took it
-			}
-			return m.recordOutcome(rctx, tx, cur, jobErr)
-		})
-	}
-	terr := record()
-	// A success the ledger never hears of is done again once the lease
-	// ends (an exec sink's command runs twice): a ledger locked past its
-	// busy timeout, or a disk full for a moment, is waited out a while. A
-	// failure not recorded costs nothing but the lease: no wait for it.
-	for until := time.Now().Add(recordRetry); terr != nil && jobErr == nil && ledger.Passing(terr) && time.Now().Before(until); {
-		select {
-		case <-rctx.Done():
-		case <-time.After(recordPause):
+	record := func(tx *ledger.Tx) error {
+		cur, err := tx.Job(rctx, job.ID)
+		if err != nil {
+			return err
 		}
-		terr = record()
+		if cur.State != ledger.JobLeased || cur.LeaseOwner != m.Owner {
+			return nil // our lease expired and someone else took it
+		}
+		return m.recordOutcome(rctx, tx, cur, jobErr)
+	}
+	var terr error
+	if jobErr == nil {
+		// A success the ledger never hears of is done again once the lease
+		// ends (an exec sink's command runs twice): a ledger locked past its
+		// busy timeout, or a disk full for a moment, is waited out a while.
+		// A failure not recorded costs nothing but the lease.
+		stop := make(chan struct{})
+		t := time.AfterFunc(recordRetry, func() { close(stop) })
+		_, terr = m.DB.TxRetry(rctx, stop, recordPause, record)
+		t.Stop()
+	} else {
+		terr = m.DB.Tx(rctx, record)
 	}
 	if terr != nil {
 		m.Log.Printf("record job %d outcome: %v", job.ID, terr)

@@ -100,32 +100,17 @@ func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
 		// timeout) is tried again until it goes or the run finishes — a
 		// daemon started on a full disk runs on for hours (the chaos run,
 		// 0.128: an app-server's thread left live, owned by no run).
-		for tries := 1; ; tries++ {
-			r.recErr = m.DB.Tx(ctx, func(tx *ledger.Tx) error {
-				return tx.PutRun(ctx, ledger.Run{ID: info.ID, PID: os.Getpid(), PIDStart: proc.StartTime(os.Getpid()),
-					CodexHome: info.CodexHome, CodexVersion: info.CodexVersion, Cwd: info.Cwd, Args: redactArgs(info.Args),
-					Sinks: info.Sinks, Mode: info.Mode, StartedAt: r.started.UTC()}) // Codex's launch, not this later write: a dead run's threads are those born since
-			})
-			if r.recErr == nil {
-				if tries > 1 {
-					m.Log.Printf("record run %s: recorded at try %d", info.ID, tries)
-				}
-				return
-			}
-			if tries == 1 {
-				m.Log.Printf("record run %s: %v", info.ID, r.recErr)
-			}
-			if !ledger.Passing(r.recErr) {
-				return
-			}
-			select {
-			case <-r.finishing:
-				if tries > 1 { // one try after Finish began
-					m.Log.Printf("record run %s: gave up after %d tries: %v", info.ID, tries, r.recErr)
-					return
-				}
-			case <-time.After(recordRunPause):
-			}
+		tries, err := m.DB.TxRetry(ctx, r.finishing, recordRunPause, func(tx *ledger.Tx) error {
+			return tx.PutRun(ctx, ledger.Run{ID: info.ID, PID: os.Getpid(), PIDStart: proc.StartTime(os.Getpid()),
+				CodexHome: info.CodexHome, CodexVersion: info.CodexVersion, Cwd: info.Cwd, Args: redactArgs(info.Args),
+				Sinks: info.Sinks, Mode: info.Mode, StartedAt: r.started.UTC()}) // Codex's launch, not this later write: a dead run's threads are those born since
+		})
+		r.recErr = err
+		switch {
+		case err != nil:
+			m.Log.Printf("record run %s (%d tries): %v", info.ID, tries, err)
+		case tries > 1:
+			m.Log.Printf("record run %s: recorded at try %d", info.ID, tries)
 		}
 	}()
 	return r

@@ -204,6 +204,26 @@ func (db *DB) Tx(ctx context.Context, f func(tx *Tx) error) error {
 	return nil
 }
 
+// TxRetry runs f as Tx does, and while it fails for a reason that passes
+// (Passing) tries it again every pause, until it succeeds, fails
+// otherwise, ctx ends, or stop is closed (then it tries once more). It
+// returns how many tries it made and the last one's error.
+func (db *DB) TxRetry(ctx context.Context, stop <-chan struct{}, pause time.Duration, f func(tx *Tx) error) (int, error) {
+	for tries := 1; ; tries++ {
+		err := db.Tx(ctx, f)
+		if err == nil || !Passing(err) {
+			return tries, err
+		}
+		select {
+		case <-ctx.Done():
+			return tries, err
+		case <-stop:
+			return tries + 1, db.Tx(ctx, f)
+		case <-time.After(pause):
+		}
+	}
+}
+
 // migrations, in order; user_version is the number applied.
 var migrations = []string{
 	`CREATE TABLE runs (
