@@ -79,7 +79,10 @@ type chaos struct {
 	faults  map[string]int
 	struck  []struck // every fault, when
 	prompts int
-	cxCPU   time.Duration
+	// launched counts the cx processes the workload started (exec,
+	// app-server, terminal), faults' targets all.
+	launched int
+	cxCPU    time.Duration
 	// fillable says CX_HOME is a small filesystem of its own that a fault
 	// can fill; filling is the faults filling it now.
 	fillable bool
@@ -219,6 +222,7 @@ func (c *chaos) explain(calls []execCall, j int) string {
 func (c *chaos) track(cmd *exec.Cmd) {
 	c.mu.Lock()
 	c.procs[cmd.Process.Pid] = proc.StartTime(cmd.Process.Pid)
+	c.launched++
 	c.mu.Unlock()
 }
 
@@ -855,16 +859,16 @@ func (c *chaos) check() {
 		faults = append(faults, fmt.Sprintf("%s %d", k, n))
 		total += n
 	}
-	cpu := c.cxCPU
+	cpu, launched := c.cxCPU, c.launched
 	c.mu.Unlock()
 	sort.Strings(faults)
 	sh := c.shapes(threads, execGens)
-	c.t.Logf("chaos report (%s, %v):\n  threads %d, user turns %d, generations (exec sink) %d, prompts sent %d\n  faults %d: %s\n"+
+	c.t.Logf("chaos report (%s, %v of faults, %v wall with healing and checking):\n  cx processes started %d, threads %d, user turns %d, generations (exec sink) %d, prompts sent %d\n  faults %d: %s\n"+
 		"  sink        expected  stored  duplicated  missing  phantom\n"+
 		"  local       %8d  %6d  %10d  %7d  %7d\n  openviking  %8d  %6d  %10d  %7d  %7d\n  exec        %8d  %6d  %10d  %7d  %7d   (sessions; duplicates are repeated generations)\n"+
 		"  sessions in a sink that are no thread with a rollout (helpers) %d; OpenViking archives not one generation's turns, or left uncommitted, %d; generations archived locally and never given to the exec sink (or the reverse) %d\n"+
 		"  CPU of the exec and app-server runs (cx and the Codex below it, wait4) %v\n  CPU by cx's own lines: %v\n  exec repeats: %s",
-		c.h.Codex.Version, c.duration, len(want), turns, gens, c.prompts, total, strings.Join(faults, ", "),
+		c.h.Codex.Version, c.duration, time.Since(c.started).Round(time.Second), launched, len(want), turns, gens, c.prompts, total, strings.Join(faults, ", "),
 		lt.expected, lt.stored, lt.duplicated, lt.missing, lt.phantom, ot.expected, ot.stored, ot.duplicated, ot.missing, ot.phantom,
 		et.expected, et.stored, et.duplicated, et.missing, et.phantom, sh.helpers, sh.mixed, sh.execMissed, cpu.Round(time.Millisecond), readCPUSplit(c.h.CXHome), orNone(repeats))
 	if v := c.ov.Violations(); len(v) > 0 {

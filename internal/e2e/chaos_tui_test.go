@@ -22,6 +22,7 @@ func (c *chaos) tuiWorker(ctx context.Context) {
 		}
 		c.mu.Lock()
 		c.procs[pid] = tu.start
+		c.launched++
 		c.mu.Unlock()
 		c.tuiSession(ctx, tu)
 		if !tu.Exited() {
