@@ -619,41 +619,54 @@ func (c *chaos) expected() (want map[string][]string, threads map[string]bool) {
 	for _, p := range files {
 		id := rolloutID(p)
 		threads[id] = true
-		f, err := os.Open(p)
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 1<<20), 64<<20)
-		seen := map[string]bool{}
-		for sc.Scan() {
-			// A user turn as Codex records its input: a response item of
-			// the user's role (0.169 writes no user_message event; a
-			// resumed or forked history may repeat one: a set).
-			var rec struct {
-				Type    string `json:"type"`
-				Payload struct {
-					Type    string `json:"type"`
-					Role    string `json:"role"`
-					Content []struct {
-						Type string `json:"type"`
-						Text string `json:"text"`
-					} `json:"content"`
-				} `json:"payload"`
-			}
-			if json.Unmarshal(sc.Bytes(), &rec) != nil || rec.Type != "response_item" || rec.Payload.Type != "message" || rec.Payload.Role != "user" {
-				continue
-			}
-			for _, part := range rec.Payload.Content {
-				if part.Type == "input_text" && strings.HasPrefix(part.Text, "chaos ") && !seen[part.Text] {
-					seen[part.Text] = true
-					want[id] = append(want[id], part.Text)
-				}
+		for _, text := range userInputs(p) {
+			if strings.HasPrefix(text, "chaos ") {
+				want[id] = append(want[id], text)
 			}
 		}
-		f.Close()
 	}
 	return want, threads
+}
+
+// userInputs is the text of each user input Codex recorded in the rollout
+// at path, in order, each once: response items of the user's role (0.169
+// writes no user_message event; a resumed or forked history may repeat
+// one), read as JSONL here, not with cx's rollout reader. Codex's own
+// context messages (<environment_context>) are among them; cx's injected
+// blocks, developer messages, are not.
+func userInputs(path string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	var out []string
+	seen := map[string]bool{}
+	for sc.Scan() {
+		var rec struct {
+			Type    string `json:"type"`
+			Payload struct {
+				Type    string `json:"type"`
+				Role    string `json:"role"`
+				Content []struct {
+					Type string `json:"type"`
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"payload"`
+		}
+		if json.Unmarshal(sc.Bytes(), &rec) != nil || rec.Type != "response_item" || rec.Payload.Type != "message" || rec.Payload.Role != "user" {
+			continue
+		}
+		for _, part := range rec.Payload.Content {
+			if part.Type == "input_text" && !seen[part.Text] {
+				seen[part.Text] = true
+				out = append(out, part.Text)
+			}
+		}
+	}
+	return out
 }
 
 // stored counts, per thread and prompt, what the local archive holds and

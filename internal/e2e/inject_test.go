@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -252,11 +251,15 @@ func TestConcurrentThreadsResumeWithTheirOwnGoal(t *testing.T) {
 		wg.Wait()
 		committedOnce(t, h)
 		ids := map[int]string{}
+		// A thread is the one whose user asked for its widget: a later
+		// thread's rollout holds an earlier one's goal too, in the
+		// worktree's continuity cx gave it at its start.
 		for _, p := range h.Rollouts() {
-			data, _ := os.ReadFile(p)
-			for i := 0; i < n; i++ {
-				if strings.Contains(string(data), marker(i)) {
-					ids[i] = rolloutID(p)
+			for _, text := range userInputs(p) {
+				for i := 0; i < n; i++ {
+					if text == "build the "+marker(i)+" widget" {
+						ids[i] = rolloutID(p)
+					}
 				}
 			}
 		}
