@@ -1211,3 +1211,74 @@ func TestUnrecordedBelongsToItsCXHome(t *testing.T) {
 		t.Fatal("the breadcrumb is still there")
 	}
 }
+
+// A session cx knows of no run (recorded late from its rollout, or by a
+// hook that knew no run), ended, then resumed where nothing reached the
+// ledger — the resuming cx killed while CX_HOME was full, so neither its
+// run, nor its hooks, nor a breadcrumb was written: the sweep finds the
+// rollout grown past what was captured and ends the new turns' generation
+// once its Codex is done. It had looked only at such sessions' live ones,
+// and the resumed turn reached no sink.
+func TestRunlessSessionResumedUnseen(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if err := os.MkdirAll(e.cxHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.cxHome, "config.toml"), []byte("[lifecycle]\nactive_window = \"1s\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(e.cxHome, "cx.db")
+	if err := os.Mkdir(db, 0o700); err != nil { // the ledger cannot be opened
+		t.Fatal(err)
+	}
+	if code := e.run("start B; hook SessionStart B startup; turn B first; exit 0"); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if err := os.Remove(db); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := e.ctlLater(2*time.Second, "sweep"); code != 0 || !strings.Contains(out, "recorded 1 session") {
+		t.Fatalf("sweep: %d %s", code, out)
+	}
+	if st := e.want("B", "committed", lifecycle.ReasonRecovered, 1, 1); st.RunID != "" {
+		t.Fatalf("B has a run: %+v", st)
+	}
+
+	// Codex resumes B with nothing of cx's reaching the ledger; while it
+	// runs (its writer lock held) the sweep leaves B alone.
+	resume := exec.Command(os.Args[0])
+	resume.Dir = e.w
+	resume.Env = e.environ("FAKE_SCRIPT=quiet on\nstart B\nturn B second\nsleep 3000\nexit 0")
+	if err := resume.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); rolloutCount(e.oneRollout(), "task_complete") < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the resumed turn never reached the rollout")
+		}
+	}
+	if out, code := e.ctl("sweep"); code != 0 {
+		t.Fatalf("sweep: %d %s", code, out)
+	}
+	e.want("B", "committed", lifecycle.ReasonRecovered, 1, 1)
+	if err := runWait(resume, 30*time.Second); err != nil {
+		t.Fatalf("codex resume: %v", err)
+	}
+	if out, code := e.ctlLater(2*time.Second, "sweep"); code != 0 {
+		t.Fatalf("sweep: %d %s", code, out)
+	}
+	if st := e.want("B", "committed", lifecycle.ReasonRecovered, 2, 2); st.TotalTurns != 2 {
+		t.Fatalf("B: %+v", st)
+	}
+	if out, code := e.ctlLater(2*time.Second, "sweep"); code != 0 {
+		t.Fatalf("sweep: %d %s", code, out)
+	}
+	e.want("B", "committed", lifecycle.ReasonRecovered, 2, 2)
+}
+
+// rolloutCount counts the times the rollout at path holds s.
+func rolloutCount(path, s string) int {
+	data, _ := os.ReadFile(path)
+	return bytes.Count(data, []byte(s))
+}

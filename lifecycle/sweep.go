@@ -178,6 +178,12 @@ func (m *Manager) Sweep(ctx context.Context) (SweepResult, error) {
 			reason = reasonIdle
 		case s.RunID == "" && s.Status == ledger.Live:
 			m.catchUpDeferred(ctx, s)
+		case s.RunID == "" && hasNewBytes(s) && !m.rolloutLive(s):
+			// Ended, of no run, and resumed where nothing reached the
+			// ledger (a cx killed on a full disk leaves no run, hook or
+			// breadcrumb): its Codex is done, the new turns are a
+			// generation to end.
+			reason = ReasonRecovered
 		case s.RunID != "":
 			run, err := m.DB.Run(ctx, s.RunID)
 			if err == nil && run.EndedAt == nil {
@@ -294,4 +300,11 @@ func SweepNow(ctx context.Context, cfg config.Config, o SweepOptions) (SweepResu
 		m.Log.Printf("background sweep: %d ended, %d job(s) worked; cpu cx=%s", res.Ended, res.Jobs, proc.SelfCPU().Round(time.Millisecond))
 	}
 	return res, nil
+}
+
+// rolloutLive reports whether a Codex may still write the session's
+// rollout.
+func (m *Manager) rolloutLive(s ledger.Session) bool {
+	path := codex.FindRollout(s.CodexHome, s.ID, s.TranscriptPath)
+	return path != "" && m.RolloutLiveness(s.CodexHome, s.ID, path, m.Now()).Live
 }
