@@ -31,6 +31,7 @@ func (c *chaos) startDaemon() (*chaosDaemon, error) {
 	cmd := exec.Command(c.h.CX, "app-server", "-c", "thread_unload_delay_secs=1")
 	cmd.Dir = c.h.Work
 	cmd.Env = c.env()
+	cmd.SysProcAttr = ownGroup()
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"testing"
+	"time"
 )
 
 // shape is what the checker finds that no count of turns shows.
@@ -24,17 +26,6 @@ type shape struct {
 func (s *shape) fail(counter *int, format string, args ...any) {
 	*counter++
 	s.problems = append(s.problems, fmt.Sprintf(format, args...))
-}
-
-// chaosTexts keeps the prompts the workload sent.
-func chaosTexts(texts []string) []string {
-	var out []string
-	for _, t := range texts {
-		if strings.HasPrefix(t, "chaos ") {
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 // shapes checks the sinks against each other and against the rollouts,
@@ -78,13 +69,13 @@ func (c *chaos) shapes(threads map[string]bool, execGens map[string]map[int]bool
 	for id := range ids {
 		var gens [][]string
 		for _, g := range local[id] {
-			if users := chaosTexts(g.users); len(users) > 0 {
+			if users := typedTexts(g.users); len(users) > 0 {
 				gens = append(gens, users)
 			}
 		}
 		var archives [][]string
 		for _, a := range c.ov.ArchiveUserTexts("cx-" + id) {
-			if users := chaosTexts(a); len(users) > 0 {
+			if users := typedTexts(a); len(users) > 0 {
 				archives = append(archives, users)
 			}
 		}
@@ -108,4 +99,51 @@ func (c *chaos) shapes(threads map[string]bool, execGens map[string]map[int]bool
 	}
 	sort.Strings(s.problems)
 	return s
+}
+
+func TestTypedTexts(t *testing.T) {
+	for _, tc := range []struct {
+		in, want []string
+	}{
+		{[]string{"<environment_context>\n  <cwd>/w</cwd>\n</environment_context>", "chaos tui prompt 1."}, []string{"chaos tui prompt 1."}},
+		{[]string{"# AGENTS.md instructions for /w\n\n<INSTRUCTIONS>x</INSTRUCTIONS>", "<turn_aborted>\nThe user interrupted</turn_aborted>"}, nil},
+		// Keys Codex read cut short are what the user gave it.
+		{[]string{"ui prompt 12.", " chaos exec prompt 3."}, []string{"ui prompt 12.", " chaos exec prompt 3."}},
+	} {
+		if got := typedTexts(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("typedTexts(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// A repeat is explained only by a fault that struck the cx that ran one
+// of its calls, named by pid or — its command started after that cx died,
+// the shell's parent was already init — by the process group it left.
+func TestExplainRepeat(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	c := &chaos{started: t0, struck: []struck{
+		{at(10), "sweeper SIGKILL", []int{4242, -4242}},
+		{at(20), "cx SIGKILL", []int{500, 501, -500, -77}},
+		{at(30), "ledger locked", nil},
+	}}
+	for _, tc := range []struct {
+		name  string
+		calls []execCall
+		want  string // "" for unexplained
+	}{
+		{"its cx killed, by pid", []execCall{{at(9), 4242}, {at(12), 900}}, "sweeper SIGKILL"},
+		{"its cx dead before the shell, by group", []execCall{{at(10.1), -4242}, {at(20), 900}}, "sweeper SIGKILL"},
+		{"a terminal's leader, by group", []execCall{{at(20.1), -500}, {at(25), 900}}, "cx SIGKILL"},
+		{"a group no fault struck", []execCall{{at(10.1), -4243}, {at(12), 900}}, ""},
+		{"another cx killed", []execCall{{at(19), 600}, {at(22), 900}}, ""},
+		{"a success recorded on a locked ledger", []execCall{{at(31), 700}, {at(40), 900}}, "ledger locked"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := c.explain(tc.calls, 1)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Fatalf("explain = %q, want %q", got, tc.want)
+			}
+		})
+	}
 }

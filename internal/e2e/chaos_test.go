@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -103,14 +104,19 @@ func newChaos(t *testing.T, in codextest.Install, seed int64, scale int) *chaos 
 		faults:  map[string]int{},
 		execLog: filepath.Join(h.Root, "exec-sink.jsonl"), execCtl: filepath.Join(h.Root, "exec-sink.ctl")}
 	script := filepath.Join(h.Root, "exec-sink.sh")
+	cxExe, _ := filepath.EvalSymlinks(h.CX)
 	os.WriteFile(script, []byte(fmt.Sprintf(`#!/bin/sh
+runner=$PPID
+# A parent that is no cx (init, or a subreaper): the cx died before this
+# shell started; the process group it left still names it.
+[ "$(readlink /proc/$PPID/exe)" = %q ] || runner=-$(cut -d' ' -f5 /proc/$$/stat)
 case "$(cat %q 2>/dev/null)" in
 fail) exit 1 ;;
 hang) sleep 60 ;;
 esac
 line=$(cat)
-printf '%%s %%s %%s\n' "$(date +%%s.%%N)" "$PPID" "$line" >> %q
-`, c.execCtl, c.execLog)), 0o700)
+printf '%%s %%s %%s\n' "$(date +%%s.%%N)" "$runner" "$line" >> %q
+`, cxExe, c.execCtl, c.execLog)), 0o700)
 	os.MkdirAll(h.CXHome, 0o700)
 	if unmount, err := mountSmall(h.CXHome, cxHomeSize); err != nil {
 		t.Logf("the CX_HOME-full fault is off: %v", err)
@@ -167,7 +173,9 @@ func (c *chaos) count(fault string, hit ...int) {
 
 // execCall is one call the exec sink logged: when its command succeeded
 // and the pid of the cx that ran it (the script's $PPID, fixed when the
-// shell starts, so a call whose cx died before it finished still names it).
+// shell starts, so a call whose cx died before it finished still names it;
+// minus its process group's id when that cx was dead before the shell
+// started — a cx killed as it started the command).
 type execCall struct {
 	at     time.Time
 	runner int
@@ -218,6 +226,10 @@ func (c *chaos) explain(calls []execCall, j int) string {
 	}
 	return ""
 }
+
+// ownGroup starts a cx in a process group of its own, as a shell starts
+// each job: a sink's command its death orphans still names it (withGroups).
+func ownGroup() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
 func (c *chaos) track(cmd *exec.Cmd) {
 	c.mu.Lock()
@@ -276,6 +288,7 @@ func (c *chaos) exec(ctx context.Context, args ...string) (string, bool) {
 	cmd := exec.Command(c.h.CX, args...)
 	cmd.Dir = c.h.Work
 	cmd.Env = c.env()
+	cmd.SysProcAttr = ownGroup()
 	var out strings.Builder
 	cmd.Stdout = &out
 	if err := cmd.Start(); err != nil {
@@ -370,7 +383,7 @@ func (c *chaos) strike() {
 	case 0, 1, 2:
 		sig := []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM, syscall.SIGHUP}[k]
 		if pid := c.pick(); pid != 0 {
-			hit := cxChain(c.h.CX, pid)
+			hit := withGroups(cxChain(c.h.CX, pid))
 			if syscall.Kill(pid, sig) == nil {
 				c.count("cx "+unixSignal(sig), hit...)
 			}
@@ -378,18 +391,18 @@ func (c *chaos) strike() {
 	case 3:
 		cx := c.pick()
 		if pid := codexBelow(c.h.CX, cx); pid != 0 {
-			hit := cxChain(c.h.CX, cx)
+			hit := withGroups(cxChain(c.h.CX, cx))
 			if syscall.Kill(pid, syscall.SIGKILL) == nil {
 				c.count("codex SIGKILL", hit...)
 			}
 		}
 	case 4:
-		if pid := c.killOwn("ctl hook"); pid != 0 {
-			c.count("hook SIGKILL", pid)
+		if hit := c.killOwn("ctl hook"); hit != nil {
+			c.count("hook SIGKILL", hit...)
 		}
 	case 5:
-		if pid := c.killOwn("ctl sweep --background"); pid != 0 {
-			c.count("sweeper SIGKILL", pid)
+		if hit := c.killOwn("ctl sweep --background"); hit != nil {
+			c.count("sweeper SIGKILL", hit...)
 		}
 	case 6:
 		c.count("ledger locked")
@@ -532,8 +545,8 @@ func (c *chaos) pick() int {
 }
 
 // killOwn SIGKILLs one process of this run (its CX_HOME) whose command line
-// holds what, and says which (0: none).
-func (c *chaos) killOwn(what string) int {
+// holds what, and says which (withGroups; nil: none).
+func (c *chaos) killOwn(what string) []int {
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -546,13 +559,26 @@ func (c *chaos) killOwn(what string) int {
 		}
 		environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 		if strings.Contains(string(environ), "CX_HOME="+c.h.CXHome+"\x00") {
+			hit := withGroups([]int{pid})
 			if syscall.Kill(pid, syscall.SIGKILL) != nil {
-				return 0
+				return nil
 			}
-			return pid
+			return hit
 		}
 	}
-	return 0
+	return nil
+}
+
+// withGroups is pids and, negated, the process group of each: what a
+// sink's command started as its cx died logs for it.
+func withGroups(pids []int) []int {
+	out := slices.Clone(pids)
+	for _, pid := range pids {
+		if g, err := syscall.Getpgid(pid); err == nil && g > 1 && !slices.Contains(out, -g) {
+			out = append(out, -g)
+		}
+	}
+	return out
 }
 
 // lockLedger holds the ledger's write lock for d, as another process might.
@@ -619,13 +645,28 @@ func (c *chaos) expected() (want map[string][]string, threads map[string]bool) {
 	for _, p := range files {
 		id := rolloutID(p)
 		threads[id] = true
-		for _, text := range userInputs(p) {
-			if strings.HasPrefix(text, "chaos ") {
-				want[id] = append(want[id], text)
-			}
+		want[id] = append(want[id], typedTexts(userInputs(p))...)
+		if len(want[id]) == 0 {
+			delete(want, id)
 		}
 	}
 	return want, threads
+}
+
+// typedTexts keeps the texts a user typed: not Codex's own context
+// messages (<environment_context>, <turn_aborted>, # AGENTS.md, …, each
+// opening with its tag). They may be other than the prompts the workload
+// sent — keys typed into a terminal go where Codex takes them (a prompt
+// typed while 0.169's /new dialog was up chose a worktree there) — and
+// what Codex took as the user's prompt is what each sink must hold.
+func typedTexts(texts []string) []string {
+	var out []string
+	for _, t := range texts {
+		if tt := strings.TrimSpace(t); !strings.HasPrefix(tt, "<") && !strings.HasPrefix(tt, "# AGENTS.md") {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // userInputs is the text of each user input Codex recorded in the rollout
@@ -674,8 +715,8 @@ func userInputs(path string) []string {
 func (c *chaos) stored(want map[string][]string) (local, ov map[string]map[string]int) {
 	local, ov = map[string]map[string]int{}, map[string]map[string]int{}
 	count := func(into map[string]map[string]int, id string, texts []string) {
-		// Every user text counts: the workload sends only "chaos …"
-		// prompts, so anything else a sink holds as a user's is phantom.
+		// Every user text counts: anything a sink holds as a user's that
+		// the thread's rollout does not is phantom.
 		for _, text := range texts {
 			if into[id] == nil {
 				into[id] = map[string]int{}
@@ -862,9 +903,16 @@ func (c *chaos) check() {
 	sort.Strings(repeats)
 	gens := len(calls) // each generation ended reaches the exec sink
 	turns := 0
-	for _, ps := range want {
+	var otherwise []string // typed, but not as the workload sent it
+	for id, ps := range want {
 		turns += len(ps)
+		for _, p := range ps {
+			if !strings.HasPrefix(p, "chaos ") {
+				otherwise = append(otherwise, fmt.Sprintf("%s %q", id, p))
+			}
+		}
 	}
+	sort.Strings(otherwise)
 	c.mu.Lock()
 	var faults []string
 	total := 0
@@ -880,10 +928,10 @@ func (c *chaos) check() {
 		"  sink        expected  stored  duplicated  missing  phantom\n"+
 		"  local       %8d  %6d  %10d  %7d  %7d\n  openviking  %8d  %6d  %10d  %7d  %7d\n  exec        %8d  %6d  %10d  %7d  %7d   (sessions; duplicates are repeated generations)\n"+
 		"  sessions in a sink that are no thread with a rollout (helpers) %d; OpenViking archives not one generation's turns, or left uncommitted, %d; generations archived locally and never given to the exec sink (or the reverse) %d\n"+
-		"  CPU of the exec and app-server runs (cx and the Codex below it, wait4) %v\n  CPU by cx's own lines: %v\n  exec repeats: %s",
+		"  CPU of the exec and app-server runs (cx and the Codex below it, wait4) %v\n  CPU by cx's own lines: %v\n  exec repeats: %s\n  user turns Codex took otherwise than sent (keys typed while a terminal was not reading): %s",
 		c.h.Codex.Version, c.duration, time.Since(c.started).Round(time.Second), launched, len(want), turns, gens, c.prompts, total, strings.Join(faults, ", "),
 		lt.expected, lt.stored, lt.duplicated, lt.missing, lt.phantom, ot.expected, ot.stored, ot.duplicated, ot.missing, ot.phantom,
-		et.expected, et.stored, et.duplicated, et.missing, et.phantom, sh.helpers, sh.mixed, sh.execMissed, cpu.Round(time.Millisecond), readCPUSplit(c.h.CXHome), orNone(repeats))
+		et.expected, et.stored, et.duplicated, et.missing, et.phantom, sh.helpers, sh.mixed, sh.execMissed, cpu.Round(time.Millisecond), readCPUSplit(c.h.CXHome), orNone(repeats), orNone(otherwise))
 	if v := c.ov.Violations(); len(v) > 0 {
 		c.t.Errorf("outside the OpenViking server's contract: %v", v)
 	}

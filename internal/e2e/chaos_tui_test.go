@@ -29,7 +29,7 @@ func (c *chaos) tuiWorker(ctx context.Context) {
 			if c.intn(2) == 0 {
 				tu.Slash("/exit")
 			} else {
-				c.count("terminal closed", cxChain(c.h.CX, pid)...)
+				c.count("terminal closed", withGroups(cxChain(c.h.CX, pid))...)
 				_, _ = tu.tmux("kill-server") // SIGHUP, as a closed window sends
 			}
 		}
