@@ -1282,3 +1282,34 @@ func rolloutCount(path, s string) int {
 	data, _ := os.ReadFile(path)
 	return bytes.Count(data, []byte(s))
 }
+
+// A session a hook recorded as no run's (its attribution ran out of time
+// on a busy ledger, or Codex was started without cx), whose Codex was
+// killed — no SessionEnd — is ended by the next sweep once Codex no longer
+// holds the thread's writer lock, not 30 minutes on at the idle TTL (the
+// chaos run, 0.169: such a session kept the run from going quiet). A Codex
+// that keeps no writer locks is still judged by the idle TTL: its
+// rollout's age cannot tell an idle user from a dead Codex.
+func TestRunlessSessionOfDeadCodexEnded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	codexCmd := exec.Command(os.Args[0])
+	codexCmd.Dir = e.w
+	codexCmd.Env = e.environ("FAKE_SCRIPT=start $V7\nhook SessionStart $V7 startup\nturn $V7 hello\nsleep 2000\ndie 9")
+	if err := codexCmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	id := codex.RolloutID(filepath.Base(e.oneRollout()))
+	waitFor(t, "the turn recorded", func() bool { s, ok := e.sessions()[id]; return ok && s.Turns == 1 })
+	if out, code := e.ctl("sweep"); code != 0 {
+		t.Fatalf("sweep: %d %s", code, out)
+	}
+	if st := e.want(id, "live", "", 1, 0); st.RunID != "" {
+		t.Fatalf("a run holds it: %+v", st)
+	}
+	_ = runWait(codexCmd, 30*time.Second) // killed by its own signal
+	if out, code := e.ctl("sweep"); code != 0 {
+		t.Fatalf("sweep: %d %s", code, out)
+	}
+	e.want(id, "committed", "orphan", 1, 1)
+}

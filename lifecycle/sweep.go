@@ -176,6 +176,12 @@ func (m *Manager) Sweep(ctx context.Context) (SweepResult, error) {
 		switch {
 		case s.RunID == "" && s.Status == ledger.Live && s.LastSeen.Before(cutoff):
 			reason = reasonIdle
+		case s.RunID == "" && s.Status == ledger.Live && m.heldByNone(s) && !m.endQueued(ctx, s.ID):
+			// Recorded by a hook that knew no run (its attribution ran out
+			// of time on a busy ledger, or Codex runs without cx), and its
+			// Codex died without a SessionEnd: the writer lock says no
+			// Codex holds it now.
+			reason = reasonOrphan
 		case s.RunID == "" && s.Status == ledger.Live:
 			m.catchUpDeferred(ctx, s)
 		case s.RunID == "" && hasNewBytes(s) && !m.rolloutLive(s):
@@ -307,4 +313,32 @@ func SweepNow(ctx context.Context, cfg config.Config, o SweepOptions) (SweepResu
 func (m *Manager) rolloutLive(s ledger.Session) bool {
 	path := codex.FindRollout(s.CodexHome, s.ID, s.TranscriptPath)
 	return path != "" && m.RolloutLiveness(s.CodexHome, s.ID, path, m.Now()).Live
+}
+
+// heldByNone reports whether the session's Codex keeps writer locks and
+// none holds its thread: no Codex has it loaded. A Codex without writer
+// locks is never judged so (its rollout's age cannot tell an idle user
+// from a dead Codex; the idle TTL does).
+func (m *Manager) heldByNone(s ledger.Session) bool {
+	path := codex.FindRollout(s.CodexHome, s.ID, s.TranscriptPath)
+	if path == "" {
+		return false // no turn yet: nothing to end, and nothing says it is over
+	}
+	l := m.RolloutLiveness(s.CodexHome, s.ID, path, m.Now())
+	return l.ByLock && !l.Live
+}
+
+// endQueued reports whether an end a hook left to the outbox waits for the
+// session: that end, with its reason, is the one to make.
+func (m *Manager) endQueued(ctx context.Context, id string) bool {
+	jobs, err := m.DB.SessionJobs(ctx, id)
+	if err != nil {
+		return true // unknown: leave it to the outbox and the next sweep
+	}
+	for _, j := range jobs {
+		if j.Kind == JobEnd && j.State != ledger.JobDone {
+			return true
+		}
+	}
+	return false
 }

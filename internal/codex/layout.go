@@ -167,6 +167,9 @@ type Liveness struct {
 	// nothing writes it meanwhile: Codex keeps no writer lock, so only its
 	// age tells.
 	Until time.Time
+	// ByLock: the writer lock told (a Codex that keeps them), not the
+	// rollout's age — not live then means no Codex holds the thread.
+	ByLock bool
 }
 
 // RolloutLiveness judges whether Codex may still write a thread's
@@ -177,10 +180,10 @@ type Liveness struct {
 // alone for window.
 func RolloutLiveness(home, id, cliVersion string, mtime, now time.Time, window time.Duration) Liveness {
 	if ThreadLocked(home, id) {
-		return Liveness{Live: true}
+		return Liveness{Live: true, ByLock: true}
 	}
 	if cliVersion != "" && CompareVersions(cliVersion, writerLocksSince) >= 0 {
-		return Liveness{}
+		return Liveness{ByLock: true}
 	}
 	if until := mtime.Add(window); now.Before(until) {
 		return Liveness{Live: true, Until: until}
