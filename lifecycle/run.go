@@ -44,6 +44,10 @@ type ExitInfo struct {
 	Code     int
 	Signal   string // the signal Codex died of ("KILL"), "" if it exited
 	Received string // the stop signal cx received ("TERM"), "" if none
+	// Cut, when closed, stops the exit's outbox work (a sink command is
+	// killed and waited for, its job left for later): cx was told to stop
+	// while it finished. The sessions' ends are recorded all the same.
+	Cut <-chan struct{}
 }
 
 // Reason is the end reason the exit implies (DESIGN: "End reasons").
@@ -395,6 +399,15 @@ func (r *Run) Finish(ctx context.Context, ex ExitInfo) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, r.m.Cfg.Lifecycle.ExitBudget.Duration)
 	defer cancel()
+	if ex.Cut != nil {
+		go func() {
+			select {
+			case <-ex.Cut:
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+	}
 	if _, err := r.m.WorkOutbox(wctx, nil); err != nil && wctx.Err() == nil {
 		r.m.Log.Printf("outbox at exit of %s: %v", r.info.ID, err)
 	}

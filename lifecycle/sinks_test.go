@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"cx/internal/codextest"
+	"cx/internal/fsutil"
 	"cx/internal/openviking/ovfake"
 )
 
@@ -571,4 +572,53 @@ func TestRetryMakesBackoffDue(t *testing.T) {
 	}
 	e.want("A", "committed", "exit", 1, 1)
 	storedOnce(t, ov, "A", "one")
+}
+
+// A stop signal that reaches cx while its exit works the outbox (an
+// impatient Ctrl+C, a daemon's second SIGTERM) stops that work — the sink
+// command killed and waited for, its job left for later — and cx exits
+// with Codex's status. It killed cx outright (its signal handling was
+// over), and the command it had started ran on and was done again by the
+// next worker (the 20-minute chaos run: five exec repeats, each a command
+// logged a minute after its cx was SIGTERMed).
+func TestSignalDuringExitStopsItsSinkCommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	calls, started := filepath.Join(dir, "calls"), filepath.Join(dir, "started")
+	e := execEnv(t, dir, fmt.Sprintf("echo $$ $PPID > %q.new && mv %q.new %q\nsleep 4\ncat >/dev/null\necho call >> %q\n", started, started, started, calls), "[lifecycle]\nexit_budget = \"30s\"\n")
+	// The background sweeper a hook starts must not take the job first.
+	if err := os.MkdirAll(e.cxHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := fsutil.Lock(filepath.Join(e.cxHome, "sweep.lock"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := e.cxCmd("start A; hook SessionStart A startup; turn A work; exit 3")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the exit's sink command", func() bool { _, err := os.Stat(started); return err == nil })
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err = runWait(cmd, 10*time.Second)
+	unlock()
+	if cmd.ProcessState == nil {
+		t.Fatalf("cx: %v", err)
+	}
+	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() || ws.ExitStatus() != 3 {
+		t.Fatalf("cx ended %v, want Codex's status 3", cmd.ProcessState)
+	}
+	data, _ := os.ReadFile(started)
+	var pid, ppid int
+	fmt.Sscan(string(data), &pid, &ppid)
+	if ppid != cmd.Process.Pid {
+		t.Fatalf("the sink command's parent is %d, not cx (%d)", ppid, cmd.Process.Pid)
+	}
+	if syscall.Kill(pid, 0) == nil {
+		t.Fatalf("the sink command (pid %d) outlived cx", pid)
+	}
+	os.WriteFile(filepath.Join(dir, "sink.sh"), []byte(fmt.Sprintf("#!/bin/sh\ncat >/dev/null\necho call >> %q\n", calls)), 0o755)
+	deliveredOnce(t, e, "A", calls)
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/signal"
 	"strconv"
+	"syscall"
 
 	"cx/hookcfg"
 	"cx/inject"
@@ -122,12 +124,57 @@ func RunCodex(ctx context.Context, l Launch) int {
 	if tap != nil {
 		tap.Configure(&spec)
 	}
+	late := catchLateSignals()
+	defer late.stop()
 	ex, err := wrapper.Run(ctx, spec)
+	late.arm()
 	reportRun(l, bin, ex, err)
 	// The terminal is restored: now the synthesized session end, bounded.
-	sup.Finish(ctx, ex)
+	sup.Finish(ctx, ex, late.cut)
 	return ex.Code
 }
+
+// lateSignals are the stop signals that reach cx once Codex has exited,
+// while it records the sessions' ends and works the outbox. Uncaught,
+// one killed cx there and left the sink command it had started running
+// (done again later by the next worker). The first closes cut: the
+// outbox work stops, its command killed and waited for, and cx exits
+// once the ends are recorded. A second is obeyed at once.
+type lateSignals struct {
+	ch  chan os.Signal
+	cut chan struct{}
+}
+
+// catchLateSignals subscribes before Codex starts, so that no moment
+// between the wrapper's own handling and the finish is left to the
+// default action.
+func catchLateSignals() *lateSignals {
+	l := &lateSignals{ch: make(chan os.Signal, 8), cut: make(chan struct{})}
+	signal.Notify(l.ch, wrapper.StopSignals...)
+	return l
+}
+
+// arm starts acting on signals from now on: those caught while Codex ran
+// were the wrapper's to act on.
+func (l *lateSignals) arm() {
+	for {
+		select {
+		case <-l.ch:
+			continue
+		default:
+		}
+		break
+	}
+	go func() {
+		<-l.ch
+		close(l.cut)
+		sig := (<-l.ch).(syscall.Signal)
+		signal.Reset(sig)
+		_ = syscall.Kill(os.Getpid(), sig)
+	}()
+}
+
+func (l *lateSignals) stop() { signal.Stop(l.ch) }
 
 // unrecordedWarning is the one line a run gets when cx's own state is in
 // trouble: Codex runs as it would without cx, and nothing is recorded.

@@ -150,7 +150,7 @@ func (s *Supervision) Exited(wrapper.Exit) {}
 
 // Finish ends the run after wrapper.Run has restored the terminal: the
 // synthesized session ends, bounded.
-func (s *Supervision) Finish(ctx context.Context, ex wrapper.Exit) {
+func (s *Supervision) Finish(ctx context.Context, ex wrapper.Exit, cut <-chan struct{}) {
 	if ex.Pid != 0 {
 		// What this run cost, beside what Codex did (hooks are Codex's
 		// children, counted there; each hook's audit line has its own).
@@ -178,7 +178,7 @@ func (s *Supervision) Finish(ctx context.Context, ex wrapper.Exit) {
 	}
 	// The ledger is not closed: cx exits right after, and closing the last
 	// connection would checkpoint the WAL on the user's time.
-	info := lifecycle.ExitInfo{Code: ex.Code}
+	info := lifecycle.ExitInfo{Code: ex.Code, Cut: cut}
 	if ex.Signal != 0 {
 		info.Signal = wrapper.SignalName(ex.Signal)
 	}
