@@ -188,11 +188,13 @@ func watchLifeline(lifeline *os.File, pid int, grace time.Duration, restore func
 	signalGroup(pid, syscall.SIGKILL)
 }
 
-// signalGroup signals pid's process group, or pid alone if it leads none.
+// signalGroup signals the process group pid leads. Codex always leads
+// one (Setpgid), so a group that is gone means Codex is gone too: its pid
+// alone is not signalled then, for it may already be another process's
+// (in a terminal the leader reaps Codex, not cx, and pids wrap in minutes
+// on a busy machine).
 func signalGroup(pid int, sig syscall.Signal) {
-	if err := syscall.Kill(-pid, sig); err != nil {
-		_ = syscall.Kill(pid, sig)
-	}
+	_ = syscall.Kill(-pid, sig)
 }
 
 // leaderReport is one line the leader wrote on its status pipe.
