@@ -547,24 +547,16 @@ func (c *chaos) pick() int {
 // killOwn SIGKILLs one process of this run (its CX_HOME) whose command line
 // holds what, and says which (withGroups; nil: none).
 func (c *chaos) killOwn(what string) []int {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, pid := range cxOf(c.h.CXHome) {
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if !strings.Contains(strings.ReplaceAll(string(cmdline), "\x00", " "), what) {
 			continue
 		}
-		environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-		if strings.Contains(string(environ), "CX_HOME="+c.h.CXHome+"\x00") {
-			hit := withGroups([]int{pid})
-			if syscall.Kill(pid, syscall.SIGKILL) != nil {
-				return nil
-			}
-			return hit
+		hit := withGroups([]int{pid})
+		if syscall.Kill(pid, syscall.SIGKILL) != nil {
+			return nil
 		}
+		return hit
 	}
 	return nil
 }

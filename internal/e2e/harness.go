@@ -17,7 +17,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -70,6 +72,11 @@ func New(t testing.TB, in codextest.Install, opts Options) *H {
 	h := &H{T: t, Codex: in, CX: codextest.CX(t), Root: root,
 		CodexHome: filepath.Join(root, "codex-home"), Work: filepath.Join(root, "project"), CXHome: filepath.Join(root, "cx-home")}
 	t.Cleanup(func() {
+		// A background sweeper a hook started last may still be at work:
+		// it would write its logs into the folder once removed.
+		for _, pid := range cxOf(filepath.Join(root, "cx-home")) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
 		if !t.Failed() || os.Getenv("CX_TEST_KEEP") == "" {
 			_ = os.RemoveAll(root)
 		} else {
@@ -328,4 +335,22 @@ func rolloutID(path string) string {
 		return m[1]
 	}
 	return ""
+}
+
+// cxOf is the processes whose environment names cxHome as CX_HOME: the cx
+// processes (and their children) of one test's harness.
+func cxOf(cxHome string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if bytes.Contains(environ, []byte("CX_HOME="+cxHome+"\x00")) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
