@@ -633,6 +633,10 @@ func TestCtrlZSuspendsAndResumes(t *testing.T) {
 		tu := h.StartInShell()
 		tu.WaitReady()
 		tu.Prompt("before suspending", "mock reply: before suspending")
+		// Ctrl+Z between turns, as the test means: the one failure seen
+		// (CI, loaded re-run, 0.128: no "Stopped" in 20 s) had a turn just
+		// starting on a frozen screen after the reply, its cause not found.
+		tu.WaitIdle()
 		codex := tu.CodexPid()
 		tu.Keys("C-z")
 		tu.WaitFor(regexp.MustCompile(`(?m)Stopped.*\n(.*\n)*cx-shell\$\s*$`), 20*time.Second)

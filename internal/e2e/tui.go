@@ -153,6 +153,19 @@ func (tu *TUI) WaitReady() {
 	tu.WaitFor(Ready, 60*time.Second)
 }
 
+// WaitIdle waits until Codex runs no turn: its composer is drawn while a
+// turn works too (Ready), beside "esc to interrupt".
+func (tu *TUI) WaitIdle() {
+	tu.h.T.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for strings.Contains(tu.Screen(), "esc to interrupt") {
+		if time.Now().After(deadline) {
+			tu.h.T.Fatalf("Codex still working after 60s; screen:\n%s", tu.Screen())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // Type types text literally, then presses Enter. Codex reads a burst of
 // characters as a paste and keeps an Enter that comes with it as a
 // newline; on a loaded machine the characters and an Enter sent 300 ms
