@@ -1078,12 +1078,7 @@ func TestDiscoveryPanicCostsNothing(t *testing.T) {
 func TestUnrecordedRunRecovered(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	if err := os.MkdirAll(e.cxHome, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(e.cxHome, "config.toml"), []byte("[lifecycle]\nactive_window = \"1s\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.activeWindow1s()
 	e.run("start A; hook SessionStart A startup; turn A first; exit 0")
 	e.want("A", "committed", "exit", 1, 1)
 
@@ -1139,16 +1134,8 @@ func TestUnrecordedRunRecovered(t *testing.T) {
 func TestUnrecordedRunHookRecordedEnded(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	if err := os.MkdirAll(e.cxHome, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(e.cxHome, "config.toml"), []byte("[lifecycle]\nactive_window = \"1s\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	db := filepath.Join(e.cxHome, "cx.db")
-	if err := os.Mkdir(db, 0o700); err != nil { // the ledger cannot be opened
-		t.Fatal(err)
-	}
+	e.activeWindow1s()
+	db := e.ledgerUnopenable()
 	cmd := e.cxCmd("quiet on; start $V7; turn $V7 second; sleep 3000; exit 0", "FAKE_TODAY=1")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -1222,16 +1209,8 @@ func TestUnrecordedBelongsToItsCXHome(t *testing.T) {
 func TestRunlessSessionResumedUnseen(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	if err := os.MkdirAll(e.cxHome, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(e.cxHome, "config.toml"), []byte("[lifecycle]\nactive_window = \"1s\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	db := filepath.Join(e.cxHome, "cx.db")
-	if err := os.Mkdir(db, 0o700); err != nil { // the ledger cannot be opened
-		t.Fatal(err)
-	}
+	e.activeWindow1s()
+	db := e.ledgerUnopenable()
 	if code := e.run("start B; hook SessionStart B startup; turn B first; exit 0"); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
@@ -1312,4 +1291,27 @@ func TestRunlessSessionOfDeadCodexEnded(t *testing.T) {
 		t.Fatalf("sweep: %d %s", code, out)
 	}
 	e.want(id, "committed", "orphan", 1, 1)
+}
+
+// activeWindow1s configures active_window = 1s: a rollout a second old is
+// done, for a Codex without writer locks (a test's clock moves it on).
+func (e *env) activeWindow1s() {
+	e.t.Helper()
+	if err := os.MkdirAll(e.cxHome, 0o700); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.cxHome, "config.toml"), []byte("[lifecycle]\nactive_window = \"1s\"\n"), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// ledgerUnopenable puts a directory where the ledger goes, so that no cx
+// can open it, and returns its path (removing it lets cx open it again).
+func (e *env) ledgerUnopenable() string {
+	e.t.Helper()
+	db := filepath.Join(e.cxHome, "cx.db")
+	if err := os.Mkdir(db, 0o700); err != nil {
+		e.t.Fatal(err)
+	}
+	return db
 }

@@ -184,7 +184,7 @@ func (m *Manager) Sweep(ctx context.Context) (SweepResult, error) {
 			reason = reasonOrphan
 		case s.RunID == "" && s.Status == ledger.Live:
 			m.catchUpDeferred(ctx, s)
-		case s.RunID == "" && hasNewBytes(s) && !m.rolloutLive(s):
+		case s.RunID == "" && hasNewBytes(s) && !m.liveness(s).Live:
 			// Ended, of no run, and resumed where nothing reached the
 			// ledger (a cx killed on a full disk leaves no run, hook or
 			// breadcrumb): its Codex is done, the new turns are a
@@ -308,11 +308,14 @@ func SweepNow(ctx context.Context, cfg config.Config, o SweepOptions) (SweepResu
 	return res, nil
 }
 
-// rolloutLive reports whether a Codex may still write the session's
-// rollout.
-func (m *Manager) rolloutLive(s ledger.Session) bool {
+// liveness judges whether a Codex may still write the session's rollout
+// (the zero Liveness when it has none yet: no turn, nothing to end).
+func (m *Manager) liveness(s ledger.Session) codex.Liveness {
 	path := codex.FindRollout(s.CodexHome, s.ID, s.TranscriptPath)
-	return path != "" && m.RolloutLiveness(s.CodexHome, s.ID, path, m.Now()).Live
+	if path == "" {
+		return codex.Liveness{}
+	}
+	return m.RolloutLiveness(s.CodexHome, s.ID, path, m.Now())
 }
 
 // heldByNone reports whether the session's Codex keeps writer locks and
@@ -320,11 +323,7 @@ func (m *Manager) rolloutLive(s ledger.Session) bool {
 // locks is never judged so (its rollout's age cannot tell an idle user
 // from a dead Codex; the idle TTL does).
 func (m *Manager) heldByNone(s ledger.Session) bool {
-	path := codex.FindRollout(s.CodexHome, s.ID, s.TranscriptPath)
-	if path == "" {
-		return false // no turn yet: nothing to end, and nothing says it is over
-	}
-	l := m.RolloutLiveness(s.CodexHome, s.ID, path, m.Now())
+	l := m.liveness(s)
 	return l.ByLock && !l.Live
 }
 

@@ -157,13 +157,8 @@ func catchLateSignals() *lateSignals {
 // arm starts acting on signals from now on: those caught while Codex ran
 // were the wrapper's to act on.
 func (l *lateSignals) arm() {
-	for {
-		select {
-		case <-l.ch:
-			continue
-		default:
-		}
-		break
+	for len(l.ch) > 0 {
+		<-l.ch
 	}
 	go func() {
 		<-l.ch

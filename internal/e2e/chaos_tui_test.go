@@ -15,7 +15,7 @@ import (
 func (c *chaos) tuiWorker(ctx context.Context) {
 	for ctx.Err() == nil {
 		tu := c.h.StartTUI()
-		pid := c.tuiPid(tu)
+		pid := tu.pid // 0 if cx never started
 		if pid == 0 {
 			tu.Close()
 			continue
@@ -87,6 +87,3 @@ func (c *chaos) screen(tu *TUI, re *regexp.Regexp, d time.Duration) bool {
 	}
 	return false
 }
-
-// tuiPid is the pid of the TUI's cx (0 if it never started).
-func (c *chaos) tuiPid(tu *TUI) int { return tu.pid }
