@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -134,6 +135,10 @@ func BenchmarkHookHistory(b *testing.B) {
 				os.MkdirAll(dir, 0o700)
 				path := filepath.Join(dir, "rollout-2026-11-22T01-32-39-01a200e2-466f-78c1-85cf-e11cb0ec651a.jsonl")
 				id, turn, turn2 := buildHistory(b, path, mb<<20)
+				// Codex 0.169 (the history's version) holds the thread's
+				// writer lock while it runs: a sweep leaves a thread so held
+				// alone, and ends one no Codex holds.
+				unlock := holdWriterLock(b, e.codexHome, id)
 				run := func(hook, event string, extra map[string]any) {
 					p := map[string]any{"session_id": id, "transcript_path": path, "cwd": e.w, "hook_event_name": event}
 					for k, v := range extra {
@@ -172,6 +177,7 @@ func BenchmarkHookHistory(b *testing.B) {
 				run("stop+2", "Stop", map[string]any{"turn_id": "bench-3", "stop_hook_active": false, "last_assistant_message": "ok"})
 				run("resume", "SessionStart", map[string]any{"source": "resume", "model": "gpt-5.5"})
 				run("end", "SessionEnd", map[string]any{"reason": "other"})
+				unlock()
 				os.RemoveAll(e.cxHome)
 				os.Remove(path)
 			}
@@ -210,4 +216,22 @@ func BenchmarkHookHistory(b *testing.B) {
 		b.ReportMetric(codextest.Ms(ds, 50), "node-e-ms")
 	}
 	b.Log("\n" + table.String())
+}
+
+// holdWriterLock takes the thread's writer lock as a running Codex 0.169
+// does (flock on thread-writer-locks/<id>.lock) and returns its release.
+func holdWriterLock(b *testing.B, codexHome, id string) func() {
+	b.Helper()
+	dir := filepath.Join(codexHome, "thread-writer-locks")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, id+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		b.Fatal(err)
+	}
+	return func() { f.Close() }
 }
