@@ -54,9 +54,12 @@ func TestInstallDoctorUninstall(t *testing.T) {
 		// cx moved: its hooks now name a binary that is not this one.
 		moved := filepath.Join(h.Root, "bin", "cx")
 		os.MkdirAll(filepath.Dir(moved), 0o755)
-		data, _ := os.ReadFile(h.CX)
-		if err := os.WriteFile(moved, data, 0o755); err != nil {
-			t.Fatal(err)
+		// Copied by cp, not written here: a fork of this test binary (a
+		// parallel test starting a process) could inherit the write
+		// descriptor for a moment, and executing the copy then fails with
+		// "text file busy" (CI, loaded re-run, 0.169).
+		if out, err := exec.Command("cp", h.CX, moved).CombinedOutput(); err != nil {
+			t.Fatalf("copy cx: %v %s", err, out)
 		}
 		out, _, code = h.run(moved, "", "ctl", "doctor")
 		if code == 0 || !strings.Contains(out, "another cx binary") {
