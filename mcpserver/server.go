@@ -89,7 +89,7 @@ func newServer(o Options) *server {
 	s.tools = []tool{
 		{Name: "search", Description: "Search past Codex sessions (this project by default) for what was said and done. Returns matching turns, best first, each with its session id and turn number.",
 			InputSchema: object([]string{"query"}, map[string]any{
-				"query":        prop("string", `words to find in past sessions' prompts, replies, commands and touched files (FTS5 syntax allowed: "exact phrase", OR, NOT, prefix*)`),
+				"query":        prop("string", `a question or words about past sessions' prompts, replies, commands and touched files: ranked by relevance, no word required, word forms matched ("failing" finds "failed"); FTS5 syntax allowed: AND, OR, NOT, prefix*, column:`),
 				"limit":        prop("integer", "how many turns to return (default 10, at most 50)"),
 				"all_projects": prop("boolean", "search every project, not only the current directory's"),
 			}),

@@ -189,7 +189,7 @@ func TestLifecycleAndTools(t *testing.T) {
 	// Bad input: each answered as a tool error, the server goes on.
 	for i, args := range []string{
 		`{"name":"search","arguments":{"query":""}}`,
-		`{"name":"search","arguments":{"query":"\"unterminated"}}`,
+		`{"name":"search","arguments":{"query":"(unterminated"}}`,
 		`{"name":"search","arguments":{"query":"` + strings.Repeat("x", 10<<10) + `"}}`,
 		`{"name":"turn","arguments":{"id":"nope","n":1}}`,
 		`{"name":"session","arguments":{"id":"nope"}}`,

@@ -35,6 +35,7 @@ var ctlCommands = map[string]ctlCommand{
 	"context":    {"print the context a new session here would be given", (*app).ctlContext},
 	"doctor":     {"check Codex, cx's hooks (installed, trusted, firing), the ledger, the sinks", (*app).ctlDoctor},
 	"search":     {"search past sessions' prompts, replies, commands and files", (*app).ctlSearch},
+	"recall":     {"what cx would add to the model's context for a prompt, with scores", (*app).ctlRecall},
 	"import":     {"archive the sessions Codex already has, so search finds them", (*app).ctlImport},
 	"forget":     {"remove a session's (or a project's) archive and search index", (*app).ctlForget},
 	"mcp":        {"the MCP server Codex starts: search, session and turn tools on stdio", (*app).ctlMCP},

@@ -70,6 +70,47 @@ func (a *app) ctlSearch(ctx context.Context, args []string) error {
 	})
 }
 
+// ctlRecall is `cx ctl recall <prompt>`: exactly what per-prompt recall
+// would add for that prompt, each item with its score, or that nothing is
+// relevant.
+func (a *app) ctlRecall(ctx context.Context, args []string) error {
+	var asJSON bool
+	var project string
+	pos, err := a.args(cli.Spec{Name: "recall", Synopsis: "<prompt>…", Min: 1, Max: -1, Define: func(fs *flag.FlagSet) {
+		fs.StringVar(&project, "project", "", "recall from `DIR`'s project (default: the current directory's)")
+		cli.JSONFlag(&asJSON)(fs)
+	}}, args)
+	if err != nil {
+		return err
+	}
+	if project == "" {
+		project = cwd()
+	}
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return err
+	}
+	prompt := strings.Join(pos, " ")
+	return a.withArchive(ctx, func(ar *recall.Archive) error {
+		items, err := ar.Recall(ctx, recall.PromptRequest{Prompt: prompt, Project: project, Budget: cfg.Recall.MaxChars, MinScore: cfg.Recall.MinScore})
+		if err != nil {
+			return fmt.Errorf("recall: %w", err)
+		}
+		if asJSON {
+			if items == nil {
+				items = []recall.Item{}
+			}
+			a.printJSON(map[string]any{"prompt": prompt, "project": project, "enabled": cfg.Recall.Enabled, "items": items})
+			return nil
+		}
+		fmt.Fprint(a.stdout, recall.ItemsText(prompt, items))
+		if !cfg.Recall.Enabled {
+			fmt.Fprintln(a.stdout, "(per-prompt recall is off: [recall] enabled = false, or CX_RECALL_OFF=1)")
+		}
+		return nil
+	})
+}
+
 // withArchive runs f with the ledger open for recall.
 func (a *app) withArchive(ctx context.Context, f func(*recall.Archive) error) error {
 	cfg, err := a.loadConfig()

@@ -72,6 +72,15 @@ type Config struct {
 		MaxChars int  `toml:"max_chars"`
 	} `toml:"inject"`
 
+	// Recall is per-prompt recall: on each prompt, the archived turns of
+	// the project's other sessions that answer it (CX_RECALL_OFF=1 turns it
+	// off for one run).
+	Recall struct {
+		Enabled  bool    `toml:"enabled"`
+		MaxChars int     `toml:"max_chars"`
+		MinScore float64 `toml:"min_score"`
+	} `toml:"recall"`
+
 	OpenViking struct {
 		URL       string   `toml:"url"`
 		APIKeyEnv string   `toml:"api_key_env"`
@@ -128,6 +137,9 @@ func Default() Config {
 	c.Lifecycle.MaxAttempts = 20
 	c.Inject.Enabled = true
 	c.Inject.MaxChars = 6000
+	c.Recall.Enabled = true
+	c.Recall.MaxChars = 2000
+	c.Recall.MinScore = 0.4
 	c.OpenViking.APIKeyEnv = "OPENVIKING_API_KEY"
 	c.OpenViking.Timeout = Duration{35 * time.Second}
 	c.OpenViking.ServerHold = Duration{40 * time.Second} // the server's 30 s session lock, then its work
@@ -235,6 +247,9 @@ func Load(getenv Getenv) (c Config, err error) {
 			return c, err
 		}
 	}
+	if v, _ := getenv("CX_RECALL_OFF"); v == "1" {
+		c.Recall.Enabled = false
+	}
 	if v, ok := getenv("CX_SINKS"); ok && v != "" {
 		c.Sinks = parseSinks(v)
 		c.SinksFromEnv = true
@@ -286,6 +301,9 @@ func (c *Config) validate() error {
 	}
 	if c.Capture.MaxToolChars <= 0 || c.Capture.MaxLineBytes <= 0 || c.Lifecycle.MaxAttempts <= 0 || c.Inject.MaxChars <= 0 || c.OpenViking.MaxToolChars <= 0 {
 		return fmt.Errorf("config %s: capture.max_tool_chars, capture.max_line_bytes, lifecycle.max_attempts, inject.max_chars and openviking.max_tool_chars must be positive", c.Path)
+	}
+	if c.Recall.MaxChars <= 0 || c.Recall.MinScore <= 0 || c.Recall.MinScore > 1 {
+		return fmt.Errorf("config %s: recall.max_chars must be positive and recall.min_score in (0, 1]", c.Path)
 	}
 	return nil
 }

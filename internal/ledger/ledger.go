@@ -16,7 +16,9 @@
 //	archives                  turns.go       the local sink: committed generations
 //	sink_turns, sink_commits,
 //	sink_sessions             sinkstate.go   the OpenViking sink: how far each turn, commit and remote session got
-//	recall_turns, recall_text recall.go      internal/recall (through the local sink): the search index (FTS5)
+//	recall_turns, recall_words,
+//	recall_text (being emptied) recall.go    internal/recall (through the local sink): the search index (FTS5)
+//	recall_given              recall.go      internal/recall (per-prompt recall): the turns given to each thread
 //	meta                      meta.go        migrations (schema version) and Scrub (a scrub due)
 //
 // Errors are told apart by SQLite's result codes (IsDamaged, CannotWrite,
@@ -424,6 +426,23 @@ var migrations = []string{
 	`INSERT INTO recall_text(recall_text, rank) VALUES('secure-delete', 1);
 	INSERT INTO meta (key, value) SELECT '` + ScrubKey + `', 'pending' WHERE EXISTS (SELECT 1 FROM sessions)
 		ON CONFLICT(key) DO UPDATE SET value = excluded.value;`,
+	// 10: recall that takes a question. The index's words are stemmed
+	// (porter: "failing" finds "failed"); recall_text's rows move there in
+	// batches (recall.Backfill, RecallReindexKey), searched in both until
+	// they have. recall_given: the turns per-prompt recall gave a thread,
+	// so none is given twice.
+	`CREATE VIRTUAL TABLE recall_words USING fts5(prompt, reply, commands, files, tokenize = 'porter unicode61 remove_diacritics 2');
+	INSERT INTO recall_words(recall_words, rank) VALUES('secure-delete', 1);
+	INSERT INTO meta (key, value) SELECT '` + RecallReindexKey + `', 'pending' WHERE EXISTS (SELECT 1 FROM recall_text)
+		ON CONFLICT(key) DO UPDATE SET value = excluded.value;
+	CREATE TABLE recall_given (
+		session_id TEXT NOT NULL,
+		source_session TEXT NOT NULL,
+		turn INTEGER NOT NULL,
+		given_at TEXT NOT NULL,
+		PRIMARY KEY (session_id, source_session, turn)
+	);
+	CREATE INDEX recall_given_source ON recall_given(source_session);`,
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -49,6 +49,9 @@ func TestMigrateFromEveryVersion(t *testing.T) {
 			if s, err := db.Session(ctx, "s-old"); err != nil || s.Status != "committed" {
 				t.Fatalf("the session before the migration: %+v, %v", s, err)
 			}
+			if from >= 9 {
+				return // zeroed deletes since schema 9: no scrub due
+			}
 			pending, _ := db.Meta(ctx, ScrubKey)
 			if pending == "" {
 				t.Fatal("a ledger from before zeroed deletes is not marked for a scrub")

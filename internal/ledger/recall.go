@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 )
@@ -15,6 +16,10 @@ import (
 // RecallBackfillKey is the meta key that says the archives stored before
 // the recall index existed still wait to be indexed.
 const RecallBackfillKey = "recall_backfill"
+
+// RecallReindexKey is the meta key that says recall_text (words as typed,
+// schema 8) still holds rows that are to move to recall_words (stemmed).
+const RecallReindexKey = "recall_reindex"
 
 // RecallDoc is one archived turn as the recall index holds it: where it is,
 // and its (already redacted) text by field.
@@ -48,7 +53,7 @@ func (tx *Tx) IndexGeneration(ctx context.Context, sessionID string, gen int, do
 		if err != nil {
 			return err
 		}
-		if _, err := tx.tx.ExecContext(ctx, `INSERT INTO recall_text (rowid, prompt, reply, commands, files) VALUES (?,?,?,?,?)`,
+		if _, err := tx.tx.ExecContext(ctx, `INSERT INTO recall_words (rowid, prompt, reply, commands, files) VALUES (?,?,?,?,?)`,
 			id, d.Prompt, d.Reply, d.Commands, d.Files); err != nil {
 			return fmt.Errorf("index %s g%d turn %d: %w", d.SessionID, d.Generation, d.Turn, err)
 		}
@@ -57,8 +62,10 @@ func (tx *Tx) IndexGeneration(ctx context.Context, sessionID string, gen int, do
 }
 
 func (tx *Tx) unindex(ctx context.Context, where string, args ...any) error {
-	if _, err := tx.tx.ExecContext(ctx, `DELETE FROM recall_text WHERE rowid IN (SELECT id FROM recall_turns WHERE `+where+`)`, args...); err != nil {
-		return fmt.Errorf("unindex: %w", err)
+	for _, table := range []string{"recall_words", "recall_text"} {
+		if _, err := tx.tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE rowid IN (SELECT id FROM recall_turns WHERE `+where+`)`, args...); err != nil {
+			return fmt.Errorf("unindex: %w", err)
+		}
 	}
 	if _, err := tx.tx.ExecContext(ctx, `DELETE FROM recall_turns WHERE `+where, args...); err != nil {
 		return fmt.Errorf("unindex: %w", err)
@@ -89,6 +96,25 @@ func (tx *Tx) ArchivesFrom(ctx context.Context, sessionID string, gen, n int) (a
 	return archives, indexed, err
 }
 
+// ReindexRecall moves up to n rows of the schema-8 index (words as typed)
+// to the stemmed one, removing them there; when none is left it clears
+// RecallReindexKey. It returns how many rows moved.
+func (tx *Tx) ReindexRecall(ctx context.Context, n int) (int, error) {
+	res, err := tx.tx.ExecContext(ctx, `INSERT INTO recall_words (rowid, prompt, reply, commands, files)
+		SELECT rowid, prompt, reply, commands, files FROM recall_text ORDER BY rowid LIMIT ?`, n)
+	if err != nil {
+		return 0, fmt.Errorf("reindex: %w", err)
+	}
+	moved, _ := res.RowsAffected()
+	if moved == 0 {
+		return 0, tx.DeleteMeta(ctx, RecallReindexKey)
+	}
+	if _, err := tx.tx.ExecContext(ctx, `DELETE FROM recall_text WHERE rowid IN (SELECT rowid FROM recall_text ORDER BY rowid LIMIT ?)`, moved); err != nil {
+		return 0, fmt.Errorf("reindex: %w", err)
+	}
+	return int(moved), nil
+}
+
 // Meta is Meta inside the transaction.
 func (tx *Tx) Meta(ctx context.Context, key string) (string, error) { return getMeta(ctx, tx.tx, key) }
 
@@ -103,27 +129,65 @@ type RecallQuery struct {
 	Match   string    // an FTS5 query
 	Project string    // "" for every project
 	Since   time.Time // zero for all time
-	Limit   int
+	// NotSession leaves out a session's turns (per-prompt recall: what the
+	// thread already holds).
+	NotSession string
+	Limit      int
 }
 
 // RecallHit is one turn a search found, best first.
 type RecallHit struct {
+	ID         int64 // the index row
 	SessionID  string
 	Generation int
 	Turn       int
+	Key        string
 	At         time.Time
 	Cwd        string
 	Project    string
-	Snippet    string // the best-matching field's text around the match, the match between « and »
+	Score      float64 // bm25's, negated: higher is better
+	Snippet    string  // the best-matching field's text around the match, the match between « and »
 }
 
 // ErrQuery is a search the index could not parse.
 var ErrQuery = errors.New("bad query")
 
-// Search runs q over the recall index, ranked by bm25 (a prompt's words
-// count twice, a file name's half).
+// recallWeights are bm25's column weights: a prompt's words count twice,
+// a file name's half.
+const recallWeights = "2.0, 1.0, 1.0, 0.5"
+
+// Search runs q over the recall index, ranked by bm25, ties by recency.
+// While the schema-8 index still holds rows (RecallReindexKey) it is
+// searched too and the two merged by score.
 func (db *DB) Search(ctx context.Context, q RecallQuery) ([]RecallHit, error) {
-	where := []string{"recall_text MATCH ?"}
+	tables := []string{"recall_words"}
+	if pending, err := db.Meta(ctx, RecallReindexKey); err != nil {
+		return nil, err
+	} else if pending != "" {
+		tables = append(tables, "recall_text")
+	}
+	var hits []RecallHit
+	for _, table := range tables {
+		found, err := db.searchTable(ctx, table, q)
+		if err != nil {
+			return nil, err
+		}
+		hits = append(hits, found...)
+	}
+	if len(tables) > 1 {
+		sort.SliceStable(hits, func(i, j int) bool {
+			if hits[i].Score != hits[j].Score {
+				return hits[i].Score > hits[j].Score
+			}
+			return hits[i].At.After(hits[j].At)
+		})
+		hits = hits[:min(len(hits), q.Limit)]
+	}
+	return hits, nil
+}
+
+func (db *DB) searchTable(ctx context.Context, table string, q RecallQuery) ([]RecallHit, error) {
+	where := []string{table + " MATCH ?"}
 	args := []any{q.Match}
 	if q.Project != "" {
 		where = append(where, "t.project = ?")
@@ -133,21 +197,166 @@ func (db *DB) Search(ctx context.Context, q RecallQuery) ([]RecallHit, error) {
 		where = append(where, "t.at >= ?")
 		args = append(args, ts(q.Since))
 	}
+	if q.NotSession != "" {
+		where = append(where, "t.session_id != ?")
+		args = append(args, q.NotSession)
+	}
 	args = append(args, q.Limit)
 	hits, err := list(ctx, db.db, func(s scanner) (RecallHit, error) {
 		var h RecallHit
 		var at string
-		err := s.Scan(&h.SessionID, &h.Generation, &h.Turn, &at, &h.Cwd, &h.Project, &h.Snippet)
+		err := s.Scan(&h.ID, &h.SessionID, &h.Generation, &h.Turn, &h.Key, &at, &h.Cwd, &h.Project, &h.Score, &h.Snippet)
 		h.At = parseTS(at)
+		h.Score = -h.Score
 		return h, err
-	}, `SELECT t.session_id, t.generation, t.turn, t.at, t.cwd, t.project, snippet(recall_text, -1, '«', '»', '…', 24)
-		FROM recall_text JOIN recall_turns t ON t.id = recall_text.rowid
+	}, `SELECT t.id, t.session_id, t.generation, t.turn, t.key, t.at, t.cwd, t.project, bm25(`+table+`, `+recallWeights+`) AS score, snippet(`+table+`, -1, '«', '»', '…', 24)
+		FROM `+table+` JOIN recall_turns t ON t.id = `+table+`.rowid
 		WHERE `+strings.Join(where, " AND ")+`
-		ORDER BY bm25(recall_text, 2.0, 1.0, 1.0, 0.5), t.at DESC LIMIT ?`, args...)
+		ORDER BY score, t.at DESC LIMIT ?`, args...)
 	if err != nil && isQueryError(err) {
 		return nil, fmt.Errorf("%w: %s", ErrQuery, queryErrorText(err))
 	}
 	return hits, err
+}
+
+// RecallTurnHit is a session's indexed turn n as a hit with no score
+// (ok false when there is none), its snippet the start of its prompt.
+func (db *DB) RecallTurnHit(ctx context.Context, sessionID string, n int) (RecallHit, bool, error) {
+	var h RecallHit
+	var at string
+	err := db.db.QueryRowContext(ctx, `SELECT t.id, t.session_id, t.generation, t.turn, t.key, t.at, t.cwd, t.project,
+		coalesce((SELECT substr(prompt, 1, 200) FROM recall_words WHERE rowid = t.id), (SELECT substr(prompt, 1, 200) FROM recall_text WHERE rowid = t.id), '')
+		FROM recall_turns t WHERE t.session_id = ? AND t.turn = ?`, sessionID, n).Scan(&h.ID, &h.SessionID, &h.Generation, &h.Turn, &h.Key, &at, &h.Cwd, &h.Project, &h.Snippet)
+	if errors.Is(err, sql.ErrNoRows) {
+		return h, false, nil
+	}
+	h.At = parseTS(at)
+	return h, err == nil, err
+}
+
+// RecallText is an indexed turn's text by field, as indexed (redacted).
+type RecallText struct {
+	Prompt, Reply, Commands, Files string
+}
+
+// RecallTexts returns the indexed text of the rows ids (absent ones are
+// left out).
+func (db *DB) RecallTexts(ctx context.Context, ids []int64) (map[int64]RecallText, error) {
+	out := make(map[int64]RecallText, len(ids))
+	for _, table := range []string{"recall_words", "recall_text"} {
+		for _, id := range ids {
+			if _, ok := out[id]; ok {
+				continue
+			}
+			var t RecallText
+			err := db.db.QueryRowContext(ctx, `SELECT prompt, reply, commands, files FROM `+table+` WHERE rowid = ?`, id).Scan(&t.Prompt, &t.Reply, &t.Commands, &t.Files)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			out[id] = t
+		}
+	}
+	return out, nil
+}
+
+// RecallDocFreq is how many indexed turns there are (of a project, or all)
+// and how many turns of all hold each of some FTS5 queries: the rarity
+// that weighs a word.
+func (db *DB) RecallDocFreq(ctx context.Context, project string, matches []string) (total int, df []int, err error) {
+	if err = db.db.QueryRowContext(ctx, `SELECT count(*) FROM recall_turns WHERE project = ? OR ? = ''`, project, project).Scan(&total); err != nil {
+		return 0, nil, err
+	}
+	df = make([]int, len(matches))
+	for i, m := range matches {
+		for _, table := range []string{"recall_words", "recall_text"} {
+			var n int
+			if err = db.db.QueryRowContext(ctx, `SELECT count(*) FROM `+table+` WHERE `+table+` MATCH ?`, m).Scan(&n); err != nil {
+				if isQueryError(err) {
+					return 0, nil, fmt.Errorf("%w: %s", ErrQuery, queryErrorText(err))
+				}
+				return 0, nil, err
+			}
+			df[i] += n
+		}
+	}
+	return total, df, nil
+}
+
+// RecallHolds tells, for each FTS5 query of matches, which of the rows ids
+// it matches.
+func (db *DB) RecallHolds(ctx context.Context, matches []string, ids []int64) ([]map[int64]bool, error) {
+	out := make([]map[int64]bool, len(matches))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	in := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
+	for i, m := range matches {
+		out[i] = map[int64]bool{}
+		for _, table := range []string{"recall_words", "recall_text"} {
+			args := []any{m}
+			for _, id := range ids {
+				args = append(args, id)
+			}
+			rows, err := list(ctx, db.db, func(s scanner) (int64, error) {
+				var id int64
+				return id, s.Scan(&id)
+			}, `SELECT rowid FROM `+table+` WHERE `+table+` MATCH ? AND rowid IN (`+in+`)`, args...)
+			if err != nil {
+				if isQueryError(err) {
+					return nil, fmt.Errorf("%w: %s", ErrQuery, queryErrorText(err))
+				}
+				return nil, err
+			}
+			for _, id := range rows {
+				out[i][id] = true
+			}
+		}
+	}
+	return out, nil
+}
+
+// GivenTurns are the (source session, turn) pairs per-prompt recall has
+// given a thread, keyed "session/turn".
+func (db *DB) GivenTurns(ctx context.Context, sessionID string) (map[string]bool, error) {
+	rows, err := list(ctx, db.db, func(s scanner) (string, error) {
+		var src string
+		var turn int
+		err := s.Scan(&src, &turn)
+		return fmt.Sprintf("%s/%d", src, turn), err
+	}, `SELECT source_session, turn FROM recall_given WHERE session_id = ?`, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(rows))
+	for _, r := range rows {
+		out[r] = true
+	}
+	return out, nil
+}
+
+// Given is one turn per-prompt recall gave a thread.
+type Given struct {
+	Source string
+	Turn   int
+}
+
+// MarkGiven records that turns were given to a thread.
+func (db *DB) MarkGiven(ctx context.Context, sessionID string, given []Given) error {
+	if len(given) == 0 {
+		return nil
+	}
+	return db.Tx(ctx, func(tx *Tx) error {
+		for _, g := range given {
+			if _, err := tx.tx.ExecContext(ctx, `INSERT OR IGNORE INTO recall_given (session_id, source_session, turn, given_at) VALUES (?,?,?,?)`,
+				sessionID, g.Source, g.Turn, ts(tx.Now())); err != nil {
+				return fmt.Errorf("mark given %s: %w", sessionID, err)
+			}
+		}
+		return nil
+	})
 }
 
 // isQueryError reports whether err is SQLite refusing an FTS5 query (as
@@ -183,7 +392,8 @@ type RecallTurn struct {
 	Prompt     string
 }
 
-const recallTurnCols = `t.turn, t.generation, t.key, t.at, t.cwd, x.prompt FROM recall_turns t JOIN recall_text x ON x.rowid = t.id`
+const recallTurnCols = `t.turn, t.generation, t.key, t.at, t.cwd,
+	coalesce((SELECT prompt FROM recall_words WHERE rowid = t.id), (SELECT prompt FROM recall_text WHERE rowid = t.id), '') FROM recall_turns t`
 
 func scanRecallTurn(s scanner) (RecallTurn, error) {
 	var t RecallTurn
@@ -249,6 +459,7 @@ func (tx *Tx) Forget(ctx context.Context, sessionID string) (int, error) {
 		`DELETE FROM archives WHERE session_id = ?`,
 		`DELETE FROM turns WHERE session_id = ?`,
 		`DELETE FROM session_folds WHERE session_id = ?`,
+		`DELETE FROM recall_given WHERE session_id = ?1 OR source_session = ?1`,
 		`UPDATE generations SET checkpoint = '' WHERE session_id = ?`,
 		`UPDATE sessions SET meta = '' WHERE id = ?`,
 	} {

@@ -125,9 +125,13 @@ func IndexGeneration(ctx context.Context, tx *ledger.Tx, sessionID string, gen i
 const backfillBatch = 200
 
 // Backfill indexes, once, the archives stored before the recall index
-// existed (the migration that made the index asked for it). It returns
+// existed (the migration that made the index asked for it), after moving
+// an index of words as typed (schema 8) to stemmed words. It returns
 // how many generations it indexed; 0 when there was nothing to do.
 func Backfill(ctx context.Context, db *ledger.DB, home string) (int, error) {
+	if err := reindex(ctx, db); err != nil {
+		return 0, err
+	}
 	pending, err := db.Meta(ctx, ledger.RecallBackfillKey)
 	if err != nil || pending == "" {
 		return 0, err
@@ -171,6 +175,26 @@ func Backfill(ctx context.Context, db *ledger.DB, home string) (int, error) {
 		}
 		if !more {
 			return done, nil
+		}
+	}
+}
+
+// reindexBatch is how many rows one reindex transaction moves.
+const reindexBatch = 500
+
+// reindex moves what a schema-8 index holds to the stemmed one, in
+// batches, once.
+func reindex(ctx context.Context, db *ledger.DB) error {
+	for {
+		pending, err := db.Meta(ctx, ledger.RecallReindexKey)
+		if err != nil || pending == "" {
+			return err
+		}
+		if err := db.Tx(ctx, func(tx *ledger.Tx) error {
+			_, err := tx.ReindexRecall(ctx, reindexBatch)
+			return err
+		}); err != nil {
+			return fmt.Errorf("recall reindex: %w", err)
 		}
 	}
 }

@@ -74,7 +74,13 @@ func TestSearchFindsWhatATurnSaidAndDid(t *testing.T) {
 		{"every project", "parser", "", time.Time{}, []string{"s1/1", "s2/1", "s1/2"}},
 		{"one project", "parser", projB, time.Time{}, []string{"s2/1"}},
 		{"since", "parser", "", time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), []string{"s2/1"}},
-		{"punctuation in plain words", "parser-test flaky?", "", time.Time{}, []string{"s1/1"}},
+		// A question's hits bring the turn after a match (the answer
+		// follows the question), after the turns that match.
+		{"punctuation in plain words", "parser-test flaky?", "", time.Time{}, []string{"s1/1", "s1/2"}},
+		// The fix (both words, and after the question) ranks first; then the
+		// question; the other project's mention; the turn after the fix.
+		{"a question, not every word", "Why was the parser test failing?", "", time.Time{}, []string{"s1/2", "s1/1", "s2/1", "s1/3"}},
+		{"word forms", "tokenizers racing", "", time.Time{}, []string{"s1/1", "s1/2"}},
 		{"FTS operators", "bluefinch OR tokenizer", "", time.Time{}, []string{"s1/1", "s1/3"}},
 		{"prefix", "bluefin*", "", time.Time{}, []string{"s1/3"}},
 		{"column", "files:cache_guard", "", time.Time{}, []string{"s1/2"}},
@@ -89,7 +95,7 @@ func TestSearchFindsWhatATurnSaidAndDid(t *testing.T) {
 			var got []string
 			for _, h := range hits {
 				got = append(got, h.Session+"/"+itoa(h.Turn))
-				if !strings.Contains(h.Snippet, "«") || h.More != "cx ctl show "+h.Session+" --turn "+itoa(h.Turn) {
+				if !(strings.Contains(h.Snippet, "«") || strings.HasPrefix(h.Snippet, "(after turn ")) || h.More != "cx ctl show "+h.Session+" --turn "+itoa(h.Turn) {
 					t.Errorf("hit %+v: no marked snippet or no way to see more", h)
 				}
 			}
@@ -123,7 +129,7 @@ func sortedJoin(s []string) string {
 func TestBadQueriesGetOneLine(t *testing.T) {
 	a, _ := testArchive(t)
 	archive(t, a, "s1", 1, "", []rollout.Turn{{Key: "t1", User: "hello world"}})
-	for _, q := range []string{"", "   ", `"unterminated`, "(a OR", "a AND", "NEAR(", "--- ...", strings.Repeat("word ", 2100)} {
+	for _, q := range []string{"", "   ", "(a OR", "a AND", "NEAR(", "--- ...", strings.Repeat("word ", 2100)} {
 		_, err := a.Search(context.Background(), Query{Text: q})
 		if !errors.Is(err, ErrQuery) {
 			t.Errorf("%.30q: err %v, want ErrQuery", q, err)

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"cx/internal/checkpoint"
 	"cx/internal/ledger"
@@ -83,18 +82,18 @@ const maxQuery = 4096
 
 // Search finds archived turns, best first.
 func (a *Archive) Search(ctx context.Context, q Query) ([]Hit, error) {
-	match, err := MatchExpr(q.Text)
+	pq, err := parseQuery(q.Text)
 	if err != nil {
 		return nil, err
 	}
 	if q.Limit <= 0 {
 		q.Limit = 10
 	}
-	rq := ledger.RecallQuery{Match: match, Since: q.Since, Limit: q.Limit}
+	rq := ledger.RecallQuery{Match: pq.expr, Since: q.Since, Limit: q.Limit}
 	if q.Project != "" {
 		rq.Project = a.projects.Of(q.Project)
 	}
-	found, err := a.db.Search(ctx, rq)
+	found, err := a.ranked(ctx, pq, rq)
 	if errors.Is(err, ledger.ErrQuery) {
 		return nil, fmt.Errorf("%w: %s (put words with other characters in double quotes)", ErrQuery, strings.TrimPrefix(err.Error(), ledger.ErrQuery.Error()+": "))
 	}
@@ -107,48 +106,6 @@ func (a *Archive) Search(ctx context.Context, q Query) ([]Hit, error) {
 			Cwd: h.Cwd, Snippet: rollout.OneLine(h.Snippet, 400), More: fmt.Sprintf("cx ctl show %s --turn %d", h.SessionID, h.Turn)})
 	}
 	return hits, nil
-}
-
-// MatchExpr turns what a user typed into an FTS5 query. Plain words (no
-// quotes, parentheses, *, ^, :, or AND/OR/NOT/NEAR) are each searched as
-// a phrase, all of them required, so "don't" or "parse-config" just work;
-// anything else is FTS5 syntax, passed as it is.
-func MatchExpr(text string) (string, error) {
-	text = strings.TrimSpace(text)
-	if text == "" {
-		return "", fmt.Errorf("%w: the query is empty", ErrQuery)
-	}
-	if len(text) > maxQuery {
-		return "", fmt.Errorf("%w: the query is %d bytes; at most %d", ErrQuery, len(text), maxQuery)
-	}
-	words := strings.Fields(text)
-	if isSyntax(text, words) {
-		return text, nil
-	}
-	var phrases []string
-	for _, w := range words {
-		if strings.IndexFunc(w, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0 {
-			continue // no token in it: nothing to find
-		}
-		phrases = append(phrases, `"`+strings.ReplaceAll(w, `"`, `""`)+`"`)
-	}
-	if len(phrases) == 0 {
-		return "", fmt.Errorf("%w: %q has no words to search for", ErrQuery, rollout.OneLine(text, 40))
-	}
-	return strings.Join(phrases, " "), nil
-}
-
-func isSyntax(text string, words []string) bool {
-	if strings.ContainsAny(text, `"():*^`) {
-		return true
-	}
-	for _, w := range words {
-		switch w {
-		case "AND", "OR", "NOT", "NEAR":
-			return true
-		}
-	}
-	return false
 }
 
 // ParseSince reads --since: a duration back from now (90m, 36h, 7d, 2w)

@@ -1,0 +1,320 @@
+package recall
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"cx/internal/ledger"
+	"cx/internal/rollout"
+)
+
+// Per-prompt recall: for a prompt the user just typed, the few archived
+// turns of the project's other sessions that answer it, each with where it
+// came from, within a character budget, above a floor that keeps it quiet
+// when nothing is relevant.
+//
+// The floor is on a score that does not depend on the archive's size: the
+// share of the prompt's information a turn holds — each term weighed by
+// its rarity in the archive (bm25's idf), the weights of the terms the turn
+// holds over those of all the prompt's terms. A prompt about something
+// the history never spoke of has terms no turn holds, and scores low
+// everywhere.
+
+// PromptRequest is one prompt to recall for.
+type PromptRequest struct {
+	Prompt  string
+	Project string // the directory whose project's history to recall from; "" for every project
+	// Session is the thread the prompt is for: its own turns are never
+	// given (it holds them), nor turns given to it before.
+	Session  string
+	Budget   int     // characters of item text in all (default DefaultBudget)
+	MinScore float64 // the floor (default DefaultMinScore)
+}
+
+// Item is one recalled turn, as the model is given it.
+type Item struct {
+	Session    string  `json:"session"`
+	Turn       int     `json:"turn"`
+	Generation int     `json:"generation"`
+	Time       string  `json:"time"`
+	Score      float64 `json:"score"`
+	Text       string  `json:"text"` // what the model is given for this item
+}
+
+const (
+	// DefaultBudget bounds what per-prompt recall adds, in characters.
+	DefaultBudget = 2000
+	// DefaultMinScore is the floor: the share of the prompt's weighed terms
+	// a turn must hold.
+	DefaultMinScore = 0.4
+	// maxItems bounds the turns one prompt is given.
+	maxItems = 5
+	// maxItemChars bounds one item's text.
+	maxItemChars = 600
+	// candidates is how many of search's best turns are weighed.
+	candidates = 12
+)
+
+// Trivial reports whether a prompt is one recall stays quiet for: a slash
+// command, a few characters, or nothing but acknowledgement and function
+// words ("ok", "thanks", "go on", "sounds good").
+func Trivial(prompt string) bool {
+	p := strings.TrimSpace(prompt)
+	if strings.HasPrefix(p, "/") || utf8.RuneCountInString(p) < 3 {
+		return true
+	}
+	for _, w := range strings.Fields(p) {
+		w = normalWord(w)
+		if w != "" && !stopwords[w] && !acks[w] {
+			return false
+		}
+	}
+	return true
+}
+
+// acks are words of an acknowledgement or a nudge, which ask nothing of
+// the history.
+var acks = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`ack agreed alright awesome cheers cool continue correct done exactly fine go good great k kk lgtm looks
+		lovely next nice noted np perfect proceed right sounds sure thx ty understood wonderful yeah yep yup`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// Recall returns what per-prompt recall adds for r: nil when the prompt is
+// trivial or nothing is relevant enough.
+func (a *Archive) Recall(ctx context.Context, r PromptRequest) ([]Item, error) {
+	if Trivial(r.Prompt) {
+		return nil, nil
+	}
+	if r.Budget <= 0 {
+		r.Budget = DefaultBudget
+	}
+	if r.MinScore <= 0 {
+		r.MinScore = DefaultMinScore
+	}
+	pq, err := parseQuery(r.Prompt)
+	if err != nil || !pq.natural {
+		return nil, nil // a prompt that reads as FTS5 syntax is not a question to recall for
+	}
+	project := ""
+	if r.Project != "" {
+		project = a.projects.Of(r.Project)
+	}
+	found, err := a.ranked(ctx, pq, ledger.RecallQuery{Match: pq.expr, Project: project, NotSession: r.Session, Limit: candidates})
+	if err != nil || len(found) == 0 {
+		return nil, err
+	}
+	given := map[string]bool{}
+	if r.Session != "" {
+		if given, err = a.db.GivenTurns(ctx, r.Session); err != nil {
+			return nil, err
+		}
+	}
+	cover, err := a.coverage(ctx, pq.terms, found)
+	if err != nil {
+		return nil, err
+	}
+	// The turn after a relevant one is as relevant (ranked says why).
+	type place struct {
+		session string
+		turn    int
+	}
+	own := map[place]float64{}
+	for i, h := range found {
+		own[place{h.SessionID, h.Turn}] = cover[i]
+	}
+	for i, h := range found {
+		cover[i] = max(cover[i], own[place{h.SessionID, h.Turn - 1}])
+	}
+	var ids []int64
+	var kept []ledger.RecallHit
+	var scores []float64
+	for i, h := range found {
+		if cover[i] < r.MinScore || given[fmt.Sprintf("%s/%d", h.SessionID, h.Turn)] {
+			continue
+		}
+		kept, scores, ids = append(kept, h), append(scores, cover[i]), append(ids, h.ID)
+	}
+	if len(kept) == 0 {
+		return nil, nil
+	}
+	texts, err := a.db.RecallTexts(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var items []Item
+	used := 0
+	for i, h := range kept {
+		if len(items) == maxItems {
+			break
+		}
+		text := itemText(h, texts[h.ID])
+		n := utf8.RuneCountInString(text)
+		if used+n > r.Budget {
+			continue // a shorter one further down may fit
+		}
+		used += n
+		items = append(items, Item{Session: h.SessionID, Turn: h.Turn, Generation: h.Generation, Time: h.At.Format(time.RFC3339),
+			Score: math.Round(scores[i]*100) / 100, Text: text})
+	}
+	return items, nil
+}
+
+// MarkGiven records that items were given to a thread, so none is given
+// to it again.
+func (a *Archive) MarkGiven(ctx context.Context, session string, items []Item) error {
+	var given []ledger.Given
+	for _, it := range items {
+		given = append(given, ledger.Given{Source: it.Session, Turn: it.Turn})
+	}
+	return a.db.MarkGiven(ctx, session, given)
+}
+
+// ranked runs a search. Plain words are ranked by bm25, and a turn gets
+// half the score of the turn before it: in a conversation the answer
+// follows the question (a prompt about a failure, then the turn that fixed
+// it; a question, then the reply that holds what was asked), so the turn
+// after a strong match is a candidate even when it shares no word with
+// the query (a question's, not a single word's: that is a lookup). Its
+// own words count too.
+func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) ([]ledger.RecallHit, error) {
+	if !pq.natural {
+		return a.db.Search(ctx, rq)
+	}
+	limit := rq.Limit
+	rq.Limit = max(2*limit, 10)
+	found, err := a.db.Search(ctx, rq)
+	if err != nil || len(found) == 0 {
+		return found, err
+	}
+	type place struct {
+		session string
+		turn    int
+	}
+	at := map[place]int{}
+	for i, h := range found {
+		at[place{h.SessionID, h.Turn}] = i
+	}
+	bonus := make([]float64, len(found))
+	for i, n := 0, len(found); i < n; i++ {
+		h := found[i]
+		next := place{h.SessionID, h.Turn + 1}
+		if j, ok := at[next]; ok {
+			bonus[j] += nextShare * h.Score
+			continue
+		}
+		if len(pq.terms) < 2 {
+			continue // one word is a lookup: only the turns that hold it
+		}
+		nh, ok, err := a.db.RecallTurnHit(ctx, h.SessionID, h.Turn+1)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			nh.Snippet = fmt.Sprintf("(after turn %d) %s", h.Turn, nh.Snippet)
+			at[next] = len(found)
+			found = append(found, nh)
+			bonus = append(bonus, nextShare*h.Score)
+		}
+	}
+	for i := range found {
+		found[i].Score += bonus[i]
+	}
+	sort.SliceStable(found, func(i, j int) bool {
+		if found[i].Score != found[j].Score {
+			return found[i].Score > found[j].Score
+		}
+		return found[i].At.After(found[j].At)
+	})
+	return found[:min(limit, len(found))], nil
+}
+
+// nextShare is the share of a turn's score the turn after it gets.
+const nextShare = 0.5
+
+// coverage is, for each hit, the share of the query's weighed terms it
+// holds: Σ idf of the terms the turn holds over Σ idf of them all.
+func (a *Archive) coverage(ctx context.Context, terms []string, hits []ledger.RecallHit) ([]float64, error) {
+	total, df, err := a.db.RecallDocFreq(ctx, "", terms)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int64, len(hits))
+	for i, h := range hits {
+		ids[i] = h.ID
+	}
+	holds, err := a.db.RecallHolds(ctx, terms, ids)
+	if err != nil {
+		return nil, err
+	}
+	idf := make([]float64, len(terms))
+	sum := 0.0
+	for i := range terms {
+		idf[i] = math.Log(1 + (float64(total)-float64(df[i])+0.5)/(float64(df[i])+0.5))
+		sum += idf[i]
+	}
+	out := make([]float64, len(hits))
+	for i, h := range hits {
+		got := 0.0
+		for j := range terms {
+			if holds[j][h.ID] {
+				got += idf[j]
+			}
+		}
+		if sum > 0 {
+			out[i] = got / sum
+		}
+	}
+	return out, nil
+}
+
+// itemText is a recalled turn as the model reads it: where it came from
+// (and how to see it whole), then what was asked, answered and done.
+func itemText(h ledger.RecallHit, t ledger.RecallText) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[session %s turn %d, %s — cx ctl show %s --turn %d]\n", h.SessionID, h.Turn, h.At.Format("2006-01-02"), h.SessionID, h.Turn)
+	body := "› " + rollout.OneLine(t.Prompt, 300)
+	if t.Reply != "" {
+		body += "\n‹ " + rollout.OneLine(t.Reply, 300)
+	}
+	for _, c := range strings.Split(strings.TrimSpace(t.Commands), "\n") {
+		if c != "" {
+			body += "\n$ " + rollout.OneLine(c, 120)
+		}
+	}
+	if f := strings.Join(strings.Fields(t.Files), ", "); f != "" {
+		body += "\nfiles: " + rollout.OneLine(f, 160)
+	}
+	b.WriteString(body)
+	s := b.String()
+	if utf8.RuneCountInString(s) > maxItemChars {
+		s = string([]rune(s)[:maxItemChars-1]) + "…"
+	}
+	return s
+}
+
+// ItemsText renders recall's items for a terminal.
+func ItemsText(prompt string, items []Item) string {
+	if len(items) == 0 {
+		if Trivial(prompt) {
+			return fmt.Sprintf("nothing recalled: %q is a prompt recall stays quiet for\n", rollout.OneLine(prompt, 60))
+		}
+		return fmt.Sprintf("nothing recalled: no archived turn is relevant enough to %q\n", rollout.OneLine(prompt, 60))
+	}
+	var b strings.Builder
+	for i, it := range items {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "score %.2f\n%s\n", it.Score, it.Text)
+	}
+	return b.String()
+}

@@ -1,0 +1,161 @@
+package recall
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode"
+
+	"cx/internal/rollout"
+)
+
+// A query is what a user or the model typed, made into an FTS5 query.
+//
+// Explicit FTS5 syntax (parentheses, *, ^, a column filter, or
+// AND/OR/NOT/NEAR) is run as it is. Anything else is plain words, a question as often as
+// not: each word is a term (a phrase of its tokens, so "don't" or
+// "parse-config" just work), the index stems them ("failing" finds
+// "failed"), words that carry no topic (stopwords: "when", "did", "the")
+// are dropped unless nothing else is left, and a turn need not hold them
+// all — the terms are OR-ed and bm25 ranks the turns that hold more of the
+// rarer ones first.
+type query struct {
+	expr    string   // the FTS5 query
+	terms   []string // plain words: each term's FTS5 phrase; nil for syntax
+	natural bool     // plain words, ranked rather than all required
+}
+
+func parseQuery(text string) (query, error) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return query{}, fmt.Errorf("%w: the query is empty", ErrQuery)
+	}
+	if len(text) > maxQuery {
+		return query{}, fmt.Errorf("%w: the query is %d bytes; at most %d", ErrQuery, len(text), maxQuery)
+	}
+	words := strings.Fields(text)
+	if isSyntax(text, words) {
+		return query{expr: text}, nil
+	}
+	var all, content []string
+	seen := map[string]bool{}
+	add := func(w string, stop bool) {
+		if w == "" || seen[w] {
+			return
+		}
+		seen[w] = true
+		phrase := `"` + w + `"`
+		all = append(all, phrase)
+		if !stop {
+			content = append(content, phrase)
+		}
+	}
+	// A quoted part of a question ("the book "nothing is impossible"") is
+	// one term, its words in order; a lone quote is only a character.
+	rest := text
+	if strings.Count(text, `"`)%2 == 0 {
+		rest = quotedRE.ReplaceAllStringFunc(text, func(q string) string {
+			var ws []string
+			for _, w := range strings.Fields(q[1 : len(q)-1]) {
+				if w = normalWord(w); w != "" {
+					ws = append(ws, w)
+				}
+			}
+			add(strings.Join(ws, " "), false)
+			return " "
+		})
+	}
+	for _, w := range strings.Fields(strings.ReplaceAll(rest, `"`, " ")) {
+		w = normalWord(w)
+		add(w, stopwords[w])
+	}
+	if len(all) == 0 {
+		return query{}, fmt.Errorf("%w: %q has no words to search for", ErrQuery, rollout.OneLine(text, 40))
+	}
+	if len(content) == 0 {
+		content = all // "what is it": nothing but stopwords, so those are the topic
+	}
+	if len(content) > maxTerms {
+		content = content[:maxTerms]
+	}
+	return query{expr: strings.Join(content, " OR "), terms: content, natural: true}, nil
+}
+
+// maxTerms bounds a plain query's terms, so a pasted paragraph stays a
+// bounded search.
+const maxTerms = 32
+
+// normalWord is a typed word as a term: lower case, without the
+// punctuation around it or a possessive "'s"; "" when it holds no letter or
+// digit.
+func normalWord(w string) string {
+	w = strings.ToLower(strings.TrimFunc(w, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }))
+	for _, s := range []string{"'s", "’s"} {
+		w = strings.TrimSuffix(w, s)
+	}
+	if strings.IndexFunc(w, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0 {
+		return ""
+	}
+	return w
+}
+
+var quotedRE = regexp.MustCompile(`"[^"]*"`)
+
+// isSyntax reports whether text is meant as FTS5 syntax: an operator in
+// capitals, grouping, a prefix or initial-token mark, or a column filter
+// (prompt:, reply:, commands:, files:). Quotes alone are a phrase in a
+// question, and a colon is punctuation.
+func isSyntax(text string, words []string) bool {
+	if strings.ContainsAny(text, `()*^{}`) {
+		return true
+	}
+	for _, w := range words {
+		switch w {
+		case "AND", "OR", "NOT", "NEAR":
+			return true
+		}
+		for _, col := range []string{"prompt:", "reply:", "commands:", "files:", "-prompt:", "-reply:", "-commands:", "-files:"} {
+			if strings.HasPrefix(w, col) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// stopwords are English words that say how a question is asked, not what
+// it is about: common function words, question words, auxiliaries and
+// pronouns (after the classic SMART and Snowball lists, trimmed of words a
+// coding question can mean: "go", "make", "run", "test", "new", "first").
+var stopwords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`
+		a about above after again against all almost also am an and any anyone anything are aren't as at
+		be because been before being below between both but by
+		can can't cannot could couldn't
+		did didn't do does doesn't doing don't done down during
+		each either else even ever every
+		few for from further
+		get gets getting got
+		had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself him himself his how how's however
+		i i'd i'll i'm i've if in into is isn't it it's its itself
+		just let's like likely
+		many may me might mine more most much must mustn't my myself
+		neither no nor not now
+		of off often on once one only or other others otherwise ought our ours ourselves out over own
+		per perhaps please
+		quite rather really
+		same say says shall shan't she she'd she'll she's should shouldn't since so some someone something sometimes such sure
+		than that that's the their theirs them themselves then there there's these they they'd they'll they're they've thing things this those though through thus to too
+		under until up upon us use used using usually
+		very via
+		was wasn't we we'd we'll we're we've were weren't what what's whatever when when's where where's whether which while who who's whom whose why why's will with within without won't would wouldn't
+		yes yet you you'd you'll you're you've your yours yourself yourselves
+		thanks thank ok okay hi hey hello`) {
+		m[w] = true
+		if strings.Contains(w, "'") {
+			m[strings.ReplaceAll(w, "'", "’")] = true
+		}
+	}
+	return m
+}()
