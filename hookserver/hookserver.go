@@ -153,12 +153,35 @@ func Serve(ctx context.Context, c HookCall) (code int) {
 	var injection string
 	wctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
+	// Per-prompt recall runs beside the hook's ledger work, so the prompt
+	// waits for the slower of the two, not their sum.
+	var recalled chan string
+	if wantsRecall(ev, p, cfg) {
+		recalled = make(chan string, 1)
+		rctx, rcancel := context.WithDeadline(wctx, c.Start.Add(recallBudget))
+		go func() {
+			defer rcancel()
+			text := ""
+			defer func() {
+				if r := recover(); r != nil {
+					logger.Printf("hook %s %s: recall: panic: %v\n%s", ev, p.SessionID, r, debug.Stack())
+				}
+				recalled <- text
+			}()
+			text = promptRecall(rctx, cfg, p, logger)
+		}()
+	}
 	go func() {
 		defer close(done)
 		defer func() {
 			if r := recover(); r != nil {
 				logger.Printf("hook %s %s: panic: %v\n%s", ev, p.SessionID, r, debug.Stack())
 				injection, due = "", false
+			}
+		}()
+		defer func() {
+			if recalled != nil {
+				injection = joinBlocks(injection, <-recalled)
 			}
 		}()
 		testpoint.Panic("hook-work")
@@ -205,6 +228,17 @@ func Serve(ctx context.Context, c HookCall) (code int) {
 		spawnSweeper(cfg.Home, logger)
 	}
 	return 0
+}
+
+// joinBlocks puts two context blocks one after the other.
+func joinBlocks(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "\n\n" + b
 }
 
 // spawnSweeper starts `cx ctl sweep --background` in a session of its own,

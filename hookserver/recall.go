@@ -1,0 +1,48 @@
+package hookserver
+
+import (
+	"context"
+	"time"
+
+	"cx/inject"
+	"cx/internal/codex"
+	"cx/internal/config"
+	"cx/internal/logs"
+	"cx/internal/recall"
+)
+
+// recallBudget bounds per-prompt recall from the hook's start: past it the
+// prompt goes on without (a query SQLite is still running is interrupted).
+const recallBudget = 1500 * time.Millisecond
+
+// wantsRecall reports whether this event gets per-prompt recall.
+func wantsRecall(ev string, p codex.HookPayload, cfg config.Config) bool {
+	return ev == codex.HookUserPromptSubmit && cfg.Inject.Enabled && cfg.Recall.Enabled && cfg.Home != "" && !recall.Trivial(p.Prompt)
+}
+
+// promptRecall is per-prompt recall for one prompt: the block to add, and
+// the turns it gives recorded as given to this thread, so none is given
+// twice. It runs beside the hook's own ledger work, on a connection of its
+// own; whatever fails, the prompt goes on without it (logged).
+func promptRecall(ctx context.Context, cfg config.Config, p codex.HookPayload, logger *logs.Logger) string {
+	ar, err := recall.OpenForPrompt(ctx, cfg.Home, recallBudget/2)
+	if err != nil {
+		logger.Printf("recall %s: %v", p.SessionID, err)
+		return ""
+	}
+	defer ar.Close()
+	items, err := ar.Recall(ctx, recall.PromptRequest{Prompt: p.Prompt, Project: p.Cwd, Session: p.SessionID,
+		Budget: cfg.Recall.MaxChars, MinScore: cfg.Recall.MinScore})
+	if err != nil {
+		logger.Printf("recall %s: %v", p.SessionID, err)
+		return ""
+	}
+	if len(items) == 0 {
+		return ""
+	}
+	if err := ar.MarkGiven(ctx, p.SessionID, items); err != nil {
+		// Given, but not recorded: it may be given again, never lost.
+		logger.Printf("recall %s: record what was given: %v", p.SessionID, err)
+	}
+	return inject.ForPrompt(items)
+}
