@@ -339,5 +339,3 @@ func recallItems(b *testing.B, run func(...string) ([]byte, time.Duration), proj
 	}
 	return items, n
 }
-
-
