@@ -255,10 +255,14 @@ func (a *Archive) coverage(ctx context.Context, terms []string, hits []ledger.Re
 	if err != nil {
 		return nil, err
 	}
+	// Rarity is judged as if the archive held at least minArchive turns:
+	// in a young archive every word is rare, and a word it never saw ("last",
+	// "time") would outweigh the ones a turn shares with the prompt.
+	n := float64(max(total, minArchive))
 	idf := make([]float64, len(terms))
 	sum := 0.0
 	for i := range terms {
-		idf[i] = math.Log(1 + (float64(total)-float64(df[i])+0.5)/(float64(df[i])+0.5))
+		idf[i] = math.Log(1 + (n-float64(df[i])+0.5)/(float64(df[i])+0.5))
 		sum += idf[i]
 	}
 	out := make([]float64, len(hits))
@@ -275,6 +279,9 @@ func (a *Archive) coverage(ctx context.Context, terms []string, hits []ledger.Re
 	}
 	return out, nil
 }
+
+// minArchive is the fewest turns coverage weighs words against.
+const minArchive = 1000
 
 // itemText is a recalled turn as the model reads it: where it came from
 // (and how to see it whole), then what was asked, answered and done.
