@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 
 	"cx/internal/checkpoint"
@@ -105,7 +104,7 @@ func (r Request) own() (*checkpoint.Checkpoint, map[string]bool) {
 	if r.TranscriptPath == "" {
 		return nil, map[string]bool{}
 	}
-	data, _ := os.ReadFile(r.TranscriptPath)
+	data, _ := rollout.ReadAll(r.TranscriptPath)
 	if len(data) == 0 {
 		return nil, map[string]bool{}
 	}

@@ -24,7 +24,7 @@ import (
 
 // rolloutName is the name Codex gives a rollout:
 // rollout-<local start time>-<session id>.jsonl.
-var rolloutName = regexp.MustCompile(`^rollout-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-(.+)\.jsonl$`)
+var rolloutName = regexp.MustCompile(`^rollout-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-(.+)\.jsonl(\.zst)?$`)
 
 // RolloutID is the session id a rollout's path names ("" if it is none).
 func RolloutID(path string) string {
@@ -43,26 +43,35 @@ func archivedDir(home string) string { return filepath.Join(home, "archived_sess
 // "" when there is none (a session with no turn).
 func FindRollout(codexHome, id, recorded string) string {
 	if recorded != "" {
-		if _, err := os.Stat(recorded); err == nil {
-			return recorded
+		plain := strings.TrimSuffix(recorded, ".zst")
+		for _, p := range []string{recorded, plain, plain + ".zst"} {
+			if _, err := os.Stat(p); err == nil {
+				return p
+			}
 		}
 		if codexHome != "" {
-			moved := filepath.Join(archivedDir(codexHome), filepath.Base(recorded))
-			if _, err := os.Stat(moved); err == nil {
-				return moved
+			for _, p := range []string{plain, plain + ".zst"} {
+				moved := filepath.Join(archivedDir(codexHome), filepath.Base(p))
+				if _, err := os.Stat(moved); err == nil {
+					return moved
+				}
 			}
 		}
 	}
 	if codexHome == "" || id == "" {
 		return ""
 	}
-	for _, pattern := range []string{
-		filepath.Join(codexHome, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"),
-		filepath.Join(codexHome, "archived_sessions", "rollout-*-"+id+".jsonl"),
-		filepath.Join(codexHome, "archived_sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"),
-	} {
-		if matches, _ := filepath.Glob(pattern); len(matches) > 0 {
-			return matches[len(matches)-1]
+	// Plain before compressed: while Codex resumes a compressed thread both
+	// exist, and the plain one is the one being written.
+	for _, ext := range []string{".jsonl", ".jsonl.zst"} {
+		for _, pattern := range []string{
+			filepath.Join(codexHome, "sessions", "*", "*", "*", "rollout-*-"+id+ext),
+			filepath.Join(codexHome, "archived_sessions", "rollout-*-"+id+ext),
+			filepath.Join(codexHome, "archived_sessions", "*", "*", "*", "rollout-*-"+id+ext),
+		} {
+			if matches, _ := filepath.Glob(pattern); len(matches) > 0 {
+				return matches[len(matches)-1]
+			}
 		}
 	}
 	return ""
@@ -84,8 +93,8 @@ func RolloutsSince(home string, since time.Time) map[string]string {
 		if id == "" || e.IsDir() {
 			return
 		}
-		if _, dup := out[id]; dup {
-			return
+		if prev, dup := out[id]; dup && !(strings.HasSuffix(prev, ".zst") && !strings.HasSuffix(e.Name(), ".zst")) {
+			return // one thread once: its plain rollout (being resumed) over a compressed sibling
 		}
 		if fi, err := e.Info(); err == nil && !fi.ModTime().Before(since) {
 			out[id] = filepath.Join(dir, e.Name())

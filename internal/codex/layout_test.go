@@ -67,6 +67,39 @@ func TestLayout(t *testing.T) {
 	}
 }
 
+// Compressed rollouts (local_thread_store_compression) are rollouts: listed
+// and found like plain ones, a thread once when both siblings exist (the
+// plain one, which a resume is writing), a recorded plain path found as its
+// compressed self after Codex compressed it.
+func TestCompressedLayout(t *testing.T) {
+	home := t.TempDir()
+	dir := filepath.Join(home, "sessions", "2026", "11", "10")
+	os.MkdirAll(dir, 0o700)
+	os.MkdirAll(archivedDir(home), 0o700)
+	cold := filepath.Join(dir, "rollout-2026-11-10T10-00-00-019a-cold.jsonl.zst")
+	both := filepath.Join(dir, "rollout-2026-11-10T11-00-00-019a-both.jsonl")
+	archived := filepath.Join(archivedDir(home), "rollout-2026-11-09T09-00-00-019a-arch.jsonl.zst")
+	for _, p := range []string{cold, both + ".zst", both, archived} {
+		os.WriteFile(p, nil, 0o600)
+	}
+	if id := RolloutID(cold); id != "019a-cold" {
+		t.Fatalf("RolloutID(.jsonl.zst) = %q", id)
+	}
+	got := RolloutsSince(home, time.Time{})
+	if len(got) != 3 || got["019a-cold"] != cold || got["019a-both"] != both || got["019a-arch"] != archived {
+		t.Fatalf("RolloutsSince = %v", got)
+	}
+	if p := FindRollout(home, "019a-cold", strings.TrimSuffix(cold, ".zst")); p != cold {
+		t.Fatalf("FindRollout (recorded plain, now compressed) = %q", p)
+	}
+	if p := FindRollout(home, "019a-both", ""); p != both {
+		t.Fatalf("FindRollout (both siblings) = %q, want the plain one", p)
+	}
+	if p := FindRollout(home, "019a-arch", filepath.Join(dir, "rollout-2026-11-09T09-00-00-019a-arch.jsonl")); p != archived {
+		t.Fatalf("FindRollout (archived and compressed) = %q", p)
+	}
+}
+
 // The trust key of a SessionStart handler, as 0.169's hooks/list names it.
 func TestTrustKeys(t *testing.T) {
 	key := "/h/.codex/hooks.json:session_start:0:0"

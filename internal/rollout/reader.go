@@ -4,7 +4,9 @@
 // rewritten, turns unreadable or oversized lines into counted placeholders,
 // and assembles records into turns (see turns.go).
 //
-// It imports only the standard library.
+// Rollouts Codex compressed (rollout-*.jsonl.zst) are read the same way,
+// decompressed as they stream (klauspost/compress's zstd: pure Go,
+// streaming, the well-kept implementation).
 package rollout
 
 import (
@@ -16,7 +18,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"syscall"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // Cursor is how far a rollout has been read, with enough of the file's
@@ -78,14 +83,35 @@ func readLines(path string, cur Cursor, maxLine int, fn func(Line) error) (ReadR
 	if cur.Seen < cur.Offset {
 		cur.Seen = cur.Offset
 	}
-	if cur.Seen > 0 && !sameFile(f, fi, inode, cur) {
+	var src io.Reader = f
+	zst := Compressed(path)
+	switch {
+	case zst:
+		// Codex compresses only threads it is done with, whole: a file the
+		// cursor already read has nothing new, any other is read from the
+		// start (a cursor from its plain sibling included: callers dedupe
+		// turns by key).
+		if cur.Seen > 0 && inode == cur.Inode && fi.Size() == cur.Size {
+			return res, nil
+		}
+		res.Rewritten = cur.Seen > 0
+		cur = Cursor{}
+		dec, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+		if err != nil {
+			return res, fmt.Errorf("read rollout %s: %w", path, err)
+		}
+		defer dec.Close()
+		src = dec
+	case cur.Seen > 0 && !sameFile(f, fi, inode, cur):
 		res.Rewritten = true
 		cur = Cursor{}
 	}
-	if _, err := f.Seek(cur.Offset, io.SeekStart); err != nil {
-		return res, fmt.Errorf("seek rollout %s: %w", path, err)
+	if !zst {
+		if _, err := f.Seek(cur.Offset, io.SeekStart); err != nil {
+			return res, fmt.Errorf("seek rollout %s: %w", path, err)
+		}
 	}
-	br := bufio.NewReaderSize(f, 256<<10)
+	br := bufio.NewReaderSize(src, 256<<10)
 	off := cur.Offset
 	var long []byte // accumulates a line spanning buffer fills (up to maxLine)
 	for {
@@ -121,6 +147,9 @@ func readLines(path string, cur Cursor, maxLine int, fn func(Line) error) (ReadR
 			continue
 		}
 		if err != nil { // io.EOF: chunk is an incomplete last line (or empty)
+			if !errors.Is(err, io.EOF) {
+				return res, fmt.Errorf("read rollout %s: %w", path, err)
+			}
 			break
 		}
 		line := chunk
@@ -141,9 +170,11 @@ func readLines(path string, cur Cursor, maxLine int, fn func(Line) error) (ReadR
 		res.Lines++
 	}
 	res.Bytes = off - cur.Offset
-	head, err := headHash(f, off)
-	if err != nil {
-		return res, fmt.Errorf("rollout %s: %w", path, err)
+	head := ""
+	if !zst { // a compressed file is told by its inode and size
+		if head, err = headHash(f, off); err != nil {
+			return res, fmt.Errorf("rollout %s: %w", path, err)
+		}
 	}
 	res.Cursor = Cursor{Offset: off, Seen: off, Inode: inode, Size: fi.Size(), Head: head}
 	return res, nil
@@ -175,6 +206,46 @@ func headHash(f *os.File, upTo int64) (string, error) {
 	}
 	sum := sha256.Sum256(buf)
 	return hex.EncodeToString(sum[:8]), nil
+}
+
+// Compressed reports whether a rollout is zstd-compressed (Codex's
+// local_thread_store_compression keeps cold threads as rollout-*.jsonl.zst).
+func Compressed(path string) bool { return strings.HasSuffix(path, ".zst") }
+
+// Open opens a rollout for reading from its start, decompressing a
+// compressed one as it streams.
+func Open(path string) (io.ReadCloser, error) {
+	f, err := os.Open(path)
+	if err != nil || !Compressed(path) {
+		return f, err
+	}
+	dec, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("read rollout %s: %w", path, err)
+	}
+	return zstdFile{dec, f}, nil
+}
+
+type zstdFile struct {
+	*zstd.Decoder
+	f *os.File
+}
+
+func (z zstdFile) Close() error { z.Decoder.Close(); return z.f.Close() }
+
+// ReadAll reads a whole rollout, decompressed.
+func ReadAll(path string) ([]byte, error) {
+	r, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read rollout %s: %w", path, err)
+	}
+	return data, nil
 }
 
 func inodeOf(fi os.FileInfo) uint64 {

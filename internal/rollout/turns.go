@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -784,7 +783,7 @@ const maxMetaLine = 1 << 20
 // ReadMeta reads a rollout's identity, its first line's session_meta,
 // without reading the rest of the file.
 func ReadMeta(path string) (SessionMeta, error) {
-	f, err := os.Open(path)
+	f, err := Open(path)
 	if err != nil {
 		return SessionMeta{}, fmt.Errorf("read rollout %s: %w", path, err)
 	}
