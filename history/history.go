@@ -13,6 +13,7 @@ package history
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,9 +22,11 @@ import (
 	"time"
 
 	"cx/internal/codex"
+	"cx/internal/continuity"
 	"cx/internal/ledger"
 	"cx/internal/readmodel"
 	"cx/internal/recall"
+	"cx/internal/rollout"
 	"cx/internal/sink/local"
 	"cx/lifecycle"
 )
@@ -139,6 +142,8 @@ var ErrBusy = errors.New("still in use")
 // It returns how many archived turns left the index.
 func Forget(ctx context.Context, m *lifecycle.Manager, id string) (int, error) {
 	n := 0
+	var prompts, commands []string
+	var cwd string
 	err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
 		s, err := tx.Session(ctx, id)
 		if errors.Is(err, ledger.ErrNotFound) {
@@ -161,12 +166,47 @@ func Forget(ctx context.Context, m *lifecycle.Manager, id string) (int, error) {
 				}
 			}
 		}
+		if prompts, commands, err = sessionWords(ctx, tx, id); err != nil {
+			return err
+		}
+		cwd = s.Cwd
 		if n, err = tx.Forget(ctx, id); err != nil {
 			return err
 		}
 		return tx.AddEvent(ctx, "session.forgotten", id, "", fmt.Sprintf("%d turn(s) removed from the archive and the index", n))
 	})
-	return n, err
+	if err != nil || cwd == "" {
+		return n, err
+	}
+	// What the session merged into its project's continuity files goes too.
+	store := continuity.Store{Home: m.Cfg.Home}
+	if _, err := store.Forget(store.Identify(cwd), id, prompts, commands); err != nil {
+		return n, fmt.Errorf("forget %s: %w", id, err)
+	}
+	return n, nil
+}
+
+// sessionWords are a session's prompts and commands, as archived.
+func sessionWords(ctx context.Context, tx *ledger.Tx, id string) (prompts, commands []string, err error) {
+	archives, err := tx.Archives(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, a := range archives {
+		var turns []rollout.Turn
+		if json.Unmarshal([]byte(a.Turns), &turns) != nil {
+			continue
+		}
+		for _, t := range turns {
+			prompts = append(prompts, t.User)
+			for _, c := range t.Tools {
+				if c.Command != "" {
+					commands = append(commands, c.Command)
+				}
+			}
+		}
+	}
+	return prompts, commands, nil
 }
 
 // ProjectSessions lists the sessions whose working directory belongs to

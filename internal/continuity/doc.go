@@ -384,6 +384,70 @@ func (s Store) Update(id Identity, ev Evidence) (string, string, error) {
 	return pt, wt, nil
 }
 
+// Forget takes a session out of both layers' files: every line that
+// holds its id, one of its prompts' goals (as Update wrote them) or one of
+// its commands. A person's edits elsewhere stay. It returns how many lines
+// went.
+func (s Store) Forget(id Identity, sessionID string, prompts, commands []string) (int, error) {
+	var needles []string
+	if sessionID != "" {
+		needles = append(needles, sessionID)
+	}
+	for _, p := range prompts {
+		for _, n := range []string{goalOf(p), firstLine(p)} {
+			if len([]rune(n)) >= 12 {
+				needles = append(needles, n)
+			}
+		}
+	}
+	for _, c := range commands {
+		if c = rollout.OneLine(c, 200); len(c) >= 8 {
+			needles = append(needles, c)
+		}
+	}
+	if len(needles) == 0 {
+		return 0, nil
+	}
+	p, w := s.paths(id)
+	if _, err := os.Stat(filepath.Dir(p)); err != nil {
+		return 0, nil // no continuity of this project
+	}
+	unlock, err := fsutil.Lock(filepath.Join(filepath.Dir(p), ".lock"), true)
+	if err != nil {
+		return 0, fmt.Errorf("continuity: %w", err)
+	}
+	defer unlock()
+	removed := 0
+	for _, path := range []string{p, w} {
+		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return removed, fmt.Errorf("read continuity %s: %w", path, err)
+		}
+		var kept []string
+		for _, l := range strings.Split(string(data), "\n") {
+			drop := false
+			for _, n := range needles {
+				if !strings.HasPrefix(l, "#") && strings.Contains(l, n) {
+					drop = true
+					break
+				}
+			}
+			if drop {
+				removed++
+				continue
+			}
+			kept = append(kept, l)
+		}
+		if err := fsutil.WriteAtomic(path, []byte(strings.Join(kept, "\n")), 0o600); err != nil {
+			return removed, err
+		}
+	}
+	return removed, nil
+}
+
 func setLine(lines []string, prefix, line string) []string {
 	for i, l := range lines {
 		if strings.HasPrefix(l, prefix) {

@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -46,5 +49,36 @@ func TestPerPromptRecall(t *testing.T) {
 		if strings.Count(out, `"session"`) != 1 {
 			t.Errorf("the recalled words were archived again as another session's:\n%s", out)
 		}
+	})
+}
+
+// Forget reaches every table and file: after `cx exec "<prompt>"` and
+// `cx ctl forget <that session> --yes`, no byte of the prompt is anywhere
+// under CX_HOME — the database, its WAL, logs — not even in the run row
+// that records what cx was started with.
+func TestForgetLeavesNoWord(t *testing.T) {
+	eachCodex(t, func(t *testing.T, in codextest.Install) {
+		h := New(t, in, Options{})
+		word := "narwhalquixotic"
+		if _, errOut, code := h.Exec("", "exec", "remember the "+word+" deadline, please"); code != 0 {
+			t.Fatalf("exec: %s", errOut)
+		}
+		ids := h.RolloutSessionIDs()
+		if len(ids) != 1 {
+			t.Fatalf("sessions: %v", ids)
+		}
+		if out := h.CXCtl("ctl", "search", "--all", "--json", word); !strings.Contains(out, ids[0]) {
+			t.Fatalf("the prompt was never archived (the test would prove nothing):\n%s", out)
+		}
+		h.CXCtl("ctl", "forget", ids[0], "--yes")
+		_ = filepath.WalkDir(h.CXHome, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return nil
+			}
+			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(word)) {
+				t.Errorf("%q is still in %s after forget", word, p)
+			}
+			return nil
+		})
 	})
 }

@@ -443,6 +443,12 @@ var migrations = []string{
 		PRIMARY KEY (session_id, source_session, turn)
 	);
 	CREATE INDEX recall_given_source ON recall_given(source_session);`,
+	// 11: forget reaches the event log: the one change it allows is an
+	// event's detail blanked, everything else of it kept.
+	`DROP TRIGGER events_no_update;
+	CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+		WHEN NOT (NEW.detail = '' AND NEW.id = OLD.id AND NEW.at = OLD.at AND NEW.kind = OLD.kind AND NEW.session_id = OLD.session_id AND NEW.run_id = OLD.run_id)
+		BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;`,
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -35,6 +35,11 @@ func (db *DB) Archives(ctx context.Context, sessionID string) ([]Archive, error)
 	return list(ctx, db.db, scanArchive, `SELECT `+archiveCols+` FROM archives WHERE session_id = ? ORDER BY generation`, sessionID)
 }
 
+// Archives is Archives inside the transaction.
+func (tx *Tx) Archives(ctx context.Context, sessionID string) ([]Archive, error) {
+	return list(ctx, tx.tx, scanArchive, `SELECT `+archiveCols+` FROM archives WHERE session_id = ? ORDER BY generation`, sessionID)
+}
+
 const archiveCols = `session_id, generation, turns, checkpoint, continuity, stored_at`
 
 func scanArchive(s scanner) (Archive, error) {
