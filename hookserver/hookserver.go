@@ -168,7 +168,7 @@ func Serve(ctx context.Context, c HookCall) (code int) {
 				}
 				recalled <- text
 			}()
-			text = promptRecall(rctx, cfg, p, logger)
+			text = promptRecall(rctx, cfg, c.Getenv, p, logger)
 		}()
 	}
 	go func() {

@@ -9,6 +9,7 @@ import (
 	"cx/internal/config"
 	"cx/internal/logs"
 	"cx/internal/recall"
+	ovsink "cx/internal/sink/openviking"
 )
 
 // recallBudget bounds per-prompt recall from the hook's start: past it the
@@ -24,7 +25,7 @@ func wantsRecall(ev string, p codex.HookPayload, cfg config.Config) bool {
 // the turns it gives recorded as given to this thread, so none is given
 // twice. It runs beside the hook's own ledger work, on a connection of its
 // own; whatever fails, the prompt goes on without it (logged).
-func promptRecall(ctx context.Context, cfg config.Config, p codex.HookPayload, logger *logs.Logger) string {
+func promptRecall(ctx context.Context, cfg config.Config, getenv func(string) (string, bool), p codex.HookPayload, logger *logs.Logger) string {
 	ar, err := recall.OpenForPrompt(ctx, cfg.Home, recallBudget/2)
 	if err != nil {
 		logger.Printf("recall %s: %v", p.SessionID, err)
@@ -32,10 +33,10 @@ func promptRecall(ctx context.Context, cfg config.Config, p codex.HookPayload, l
 	}
 	defer ar.Close()
 	items, err := ar.Recall(ctx, recall.PromptRequest{Prompt: p.Prompt, Project: p.Cwd, Session: p.SessionID,
-		Budget: cfg.Recall.MaxChars, MinScore: cfg.Recall.MinScore})
+		Budget: cfg.Recall.MaxChars, MinScore: cfg.Recall.MinScore, Remote: ovsink.RecallSource(cfg, getenv)})
 	if err != nil {
+		// A remote that failed still leaves the local items.
 		logger.Printf("recall %s: %v", p.SessionID, err)
-		return ""
 	}
 	if len(items) == 0 {
 		return ""

@@ -17,6 +17,7 @@ import (
 	"cx/internal/codex"
 	"cx/internal/readmodel"
 	"cx/internal/recall"
+	ovsink "cx/internal/sink/openviking"
 	"cx/internal/tty"
 	"cx/lifecycle"
 	"cx/mcpserver"
@@ -92,9 +93,13 @@ func (a *app) ctlRecall(ctx context.Context, args []string) error {
 	}
 	prompt := strings.Join(pos, " ")
 	return a.withArchive(ctx, func(ar *recall.Archive) error {
-		items, err := ar.Recall(ctx, recall.PromptRequest{Prompt: prompt, Project: project, Budget: cfg.Recall.MaxChars, MinScore: cfg.Recall.MinScore})
-		if err != nil {
+		items, err := ar.Recall(ctx, recall.PromptRequest{Prompt: prompt, Project: project, Budget: cfg.Recall.MaxChars, MinScore: cfg.Recall.MinScore,
+			Remote: ovsink.RecallSource(cfg, a.getenv)})
+		if err != nil && !errors.Is(err, recall.ErrRemote) {
 			return fmt.Errorf("recall: %w", err)
+		}
+		if err != nil {
+			a.errorf("recall: %v (the local archive's items stand)", err)
 		}
 		if asJSON {
 			if items == nil {

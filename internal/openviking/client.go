@@ -467,6 +467,28 @@ func (c *Client) Overview(ctx context.Context, sid string, tokenBudget int) (str
 	return r.Overview, err
 }
 
+// Memory is one hit of the server's memory search.
+type Memory struct {
+	URI      string  `json:"uri"`
+	Level    *int    `json:"level"` // 2: a leaf (a memory itself), 0/1: a directory's abstract or overview
+	Abstract string  `json:"abstract"`
+	Overview string  `json:"overview"`
+	Category string  `json:"category"`
+	Score    float64 `json:"score"`
+}
+
+// Find is the server's memory search (POST /api/v1/search/find, as the
+// OpenViking Codex plugin's auto-recall asks it): the memories that bear on
+// query, best first. Only the fields every server version takes are sent
+// (openviking/server/routers/search.py FindRequest forbids unknown ones).
+func (c *Client) Find(ctx context.Context, query string, limit int, minScore float64) ([]Memory, error) {
+	var r struct {
+		Memories []Memory `json:"memories"`
+	}
+	err := c.do(ctx, http.MethodPost, "/api/v1/search/find", map[string]any{"query": query, "limit": limit, "score_threshold": minScore}, &r)
+	return r.Memories, err
+}
+
 // HealthInfo is /health's answer.
 type HealthInfo struct {
 	Healthy  bool   `json:"healthy"`

@@ -2,6 +2,7 @@ package recall
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -34,16 +35,21 @@ type PromptRequest struct {
 	Session  string
 	Budget   int     // characters of item text in all (default DefaultBudget)
 	MinScore float64 // the floor (default DefaultMinScore)
+	// Remote, when set, is asked too, for at most RemoteWait (default
+	// DefaultRemoteWait).
+	Remote     Remote
+	RemoteWait time.Duration
 }
 
-// Item is one recalled turn, as the model is given it.
+// Item is one recalled turn (or a remote memory), as the model is given it.
 type Item struct {
-	Session    string  `json:"session"`
-	Turn       int     `json:"turn"`
-	Generation int     `json:"generation"`
-	Time       string  `json:"time"`
-	Score      float64 `json:"score"`
-	Text       string  `json:"text"` // what the model is given for this item
+	Source     string  `json:"source"`  // "local" (an archived turn) or a remote's name ("openviking")
+	Session    string  `json:"session"` // a remote memory's URI
+	Turn       int     `json:"turn"`    // 0 for a remote memory
+	Generation int     `json:"generation,omitempty"`
+	Time       string  `json:"time,omitempty"`
+	Score      float64 `json:"score"` // local: the share of the prompt's weighed terms the turn holds; remote: the server's
+	Text       string  `json:"text"`  // what the model is given for this item
 }
 
 const (
@@ -88,8 +94,25 @@ var acks = func() map[string]bool {
 	return m
 }()
 
+// Remote is a memory backend's search, asked beside the local archive
+// (the OpenViking sink's: the server's memory search): the items that bear
+// on a query, best first, each with its own score (0 to 1) and text.
+type Remote func(ctx context.Context, query string, limit int) ([]Item, error)
+
+// ErrRemote is a remote search that failed or was late: the local items
+// stand.
+var ErrRemote = errors.New("remote recall")
+
+// DefaultRemoteWait is how long recall waits for the remote search: past it
+// the prompt gets what the local archive has.
+const DefaultRemoteWait = 800 * time.Millisecond
+
 // Recall returns what per-prompt recall adds for r: nil when the prompt is
-// trivial or nothing is relevant enough.
+// trivial or nothing is relevant enough. With r.Remote set, the remote
+// search runs beside the local one, bounded by r.RemoteWait, and the two
+// are merged (best of each in turn); a remote that fails or is late costs
+// the prompt that wait, nothing more (its error is returned beside the
+// local items).
 func (a *Archive) Recall(ctx context.Context, r PromptRequest) ([]Item, error) {
 	if Trivial(r.Prompt) {
 		return nil, nil
@@ -100,6 +123,75 @@ func (a *Archive) Recall(ctx context.Context, r PromptRequest) ([]Item, error) {
 	if r.MinScore <= 0 {
 		r.MinScore = DefaultMinScore
 	}
+	if r.RemoteWait <= 0 {
+		r.RemoteWait = DefaultRemoteWait
+	}
+	type answer struct {
+		items []Item
+		err   error
+	}
+	var remote chan answer
+	if r.Remote != nil {
+		remote = make(chan answer, 1)
+		rctx, cancel := context.WithTimeout(ctx, r.RemoteWait)
+		go func() {
+			defer cancel()
+			items, err := r.Remote(rctx, r.Prompt, maxItems)
+			remote <- answer{items, err}
+		}()
+	}
+	given := map[string]bool{}
+	if r.Session != "" {
+		var err error
+		if given, err = a.db.GivenTurns(ctx, r.Session); err != nil {
+			return nil, err
+		}
+	}
+	local, err := a.localItems(ctx, r, given)
+	if err != nil {
+		return nil, err
+	}
+	var far []Item
+	var farErr error
+	if remote != nil {
+		ans := <-remote
+		farErr = ans.err
+		if farErr != nil {
+			farErr = fmt.Errorf("%w: %w", ErrRemote, farErr)
+		}
+		for _, it := range ans.items {
+			if !given[it.Session+"/0"] {
+				far = append(far, it)
+			}
+		}
+	}
+	return fit(local, far, r.Budget), farErr
+}
+
+// fit takes items from the two lists in turn, best first, within the
+// budget and maxItems (one that does not fit leaves room for a shorter one).
+func fit(local, far []Item, budget int) []Item {
+	var out []Item
+	used := 0
+	for i := 0; len(out) < maxItems && (i < len(local) || i < len(far)); i++ {
+		for _, list := range [][]Item{local, far} {
+			if i >= len(list) || len(out) == maxItems {
+				continue
+			}
+			n := utf8.RuneCountInString(list[i].Text)
+			if used+n > budget {
+				continue
+			}
+			used += n
+			out = append(out, list[i])
+		}
+	}
+	return out
+}
+
+// localItems are the archived turns above the floor, best first, with
+// their text.
+func (a *Archive) localItems(ctx context.Context, r PromptRequest, given map[string]bool) ([]Item, error) {
 	pq, err := parseQuery(r.Prompt)
 	if err != nil || !pq.natural {
 		return nil, nil // a prompt that reads as FTS5 syntax is not a question to recall for
@@ -111,12 +203,6 @@ func (a *Archive) Recall(ctx context.Context, r PromptRequest) ([]Item, error) {
 	found, err := a.ranked(ctx, pq, ledger.RecallQuery{Match: pq.expr, Project: project, NotSession: r.Session, Limit: candidates})
 	if err != nil || len(found) == 0 {
 		return nil, err
-	}
-	given := map[string]bool{}
-	if r.Session != "" {
-		if given, err = a.db.GivenTurns(ctx, r.Session); err != nil {
-			return nil, err
-		}
 	}
 	cover, err := a.coverage(ctx, pq.terms, found)
 	if err != nil {
@@ -150,20 +236,10 @@ func (a *Archive) Recall(ctx context.Context, r PromptRequest) ([]Item, error) {
 	if err != nil {
 		return nil, err
 	}
-	var items []Item
-	used := 0
+	items := make([]Item, 0, len(kept))
 	for i, h := range kept {
-		if len(items) == maxItems {
-			break
-		}
-		text := itemText(h, texts[h.ID])
-		n := utf8.RuneCountInString(text)
-		if used+n > r.Budget {
-			continue // a shorter one further down may fit
-		}
-		used += n
-		items = append(items, Item{Session: h.SessionID, Turn: h.Turn, Generation: h.Generation, Time: h.At.Format(time.RFC3339),
-			Score: math.Round(scores[i]*100) / 100, Text: text})
+		items = append(items, Item{Source: "local", Session: h.SessionID, Turn: h.Turn, Generation: h.Generation, Time: h.At.Format(time.RFC3339),
+			Score: math.Round(scores[i]*100) / 100, Text: itemText(h, texts[h.ID])})
 	}
 	return items, nil
 }
@@ -321,7 +397,7 @@ func ItemsText(prompt string, items []Item) string {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		fmt.Fprintf(&b, "score %.2f\n%s\n", it.Score, it.Text)
+		fmt.Fprintf(&b, "%s, score %.2f\n%s\n", it.Source, it.Score, it.Text)
 	}
 	return b.String()
 }

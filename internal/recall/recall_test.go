@@ -267,3 +267,38 @@ func TestBackfillIndexesOldArchivesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Per-prompt recall with a remote: the remote's items merged with the
+// archive's (best of each in turn); a remote that fails or is late leaves
+// the archive's items and says so, within its wait; none for a trivial
+// prompt (the remote is not even asked).
+func TestRecallWithRemote(t *testing.T) {
+	a, _ := testArchive(t)
+	ctx := context.Background()
+	proj := t.TempDir()
+	archive(t, a, "s1", 1, proj, []rollout.Turn{
+		{Key: "t1", Time: "2026-01-02T10:00:00Z", User: "why does the quokkaberry deploy fail?", Assistant: []string{"the zebrafinch cache is stale"}},
+	})
+	asked := 0
+	memory := Item{Source: "openviking", Session: "viking://user/u/memories/deploy.md", Score: 0.8, Text: "[OpenViking memory viking://user/u/memories/deploy.md]\nclear the zebrafinch cache before a quokkaberry deploy"}
+	remote := func(ctx context.Context, q string, n int) ([]Item, error) { asked++; return []Item{memory}, nil }
+	items, err := a.Recall(ctx, PromptRequest{Prompt: "how do I fix the quokkaberry deploy?", Project: proj, Remote: remote})
+	if err != nil || len(items) != 2 || items[0].Source != "local" || items[1] != memory {
+		t.Fatalf("merged: %+v, %v", items, err)
+	}
+	failing := func(ctx context.Context, q string, n int) ([]Item, error) { return nil, errors.New("503 unavailable") }
+	items, err = a.Recall(ctx, PromptRequest{Prompt: "how do I fix the quokkaberry deploy?", Project: proj, Remote: failing})
+	if !errors.Is(err, ErrRemote) || len(items) != 1 || items[0].Session != "s1" {
+		t.Fatalf("failing remote: %+v, %v", items, err)
+	}
+	slow := func(ctx context.Context, q string, n int) ([]Item, error) { <-ctx.Done(); return nil, ctx.Err() }
+	start := time.Now()
+	items, err = a.Recall(ctx, PromptRequest{Prompt: "how do I fix the quokkaberry deploy?", Project: proj, Remote: slow, RemoteWait: 200 * time.Millisecond})
+	if !errors.Is(err, ErrRemote) || len(items) != 1 || time.Since(start) > 5*time.Second {
+		t.Fatalf("slow remote: %+v, %v after %v", items, err, time.Since(start))
+	}
+	asked = 0
+	if items, _ := a.Recall(ctx, PromptRequest{Prompt: "thanks!", Project: proj, Remote: remote}); len(items) != 0 || asked != 0 {
+		t.Fatalf("trivial prompt: %+v, remote asked %d times", items, asked)
+	}
+}

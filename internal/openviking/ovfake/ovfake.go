@@ -28,6 +28,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 )
 
 // Options shape the server.
@@ -150,6 +151,7 @@ type Server struct {
 	requests   []Request
 	faults     []*Fault
 	sessions   map[string]*session
+	memories   []memory
 	violations []string
 
 	// work counts what the server does after (or without) answering: a
@@ -590,8 +592,111 @@ func unlockSession(ss *session) { <-ss.lock }
 
 var sessionRoute = regexp.MustCompile(`^/api/v1/sessions(?:/([^/]+)(/.*)?)?$`)
 
-// route follows openviking/server/routers/sessions.py.
+// memory is one memory the fake's search finds (the real server extracts
+// them from committed sessions with a model; a test adds them by hand).
+type memory struct {
+	uri, category, abstract string
+}
+
+// AddMemory adds a memory (a leaf, level 2) the search route can find.
+func (s *Server) AddMemory(uri, category, abstract string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.memories = append(s.memories, memory{uri, category, abstract})
+}
+
+var findFields = map[string]bool{"query": true, "image_url": true, "target_uri": true, "context_type": true, "limit": true, "node_limit": true,
+	"score_threshold": true, "filter": true, "include_provenance": true, "tags": true, "since": true, "until": true, "time_field": true,
+	"level": true, "read_content": true, "telemetry": true}
+
+// find follows openviking/server/routers/search.py find(): FindRequest
+// (unknown fields refused: extra="forbid", a 422 the server maps to 400
+// INVALID_ARGUMENT), score_threshold applied, limit applied, the answer a
+// FindResult (memories, resources, skills, total; MatchedContext's uri,
+// context_type, level, abstract, category, score, match_reason). The
+// score is the share of the query's words (3 letters or more) a memory's
+// abstract holds — a stand-in for the server's vector similarity, 0 to 1.
+func (s *Server) find(w http.ResponseWriter, body []byte) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		invalid(w, "body is not a JSON object")
+		return
+	}
+	for k := range raw {
+		if !findFields[k] {
+			invalid(w, "extra inputs are not permitted: "+k)
+			return
+		}
+	}
+	var req struct {
+		Query          string   `json:"query"`
+		Limit          *int     `json:"limit"`
+		ScoreThreshold *float64 `json:"score_threshold"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		invalid(w, "bad field: "+err.Error())
+		return
+	}
+	limit := 10 // context_assembler DEFAULT_LIMIT
+	if req.Limit != nil {
+		limit = *req.Limit
+	}
+	var words []string
+	for _, f := range strings.FieldsFunc(strings.ToLower(req.Query), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if len(f) >= 3 {
+			words = append(words, f)
+		}
+	}
+	s.mu.Lock()
+	mems := append([]memory(nil), s.memories...)
+	s.mu.Unlock()
+	type hit struct {
+		m     memory
+		score float64
+	}
+	var hits []hit
+	for _, m := range mems {
+		n := 0
+		for _, wd := range words {
+			if strings.Contains(strings.ToLower(m.abstract), wd) {
+				n++
+			}
+		}
+		score := 0.0
+		if len(words) > 0 {
+			score = float64(n) / float64(len(words))
+		}
+		if score == 0 || (req.ScoreThreshold != nil && score < *req.ScoreThreshold) {
+			continue
+		}
+		hits = append(hits, hit{m, score})
+	}
+	sort.SliceStable(hits, func(i, j int) bool { return hits[i].score > hits[j].score })
+	if len(hits) > limit {
+		hits = hits[:limit]
+	}
+	out := []map[string]any{}
+	for _, h := range hits {
+		out = append(out, map[string]any{"uri": h.m.uri, "context_type": "memory", "level": 2, "abstract": h.m.abstract,
+			"category": h.m.category, "score": h.score, "match_reason": ""})
+	}
+	ok(w, map[string]any{"memories": out, "resources": []any{}, "skills": []any{}, "total": len(out)})
+}
+
+// route follows openviking/server/routers/sessions.py (and search.py's
+// find).
 func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, stall time.Duration) {
+	if r.URL.Path == "/api/v1/search/find" {
+		if r.Method != http.MethodPost {
+			fail(w, 405, "UNKNOWN", "method not allowed", nil)
+			return
+		}
+		if stall > 0 {
+			time.Sleep(stall)
+		}
+		s.find(w, body)
+		return
+	}
 	m := sessionRoute.FindStringSubmatch(r.URL.Path)
 	if m == nil {
 		fail(w, 404, "NOT_FOUND", "no route "+r.URL.Path, nil)

@@ -11,7 +11,6 @@ package openviking
 
 import (
 	"context"
-	"cx/internal/config"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,13 +65,7 @@ func New(h sink.Host) *Sink { return &Sink{h: h} }
 // Client is the sink's OpenViking client, built from cx's config and what
 // the user already has for OpenViking.
 func (o *Sink) Client() *ov.Client {
-	o.once.Do(func() {
-		cfg := o.h.Cfg.OpenViking
-		home, _ := config.UserHome(o.h.Getenv) // ~/.openviking/ovcli.conf
-		s, src := ov.Resolve(ov.Settings{URL: cfg.URL, Account: cfg.Account, User: cfg.User, Peer: cfg.Peer, Timeout: cfg.Timeout.Duration},
-			cfg.APIKeyEnv, o.h.Getenv, home)
-		o.client, o.source = ov.New(s), src
-	})
+	o.once.Do(func() { o.client, o.source = clientFor(o.h.Cfg, o.h.Getenv) })
 	return o.client
 }
 
