@@ -32,6 +32,7 @@ import (
 	"cx/internal/health"
 	"cx/internal/logs"
 	"cx/internal/proc"
+	"cx/internal/recall"
 	"cx/internal/redact"
 	"cx/internal/testpoint"
 	"cx/lifecycle"
@@ -155,22 +156,23 @@ func Serve(ctx context.Context, c HookCall) (code int) {
 	defer cancel()
 	// Per-prompt recall runs beside the hook's ledger work, so the prompt
 	// waits for the slower of the two, not their sum.
-	var recalled chan string
+	var recalled chan []recall.Item
 	if wantsRecall(ev, p, cfg) {
-		recalled = make(chan string, 1)
+		recalled = make(chan []recall.Item, 1)
 		rctx, rcancel := context.WithDeadline(wctx, c.Start.Add(recallBudget))
 		go func() {
 			defer rcancel()
-			text := ""
+			var items []recall.Item
 			defer func() {
 				if r := recover(); r != nil {
 					logger.Printf("hook %s %s: recall: panic: %v\n%s", ev, p.SessionID, r, debug.Stack())
 				}
-				recalled <- text
+				recalled <- items
 			}()
-			text = promptRecall(rctx, cfg, c.Getenv, p, logger)
+			items = promptRecall(rctx, cfg, c.Getenv, p, logger)
 		}()
 	}
+	var m *lifecycle.Manager
 	go func() {
 		defer close(done)
 		defer func() {
@@ -180,12 +182,22 @@ func Serve(ctx context.Context, c HookCall) (code int) {
 			}
 		}()
 		defer func() {
-			if recalled != nil {
-				injection = joinBlocks(injection, <-recalled)
+			if recalled == nil {
+				return
 			}
+			items := <-recalled
+			if len(items) > 0 && m != nil {
+				// Recorded here, after the hook's own transaction, on its
+				// connection: the recall's own would wait on the write lock.
+				if err := recall.MarkGiven(wctx, m.DB, p.SessionID, items); err != nil {
+					logger.Printf("recall %s: record what was given: %v (it may be given again)", p.SessionID, err)
+				}
+			}
+			injection = joinBlocks(injection, inject.ForPrompt(items))
 		}()
 		testpoint.Panic("hook-work")
-		m, err := lifecycle.Open(wctx, cfg, lifecycle.Options{BusyTimeout: time.Until(deadline) / 2})
+		var err error
+		m, err = lifecycle.Open(wctx, cfg, lifecycle.Options{BusyTimeout: time.Until(deadline) / 2})
 		if err != nil {
 			logger.Printf("hook %s %s: %v", ev, p.SessionID, err)
 			// The next start or sweep that can write the ledger records

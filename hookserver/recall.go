@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"cx/inject"
 	"cx/internal/codex"
 	"cx/internal/config"
 	"cx/internal/logs"
@@ -21,15 +20,14 @@ func wantsRecall(ev string, p codex.HookPayload, cfg config.Config) bool {
 	return ev == codex.HookUserPromptSubmit && cfg.Inject.Enabled && cfg.Recall.Enabled && cfg.Home != "" && !recall.Trivial(p.Prompt)
 }
 
-// promptRecall is per-prompt recall for one prompt: the block to add, and
-// the turns it gives recorded as given to this thread, so none is given
-// twice. It runs beside the hook's own ledger work, on a connection of its
-// own; whatever fails, the prompt goes on without it (logged).
-func promptRecall(ctx context.Context, cfg config.Config, getenv func(string) (string, bool), p codex.HookPayload, logger *logs.Logger) string {
-	ar, err := recall.OpenForPrompt(ctx, cfg.Home, recallBudget/2)
+// promptRecall is per-prompt recall for one prompt: the items to add. It
+// runs beside the hook's own ledger work, on a connection of its own, and
+// only reads; whatever fails, the prompt goes on without it (logged).
+func promptRecall(ctx context.Context, cfg config.Config, getenv func(string) (string, bool), p codex.HookPayload, logger *logs.Logger) []recall.Item {
+	ar, err := recall.OpenForPrompt(ctx, cfg.Home)
 	if err != nil {
 		logger.Printf("recall %s: %v", p.SessionID, err)
-		return ""
+		return nil
 	}
 	defer ar.Close()
 	items, err := ar.Recall(ctx, recall.PromptRequest{Prompt: p.Prompt, Project: p.Cwd, Session: p.SessionID,
@@ -38,12 +36,5 @@ func promptRecall(ctx context.Context, cfg config.Config, getenv func(string) (s
 		// A remote that failed still leaves the local items.
 		logger.Printf("recall %s: %v", p.SessionID, err)
 	}
-	if len(items) == 0 {
-		return ""
-	}
-	if err := ar.MarkGiven(ctx, p.SessionID, items); err != nil {
-		// Given, but not recorded: it may be given again, never lost.
-		logger.Printf("recall %s: record what was given: %v", p.SessionID, err)
-	}
-	return inject.ForPrompt(items)
+	return items
 }

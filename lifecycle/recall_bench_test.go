@@ -131,3 +131,93 @@ func BenchmarkRecallSearch(b *testing.B) {
 	}
 	b.Logf("cx ctl search, process start to exit, %d alternated rounds:%s", rounds, report.String())
 }
+
+// BenchmarkPromptRecall times per-prompt recall where users meet it: a
+// new session's UserPromptSubmit hook as Codex runs it (a process, start
+// to answer), over an archive of CX_BENCH_RECALL_MB megabytes (default
+// 1024: a real-shaped session imported with `cx ctl import`, every turn of
+// it matching the prompt's words — the worst case for the index), with
+// recall on against the same hook with CX_RECALL_OFF=1, alternating, each
+// round a fresh session (so nothing is deduplicated away). Two prompts: one
+// whose words every archived turn holds, and one with a word a single turn
+// holds. Target: recall on ≤ 1.2× off. Run it with -benchtime 1x.
+func BenchmarkPromptRecall(b *testing.B) {
+	mb := 1024
+	if n, err := strconv.Atoi(os.Getenv("CX_BENCH_RECALL_MB")); err == nil && n > 0 {
+		mb = n
+	}
+	rounds := benchRounds(15)
+	const rare = "quasarwombat"
+	e := newEnv(b)
+	dir := filepath.Join(e.codexHome, "sessions", "2026", "11", "22")
+	os.MkdirAll(dir, 0o700)
+	path := filepath.Join(dir, "rollout-2026-11-22T01-32-39-01a200e2-466f-78c1-85cf-e11cb0ec651a.jsonl")
+	_, turn, _ := buildHistory(b, path, mb<<20)
+	turn = bytes.ReplaceAll(turn, []byte("fix the flaky test in parser_test.go"), []byte("fix the "+rare+" in parser_test.go"))
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f.Write(turn)
+	f.Close()
+	old := time.Now().Add(-48 * time.Hour)
+	os.Chtimes(path, old, old)
+	cmd := exec.Command(e.cx, "ctl", "import", "--json")
+	cmd.Env = e.environ()
+	start := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("import %d MB: %v\n%s", mb, err, out)
+	}
+	b.Logf("import of %d MB: %.1f s", mb, time.Since(start).Seconds())
+	// The prompts come from the archived session's project (its cwd).
+	var meta struct {
+		Payload struct {
+			Cwd string `json:"cwd"`
+		} `json:"payload"`
+	}
+	head, _ := os.ReadFile(historyTemplate)
+	json.Unmarshal(head[:bytes.IndexByte(head, '\n')], &meta)
+	prompts := map[string]string{"common": "how did we fix the flaky test in parser_test.go?", "rare": "what was the " + rare + " about?"}
+	times := map[string][]time.Duration{}
+	n := 0
+	hook := func(which, prompt string, off bool) {
+		n++
+		sid := fmt.Sprintf("0b0b0b0b-0000-7000-8000-%012d", n)
+		payload, _ := json.Marshal(map[string]any{"session_id": sid, "transcript_path": filepath.Join(dir, "rollout-none-"+sid+".jsonl"), "cwd": meta.Payload.Cwd,
+			"hook_event_name": "UserPromptSubmit", "turn_id": "t1", "prompt": prompt})
+		cmd := exec.Command(e.cx, "ctl", "hook", "UserPromptSubmit")
+		cmd.Env = e.environ()
+		key := which + "/on"
+		if off {
+			cmd.Env = append(cmd.Env, "CX_RECALL_OFF=1")
+			key = which + "/off"
+		}
+		cmd.Stdin = bytes.NewReader(payload)
+		start := time.Now()
+		out, err := cmd.Output()
+		d := time.Since(start)
+		if err != nil || !json.Valid(out) {
+			b.Fatalf("%s: %v %q", key, err, out)
+		}
+		if got := bytes.Contains(out, []byte("cx:recall")); got == off {
+			b.Fatalf("%s: recall block %v, want %v:\n%s", key, got, !off, out)
+		}
+		times[key] = append(times[key], d)
+	}
+	b.ResetTimer()
+	for r := 0; r < rounds; r++ {
+		for _, which := range []string{"common", "rare"} {
+			hook(which, prompts[which], r%2 == 1)
+			hook(which, prompts[which], r%2 == 0)
+		}
+	}
+	b.StopTimer()
+	var report strings.Builder
+	for _, which := range []string{"common", "rare"} {
+		on, off := codextest.Ms(times[which+"/on"], 50), codextest.Ms(times[which+"/off"], 50)
+		fmt.Fprintf(&report, "\n%-6s prompt: recall on p50 %.1f ms (p90 %.1f), off p50 %.1f ms (p90 %.1f): %.2f× (target ≤ 1.2×)",
+			which, on, codextest.Ms(times[which+"/on"], 90), off, codextest.Ms(times[which+"/off"], 90), on/off)
+		b.ReportMetric(on/off, which+"-on/off")
+	}
+	b.Logf("UserPromptSubmit at %d MB of archive, process start to answer, %d alternated rounds:%s", mb, rounds, report.String())
+}

@@ -22,6 +22,10 @@ go test -run '^$' -bench 'HookLatency' -benchtime 1x -count "${COUNT:-3}" ./life
 CX_BENCH_ROUNDS="${ROUNDS:-5}" go test -run '^$' -bench 'HookHistory' -benchtime 1x -timeout 60m -v ./lifecycle
 # Recall: cx ctl search over a ~100 MB archived session against a ~1 MB one.
 go test -run '^$' -bench 'RecallSearch' -benchtime 1x -timeout 20m -v ./lifecycle
+# Recall's quality on LoCoMo (read from ../shared/recall-dev, or CX_RECALL_DATA), and
+# UserPromptSubmit with per-prompt recall on vs off over a 1 GB archive (CX_BENCH_RECALL_MB).
+go test -run '^$' -bench 'RecallQuality' -benchtime 1x -timeout 20m -v ./internal/recall
+go test -run '^$' -bench 'PromptRecall' -benchtime 1x -timeout 60m -v ./lifecycle
 go test -run '^$' -bench 'ReadReduce|StopCapture' -benchtime 1x -cpu 1 -count "${COUNT:-3}" ./internal/checkpoint
 go test -run '^$' -bench 'TapRelayLatency' -benchtime 1x -count "${COUNT:-3}" ./wrapper
 bash scripts/bench-terminal.sh

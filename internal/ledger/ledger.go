@@ -36,6 +36,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -52,6 +53,9 @@ type DB struct {
 	db   *sql.DB
 	Path string
 	now  func() time.Time
+	// reindexed: the schema-8 index is known empty (nothing makes it hold
+	// rows again), so searches need not look there.
+	reindexed atomic.Bool
 }
 
 // Options tune Open.
@@ -449,6 +453,9 @@ var migrations = []string{
 	CREATE TRIGGER events_no_update BEFORE UPDATE ON events
 		WHEN NOT (NEW.detail = '' AND NEW.id = OLD.id AND NEW.at = OLD.at AND NEW.kind = OLD.kind AND NEW.session_id = OLD.session_id AND NEW.run_id = OLD.run_id)
 		BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;`,
+	// 12: a project's latest turns, found without a sort (per-prompt
+	// recall's window).
+	`CREATE INDEX recall_turns_project_id ON recall_turns(project, id);`,
 }
 
 // SchemaVersion is the schema version this build writes.

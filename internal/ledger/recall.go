@@ -130,10 +130,7 @@ type RecallQuery struct {
 	Match   string    // an FTS5 query
 	Project string    // "" for every project
 	Since   time.Time // zero for all time
-	// NotSession leaves out a session's turns (per-prompt recall: what the
-	// thread already holds).
-	NotSession string
-	Limit      int
+	Limit   int
 }
 
 // RecallHit is one turn a search found, best first.
@@ -161,11 +158,9 @@ const recallWeights = "2.0, 1.0, 1.0, 0.5"
 // While the schema-8 index still holds rows (RecallReindexKey) it is
 // searched too and the two merged by score.
 func (db *DB) Search(ctx context.Context, q RecallQuery) ([]RecallHit, error) {
-	tables := []string{"recall_words"}
-	if pending, err := db.Meta(ctx, RecallReindexKey); err != nil {
+	tables, err := db.recallTables(ctx)
+	if err != nil {
 		return nil, err
-	} else if pending != "" {
-		tables = append(tables, "recall_text")
 	}
 	var hits []RecallHit
 	for _, table := range tables {
@@ -187,6 +182,27 @@ func (db *DB) Search(ctx context.Context, q RecallQuery) ([]RecallHit, error) {
 	return hits, nil
 }
 
+// recallTables are the index tables that may hold rows: the stemmed one,
+// and the schema-8 one until its rows have moved.
+func (db *DB) recallTables(ctx context.Context) ([]string, error) {
+	if db.reindexed.Load() {
+		return []string{"recall_words"}, nil
+	}
+	pending, err := db.Meta(ctx, RecallReindexKey)
+	if err != nil {
+		return nil, err
+	}
+	if pending != "" {
+		return []string{"recall_words", "recall_text"}, nil
+	}
+	db.reindexed.Store(true)
+	return []string{"recall_words"}, nil
+}
+
+// searchTable runs q on one index table. The full-text match is the outer
+// loop (CROSS JOIN fixes SQLite's join order): with a project filter the
+// planner may otherwise walk the project's turns and run the match once
+// per turn, many times slower.
 func (db *DB) searchTable(ctx context.Context, table string, q RecallQuery) ([]RecallHit, error) {
 	where := []string{table + " MATCH ?"}
 	args := []any{q.Match}
@@ -198,11 +214,8 @@ func (db *DB) searchTable(ctx context.Context, table string, q RecallQuery) ([]R
 		where = append(where, "t.at >= ?")
 		args = append(args, ts(q.Since))
 	}
-	if q.NotSession != "" {
-		where = append(where, "t.session_id != ?")
-		args = append(args, q.NotSession)
-	}
 	args = append(args, q.Limit)
+	snippet := `snippet(` + table + `, -1, '«', '»', '…', 24)`
 	hits, err := list(ctx, db.db, func(s scanner) (RecallHit, error) {
 		var h RecallHit
 		var at string
@@ -210,8 +223,8 @@ func (db *DB) searchTable(ctx context.Context, table string, q RecallQuery) ([]R
 		h.At = parseTS(at)
 		h.Score = -h.Score
 		return h, err
-	}, `SELECT t.id, t.session_id, t.generation, t.turn, t.key, t.at, t.cwd, t.project, bm25(`+table+`, `+recallWeights+`) AS score, snippet(`+table+`, -1, '«', '»', '…', 24)
-		FROM `+table+` JOIN recall_turns t ON t.id = `+table+`.rowid
+	}, `SELECT t.id, t.session_id, t.generation, t.turn, t.key, t.at, t.cwd, t.project, bm25(`+table+`, `+recallWeights+`) AS score, `+snippet+`
+		FROM `+table+` CROSS JOIN recall_turns t ON t.id = `+table+`.rowid
 		WHERE `+strings.Join(where, " AND ")+`
 		ORDER BY score, t.at DESC LIMIT ?`, args...)
 	if err != nil && isQueryError(err) {
@@ -220,19 +233,26 @@ func (db *DB) searchTable(ctx context.Context, table string, q RecallQuery) ([]R
 	return hits, err
 }
 
-// RecallTurnHit is a session's indexed turn n as a hit with no score
-// (ok false when there is none), its snippet the start of its prompt.
-func (db *DB) RecallTurnHit(ctx context.Context, sessionID string, n int) (RecallHit, bool, error) {
-	var h RecallHit
-	var at string
-	err := db.db.QueryRowContext(ctx, `SELECT t.id, t.session_id, t.generation, t.turn, t.key, t.at, t.cwd, t.project,
-		coalesce((SELECT substr(prompt, 1, 200) FROM recall_words WHERE rowid = t.id), (SELECT substr(prompt, 1, 200) FROM recall_text WHERE rowid = t.id), '')
-		FROM recall_turns t WHERE t.session_id = ? AND t.turn = ?`, sessionID, n).Scan(&h.ID, &h.SessionID, &h.Generation, &h.Turn, &h.Key, &at, &h.Cwd, &h.Project, &h.Snippet)
-	if errors.Is(err, sql.ErrNoRows) {
-		return h, false, nil
+// Place is a turn of a session.
+type Place struct {
+	SessionID string
+	Turn      int
+}
+
+// RecallTurnHits returns the indexed turns at places (those that exist) as
+// hits with no score, each snippet the start of its prompt: one query,
+// whatever their number.
+func (db *DB) RecallTurnHits(ctx context.Context, places []Place) ([]RecallHit, error) {
+	if len(places) == 0 {
+		return nil, nil
 	}
-	h.At = parseTS(at)
-	return h, err == nil, err
+	var args []any
+	for _, p := range places {
+		args = append(args, p.SessionID, p.Turn)
+	}
+	values := strings.TrimSuffix(strings.Repeat("(?,?),", len(places)), ",")
+	return list(ctx, db.db, scanRecallHit, `WITH want(session_id, turn) AS (VALUES `+values+`)
+		SELECT `+recallHitCols+` FROM want JOIN recall_turns t ON t.session_id = want.session_id AND t.turn = want.turn`, args...)
 }
 
 // RecallText is an indexed turn's text by field, as indexed (redacted).
@@ -244,79 +264,184 @@ type RecallText struct {
 // left out).
 func (db *DB) RecallTexts(ctx context.Context, ids []int64) (map[int64]RecallText, error) {
 	out := make(map[int64]RecallText, len(ids))
-	for _, table := range []string{"recall_words", "recall_text"} {
-		for _, id := range ids {
-			if _, ok := out[id]; ok {
-				continue
-			}
-			var t RecallText
-			err := db.db.QueryRowContext(ctx, `SELECT prompt, reply, commands, files FROM `+table+` WHERE rowid = ?`, id).Scan(&t.Prompt, &t.Reply, &t.Commands, &t.Files)
-			if errors.Is(err, sql.ErrNoRows) {
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			out[id] = t
-		}
-	}
-	return out, nil
+	err := db.eachIndexed(ctx, ids, `prompt, reply, commands, files`, func(s idScanner) error {
+		var t RecallText
+		id, err := s.Scan(&t.Prompt, &t.Reply, &t.Commands, &t.Files)
+		out[id] = t
+		return err
+	})
+	return out, err
 }
 
-// RecallDocFreq is how many indexed turns there are (of a project, or all)
-// and how many turns of all hold each of some FTS5 queries: the rarity
-// that weighs a word.
-func (db *DB) RecallDocFreq(ctx context.Context, project string, matches []string) (total int, df []int, err error) {
-	if err = db.db.QueryRowContext(ctx, `SELECT count(*) FROM recall_turns WHERE project = ? OR ? = ''`, project, project).Scan(&total); err != nil {
-		return 0, nil, err
-	}
-	df = make([]int, len(matches))
-	for i, m := range matches {
-		for _, table := range []string{"recall_words", "recall_text"} {
-			var n int
-			if err = db.db.QueryRowContext(ctx, `SELECT count(*) FROM `+table+` WHERE `+table+` MATCH ?`, m).Scan(&n); err != nil {
-				if isQueryError(err) {
-					return 0, nil, fmt.Errorf("%w: %s", ErrQuery, queryErrorText(err))
-				}
-				return 0, nil, err
-			}
-			df[i] += n
-		}
-	}
-	return total, df, nil
+// RecallLengths are the indexed turns' lengths in characters, all fields.
+func (db *DB) RecallLengths(ctx context.Context, ids []int64) (map[int64]int, error) {
+	out := make(map[int64]int, len(ids))
+	err := db.eachIndexed(ctx, ids, `length(prompt) + length(reply) + length(commands) + length(files)`, func(s idScanner) error {
+		var n int
+		id, err := s.Scan(&n)
+		out[id] = n
+		return err
+	})
+	return out, err
 }
 
-// RecallHolds tells, for each FTS5 query of matches, which of the rows ids
-// it matches.
-func (db *DB) RecallHolds(ctx context.Context, matches []string, ids []int64) ([]map[int64]bool, error) {
-	out := make([]map[int64]bool, len(matches))
+// idScanner scans a row whose first column is its index row id.
+type idScanner struct{ rows *sql.Rows }
+
+func (s idScanner) Scan(dest ...any) (int64, error) {
+	var id int64
+	err := s.rows.Scan(append([]any{&id}, dest...)...)
+	return id, err
+}
+
+// eachIndexed reads cols of the index rows ids: one query per index table.
+func (db *DB) eachIndexed(ctx context.Context, ids []int64, cols string, fn func(idScanner) error) error {
 	if len(ids) == 0 {
-		return out, nil
+		return nil
+	}
+	tables, err := db.recallTables(ctx)
+	if err != nil {
+		return err
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
 	}
 	in := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
-	for i, m := range matches {
-		out[i] = map[int64]bool{}
-		for _, table := range []string{"recall_words", "recall_text"} {
-			args := []any{m}
-			for _, id := range ids {
-				args = append(args, id)
+	for _, table := range tables {
+		rows, err := db.db.QueryContext(ctx, `SELECT rowid, `+cols+` FROM `+table+` WHERE rowid IN (`+in+`)`, args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			if err := fn(idScanner{rows}); err != nil {
+				rows.Close()
+				return err
 			}
-			rows, err := list(ctx, db.db, func(s scanner) (int64, error) {
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RecallWindow is the index row from which a project's latest n turns
+// lie (of every project's, for ""), and how many of its turns lie from
+// there on; 0 and all of them when it has fewer than n.
+func (db *DB) RecallWindow(ctx context.Context, project string, n int) (from int64, size int, err error) {
+	// Two forms, so each uses its index (an "or every project" term would
+	// keep SQLite from using either).
+	first, count := `SELECT id FROM recall_turns WHERE project = ? ORDER BY id DESC LIMIT 1 OFFSET ?`, `SELECT count(*) FROM recall_turns WHERE project = ? AND id >= ?`
+	args := []any{project}
+	if project == "" {
+		first, count, args = `SELECT id FROM recall_turns ORDER BY id DESC LIMIT 1 OFFSET ?`, `SELECT count(*) FROM recall_turns WHERE id >= ?`, nil
+	}
+	err = db.db.QueryRowContext(ctx, first, append(args, n-1)...).Scan(&from)
+	if errors.Is(err, sql.ErrNoRows) {
+		from, err = 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	err = db.db.QueryRowContext(ctx, count, append(args, from)...).Scan(&size)
+	return from, size, err
+}
+
+// RecallTermRows are, for each FTS5 query of matches, the turns of a
+// project (every project's for "") from index row minID on, but
+// notSession's, that it matches: how many turns of the window hold a word,
+// and which. The turns are told apart by project and session after, in
+// one query (a join per matching row costs more).
+func (db *DB) RecallTermRows(ctx context.Context, matches []string, minID int64, project, notSession string) ([]map[int64]bool, error) {
+	out := make([]map[int64]bool, len(matches))
+	for i := range out {
+		out[i] = map[int64]bool{}
+	}
+	if len(matches) == 0 {
+		return out, nil
+	}
+	tables, err := db.recallTables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, table := range tables {
+		for i, m := range matches {
+			ids, err := list(ctx, db.db, func(s scanner) (int64, error) {
 				var id int64
 				return id, s.Scan(&id)
-			}, `SELECT rowid FROM `+table+` WHERE `+table+` MATCH ? AND rowid IN (`+in+`)`, args...)
+			}, `SELECT rowid FROM `+table+` WHERE `+table+` MATCH ? AND rowid >= ?`, m, minID)
 			if err != nil {
 				if isQueryError(err) {
 					return nil, fmt.Errorf("%w: %s", ErrQuery, queryErrorText(err))
 				}
 				return nil, err
 			}
-			for _, id := range rows {
+			for _, id := range ids {
 				out[i][id] = true
 			}
 		}
 	}
+	if project == "" && notSession == "" {
+		return out, nil
+	}
+	q, qargs := `SELECT id FROM recall_turns WHERE project = ? AND id >= ? AND session_id != ?`, []any{project, minID, notSession}
+	if project == "" {
+		q, qargs = `SELECT id FROM recall_turns WHERE id >= ? AND session_id != ?`, []any{minID, notSession}
+	}
+	ids, err := list(ctx, db.db, func(s scanner) (int64, error) {
+		var id int64
+		return id, s.Scan(&id)
+	}, q, qargs...)
+	if err != nil {
+		return nil, err
+	}
+	allowed := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		allowed[id] = true
+	}
+	for _, m := range out {
+		for id := range m {
+			if !allowed[id] {
+				delete(m, id)
+			}
+		}
+	}
 	return out, nil
+}
+
+// RecallHitsByID returns the indexed turns ids as hits with no score, in
+// the order asked, each snippet the start of its prompt.
+func (db *DB) RecallHitsByID(ctx context.Context, ids []int64) ([]RecallHit, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	hits, err := list(ctx, db.db, scanRecallHit, `SELECT `+recallHitCols+` FROM recall_turns t WHERE t.id IN (`+strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	at := make(map[int64]int, len(ids))
+	for i, id := range ids {
+		at[id] = i
+	}
+	sort.Slice(hits, func(i, j int) bool { return at[hits[i].ID] < at[hits[j].ID] })
+	return hits, nil
+}
+
+// recallHitCols are a turn as a hit with no score (t is recall_turns).
+const recallHitCols = `t.id, t.session_id, t.generation, t.turn, t.key, t.at, t.cwd, t.project,
+	coalesce((SELECT substr(prompt, 1, 200) FROM recall_words WHERE rowid = t.id), (SELECT substr(prompt, 1, 200) FROM recall_text WHERE rowid = t.id), '')`
+
+func scanRecallHit(s scanner) (RecallHit, error) {
+	var h RecallHit
+	var at string
+	err := s.Scan(&h.ID, &h.SessionID, &h.Generation, &h.Turn, &h.Key, &at, &h.Cwd, &h.Project, &h.Snippet)
+	h.At = parseTS(at)
+	return h, err
 }
 
 // GivenTurns are the (source session, turn) pairs per-prompt recall has

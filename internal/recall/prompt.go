@@ -64,6 +64,10 @@ const (
 	maxItemChars = 600
 	// candidates is how many of search's best turns are weighed.
 	candidates = 12
+	// recallWindow is how many of the project's latest turns per-prompt
+	// recall searches, its words weighed by their rarity there: its cost on every prompt stays flat however large
+	// the archive grows (`cx ctl search` searches it all).
+	recallWindow = 1000
 )
 
 // Trivial reports whether a prompt is one recall stays quiet for: a slash
@@ -191,6 +195,15 @@ func fit(local, far []Item, budget int) []Item {
 
 // localItems are the archived turns above the floor, best first, with
 // their text.
+//
+// Per-prompt recall runs on every prompt, so its cost must not grow with
+// the archive: it looks at the project's latest recallWindow turns, and
+// ranks them itself rather than with FTS5's bm25, whose word weights come
+// from reading every turn that holds each word, in the whole index. A
+// turn's score is its coverage of the prompt (see coverage), the words
+// weighed by their rarity in the window; the turn after a turn takes that
+// turn's score when higher (the answer follows the question, see ranked);
+// ties go to the newer turn.
 func (a *Archive) localItems(ctx context.Context, r PromptRequest, given map[string]bool) ([]Item, error) {
 	pq, err := parseQuery(r.Prompt)
 	if err != nil || !pq.natural {
@@ -200,58 +213,175 @@ func (a *Archive) localItems(ctx context.Context, r PromptRequest, given map[str
 	if r.Project != "" {
 		project = a.projects.Of(r.Project)
 	}
-	found, err := a.ranked(ctx, pq, ledger.RecallQuery{Match: pq.expr, Project: project, NotSession: r.Session, Limit: candidates})
-	if err != nil || len(found) == 0 {
-		return nil, err
-	}
-	cover, err := a.coverage(ctx, pq.terms, found)
+	from, size, err := a.db.RecallWindow(ctx, project, recallWindow)
 	if err != nil {
 		return nil, err
 	}
-	// The turn after a relevant one is as relevant (ranked says why).
+	rows, err := a.db.RecallTermRows(ctx, pq.terms, from, project, r.Session)
+	if err != nil {
+		return nil, err
+	}
+	idf := weights(rows, size)
+	score := map[int64]float64{}
+	for j, ids := range rows {
+		for id := range ids {
+			score[id] += idf[j]
+		}
+	}
+	type cand struct {
+		id    int64
+		score float64
+	}
+	var cands []cand
+	for id, sc := range score {
+		if sc >= r.MinScore {
+			cands = append(cands, cand{id, sc})
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		if cands[i].score != cands[j].score {
+			return cands[i].score > cands[j].score
+		}
+		return cands[i].id > cands[j].id
+	})
+	// Among the best by coverage, a shorter turn that holds the same words
+	// is more about them: bm25's length normalisation (k1 1.2, b 0.75, each
+	// word counted once) against the candidates' mean length orders them;
+	// the floor stays on coverage, which does not depend on length.
+	if len(cands) > 3*candidates {
+		cands = cands[:3*candidates]
+	}
+	ids := make([]int64, len(cands))
+	for i, c := range cands {
+		ids[i] = c.id
+	}
+	lengths, err := a.db.RecallLengths(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	mean := 0.0
+	for _, n := range lengths {
+		mean += float64(n)
+	}
+	mean = max(mean/float64(max(len(lengths), 1)), 1)
+	rank := map[int64]float64{}
+	for _, c := range cands {
+		rank[c.id] = c.score * 2.2 / (1 + 1.2*(0.25+0.75*float64(lengths[c.id])/mean))
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return rank[cands[i].id] > rank[cands[j].id] })
+	if len(cands) > candidates {
+		cands = cands[:candidates]
+	}
+	ids = ids[:len(cands)]
+	for i, c := range cands {
+		ids[i] = c.id
+	}
+	hits, err := a.db.RecallHitsByID(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	// The turn after each candidate, at that candidate's coverage and rank
+	// when they are higher than its own.
 	type place struct {
 		session string
 		turn    int
 	}
-	own := map[place]float64{}
-	for i, h := range found {
-		own[place{h.SessionID, h.Turn}] = cover[i]
+	at := map[place]int{}
+	for i, h := range hits {
+		at[place{h.SessionID, h.Turn}] = i
 	}
-	for i, h := range found {
-		cover[i] = max(cover[i], own[place{h.SessionID, h.Turn - 1}])
-	}
-	var ids []int64
-	var kept []ledger.RecallHit
-	var scores []float64
-	for i, h := range found {
-		if cover[i] < r.MinScore || given[fmt.Sprintf("%s/%d", h.SessionID, h.Turn)] {
-			continue
+	var wanted []ledger.Place
+	for _, h := range hits {
+		if _, ok := at[place{h.SessionID, h.Turn + 1}]; !ok {
+			wanted = append(wanted, ledger.Place{SessionID: h.SessionID, Turn: h.Turn + 1})
 		}
-		kept, scores, ids = append(kept, h), append(scores, cover[i]), append(ids, h.ID)
 	}
-	if len(kept) == 0 {
+	nexts, err := a.db.RecallTurnHits(ctx, wanted)
+	if err != nil {
+		return nil, err
+	}
+	for _, nh := range nexts {
+		if nh.ID >= from && (project == "" || nh.Project == project) {
+			at[place{nh.SessionID, nh.Turn}] = len(hits)
+			hits = append(hits, nh)
+		}
+	}
+	cover := make([]float64, len(hits))
+	for i, h := range hits {
+		cover[i], hits[i].Score = score[h.ID], rank[h.ID]
+		if j, ok := at[place{h.SessionID, h.Turn - 1}]; ok {
+			prev := hits[j].ID
+			cover[i], hits[i].Score = max(cover[i], score[prev]), max(hits[i].Score, rank[prev])
+		}
+	}
+	order := make([]int, len(hits))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(x, y int) bool {
+		i, j := order[x], order[y]
+		if hits[i].Score != hits[j].Score {
+			return hits[i].Score > hits[j].Score
+		}
+		return hits[i].ID > hits[j].ID
+	})
+	var keep []ledger.RecallHit
+	var keepCover []float64
+	for _, i := range order {
+		h := hits[i]
+		if cover[i] >= r.MinScore && !given[fmt.Sprintf("%s/%d", h.SessionID, h.Turn)] && len(keep) < candidates {
+			keep, keepCover = append(keep, h), append(keepCover, cover[i])
+		}
+	}
+	if len(keep) == 0 {
 		return nil, nil
+	}
+	ids = ids[:0]
+	for _, h := range keep {
+		ids = append(ids, h.ID)
 	}
 	texts, err := a.db.RecallTexts(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
-	items := make([]Item, 0, len(kept))
-	for i, h := range kept {
+	items := make([]Item, 0, len(keep))
+	for i, h := range keep {
 		items = append(items, Item{Source: "local", Session: h.SessionID, Turn: h.Turn, Generation: h.Generation, Time: h.At.Format(time.RFC3339),
-			Score: math.Round(scores[i]*100) / 100, Text: itemText(h, texts[h.ID])})
+			Score: math.Round(keepCover[i]*100) / 100, Text: itemText(h, texts[h.ID])})
 	}
 	return items, nil
 }
 
-// MarkGiven records that items were given to a thread, so none is given
-// to it again.
-func (a *Archive) MarkGiven(ctx context.Context, session string, items []Item) error {
+// weights are the prompt's terms' weights, normalised to sum to 1: each
+// term's rarity (bm25's idf) among size turns, given the turns that hold
+// it. Rarity is judged as if there were at least minArchive turns: in a
+// young archive every word is rare, and a word it never saw ("last",
+// "time") would outweigh the ones a turn shares with the prompt.
+func weights(rows []map[int64]bool, size int) []float64 {
+	n := float64(max(size, minArchive))
+	idf := make([]float64, len(rows))
+	sum := 0.0
+	for i, ids := range rows {
+		df := float64(len(ids))
+		idf[i] = math.Log(1 + (n-df+0.5)/(df+0.5))
+		sum += idf[i]
+	}
+	for i := range idf {
+		if sum > 0 {
+			idf[i] /= sum
+		}
+	}
+	return idf
+}
+
+// MarkGiven records in db that items were given to a thread, so none is
+// given to it again.
+func MarkGiven(ctx context.Context, db *ledger.DB, session string, items []Item) error {
 	var given []ledger.Given
 	for _, it := range items {
 		given = append(given, ledger.Given{Source: it.Session, Turn: it.Turn})
 	}
-	return a.db.MarkGiven(ctx, session, given)
+	return db.MarkGiven(ctx, session, given)
 }
 
 // ranked runs a search. Plain words are ranked by bm25, and a turn gets
@@ -280,8 +410,9 @@ func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) (
 		at[place{h.SessionID, h.Turn}] = i
 	}
 	bonus := make([]float64, len(found))
-	for i, n := 0, len(found); i < n; i++ {
-		h := found[i]
+	var wanted []ledger.Place
+	from := map[place]ledger.RecallHit{} // a neighbour not found itself: whose next it is
+	for _, h := range found {
 		next := place{h.SessionID, h.Turn + 1}
 		if j, ok := at[next]; ok {
 			bonus[j] += nextShare * h.Score
@@ -290,16 +421,18 @@ func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) (
 		if len(pq.terms) < 2 {
 			continue // one word is a lookup: only the turns that hold it
 		}
-		nh, ok, err := a.db.RecallTurnHit(ctx, h.SessionID, h.Turn+1)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			nh.Snippet = fmt.Sprintf("(after turn %d) %s", h.Turn, nh.Snippet)
-			at[next] = len(found)
-			found = append(found, nh)
-			bonus = append(bonus, nextShare*h.Score)
-		}
+		wanted = append(wanted, ledger.Place{SessionID: next.session, Turn: next.turn})
+		from[next] = h
+	}
+	nexts, err := a.db.RecallTurnHits(ctx, wanted)
+	if err != nil {
+		return nil, err
+	}
+	for _, nh := range nexts {
+		h := from[place{nh.SessionID, nh.Turn}]
+		nh.Snippet = fmt.Sprintf("(after turn %d) %s", h.Turn, nh.Snippet)
+		found = append(found, nh)
+		bonus = append(bonus, nextShare*h.Score)
 	}
 	for i := range found {
 		found[i].Score += bonus[i]
@@ -315,46 +448,6 @@ func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) (
 
 // nextShare is the share of a turn's score the turn after it gets.
 const nextShare = 0.5
-
-// coverage is, for each hit, the share of the query's weighed terms it
-// holds: Σ idf of the terms the turn holds over Σ idf of them all.
-func (a *Archive) coverage(ctx context.Context, terms []string, hits []ledger.RecallHit) ([]float64, error) {
-	total, df, err := a.db.RecallDocFreq(ctx, "", terms)
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]int64, len(hits))
-	for i, h := range hits {
-		ids[i] = h.ID
-	}
-	holds, err := a.db.RecallHolds(ctx, terms, ids)
-	if err != nil {
-		return nil, err
-	}
-	// Rarity is judged as if the archive held at least minArchive turns:
-	// in a young archive every word is rare, and a word it never saw ("last",
-	// "time") would outweigh the ones a turn shares with the prompt.
-	n := float64(max(total, minArchive))
-	idf := make([]float64, len(terms))
-	sum := 0.0
-	for i := range terms {
-		idf[i] = math.Log(1 + (n-float64(df[i])+0.5)/(float64(df[i])+0.5))
-		sum += idf[i]
-	}
-	out := make([]float64, len(hits))
-	for i, h := range hits {
-		got := 0.0
-		for j := range terms {
-			if holds[j][h.ID] {
-				got += idf[j]
-			}
-		}
-		if sum > 0 {
-			out[i] = got / sum
-		}
-	}
-	return out, nil
-}
 
 // minArchive is the fewest turns coverage weighs words against.
 const minArchive = 1000

@@ -41,16 +41,12 @@ func Open(ctx context.Context, home string) (*Archive, error) {
 	return &Archive{db: db, projects: NewProjects(home)}, nil
 }
 
-// OpenForPrompt opens the ledger in home for per-prompt recall, without
-// the backfill a search does first (a hook has milliseconds; the next
-// `cx ctl` command or background sweep does it), and with a busy timeout
-// of its own.
-func OpenForPrompt(ctx context.Context, home string, busy time.Duration) (*Archive, error) {
-	db, _, err := ledger.OpenForReading(ctx, filepath.Join(home, ledger.FileName), ledger.Options{BusyTimeout: busy})
-	if err != nil {
-		return nil, err
-	}
-	return &Archive{db: db, projects: NewProjects(home)}, nil
+// OpenForPrompt opens the ledger in home for per-prompt recall: read only
+// (a hook's own connection migrates and writes; a read-only one opens in a
+// tenth of the time) and without the backfill a search does first (a hook
+// has milliseconds; the next `cx ctl` command or background sweep does it).
+func OpenForPrompt(ctx context.Context, home string) (*Archive, error) {
+	return OpenReadOnly(ctx, home)
 }
 
 // OpenReadOnly opens the ledger in home for reading only (`cx mcp` never
