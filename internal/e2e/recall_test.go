@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"cx/internal/codextest"
 )
@@ -80,5 +81,62 @@ func TestForgetLeavesNoWord(t *testing.T) {
 			}
 			return nil
 		})
+	})
+}
+
+// Codex's own compression of cold rollouts (0.169's
+// local_thread_store_compression, at startup): a session's rollout set
+// eight days back is compressed by the next Codex started with the feature
+// on, and cx reads it whole — imported into a fresh CX_HOME with the rest,
+// found by search, shown — as it read the plain one.
+func TestCompressedRolloutsFromCodex(t *testing.T) {
+	eachCodex(t, func(t *testing.T, in codextest.Install) {
+		if in.Version == "0.128.0" {
+			t.Skip("0.128 has no local_thread_store_compression")
+		}
+		h := New(t, in, Options{})
+		if _, errOut, code := h.Exec("", "exec", "the wombatquill release notes need a changelog"); code != 0 {
+			t.Fatalf("first session: %s", errOut)
+		}
+		first := h.Rollouts()
+		if len(first) != 1 {
+			t.Fatalf("rollouts: %v", first)
+		}
+		old := time.Now().Add(-8 * 24 * time.Hour)
+		if err := os.Chtimes(first[0], old, old); err != nil {
+			t.Fatal(err)
+		}
+		if _, errOut, code := h.Exec("", "exec", "-c", "features.local_thread_store_compression=true", "a second session"); code != 0 {
+			t.Fatalf("second session: %s", errOut)
+		}
+		var compressed string
+		deadline := time.Now().Add(20 * time.Second)
+		for compressed == "" && time.Now().Before(deadline) {
+			if _, err := os.Stat(first[0] + ".zst"); err == nil {
+				if _, err := os.Stat(first[0]); os.IsNotExist(err) {
+					compressed = first[0] + ".zst"
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if compressed == "" {
+			t.Fatalf("Codex %s did not compress a rollout eight days old (%s): the test would prove nothing", in.Version, first[0])
+		}
+		// A fresh CX_HOME imports every session, the compressed one too.
+		h.CXHome = filepath.Join(h.Root, "cx-fresh")
+		out := h.CXCtl("ctl", "import", "--json")
+		if !strings.Contains(out, `"imported": 2`) {
+			t.Fatalf("import into a fresh CX_HOME:\n%s", out)
+		}
+		id := rolloutID(strings.TrimSuffix(compressed, ".zst"))
+		if out := h.CXCtl("ctl", "search", "--all", "--json", "which release notes need a changelog?"); !strings.Contains(out, id) {
+			t.Fatalf("search does not find the compressed session %s:\n%s", id, out)
+		}
+		if out := h.CXCtl("ctl", "show", id, "--turn", "1"); !strings.Contains(out, "wombatquill") {
+			t.Fatalf("show of the compressed session:\n%s", out)
+		}
+		if out := h.CXCtl("ctl", "checkpoint", compressed, "--json"); !strings.Contains(out, "wombatquill") {
+			t.Fatalf("checkpoint of the compressed rollout:\n%s", out)
+		}
 	})
 }
