@@ -53,10 +53,11 @@ func TestPerPromptRecall(t *testing.T) {
 	})
 }
 
-// Forget reaches every table and file: after `cx exec "<prompt>"` and
-// `cx ctl forget <that session> --yes`, no byte of the prompt is anywhere
-// under CX_HOME — the database, its WAL, logs — not even in the run row
-// that records what cx was started with.
+// Forget reaches every table and file: after a session — `cx exec
+// "<prompt>"`, and one typed into the TUI — and `cx ctl forget <that
+// session> --yes`, no byte of its prompt is anywhere under CX_HOME — the
+// database, its WAL, logs, continuity files — not even in the run row that
+// records what cx was started with.
 func TestForgetLeavesNoWord(t *testing.T) {
 	eachCodex(t, func(t *testing.T, in codextest.Install) {
 		h := New(t, in, Options{})
@@ -64,20 +65,36 @@ func TestForgetLeavesNoWord(t *testing.T) {
 		if _, errOut, code := h.Exec("", "exec", "remember the "+word+" deadline, please"); code != 0 {
 			t.Fatalf("exec: %s", errOut)
 		}
+		tuiWord := "tapirvermilion"
+		tu := h.StartTUI()
+		tu.WaitReady()
+		tu.Prompt("note the "+tuiWord+" plan", "mock reply: note the "+tuiWord+" plan")
+		tu.Slash("/exit")
+		if code := tu.WaitExit(30 * time.Second); code != 0 {
+			t.Fatalf("cx exit %d; screen:\n%s", code, tu.Screen())
+		}
 		ids := h.RolloutSessionIDs()
-		if len(ids) != 1 {
+		if len(ids) != 2 {
 			t.Fatalf("sessions: %v", ids)
 		}
-		if out := h.CXCtl("ctl", "search", "--all", "--json", word); !strings.Contains(out, ids[0]) {
-			t.Fatalf("the prompt was never archived (the test would prove nothing):\n%s", out)
+		for _, w := range []string{word, tuiWord} {
+			out := h.CXCtl("ctl", "search", "--all", "--json", w)
+			if !strings.Contains(out, `"session"`) {
+				t.Fatalf("%q was never archived (the test would prove nothing):\n%s", w, out)
+			}
 		}
-		h.CXCtl("ctl", "forget", ids[0], "--yes")
+		for _, id := range ids {
+			h.CXCtl("ctl", "forget", id, "--yes")
+		}
 		_ = filepath.WalkDir(h.CXHome, func(p string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return nil
 			}
-			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(word)) {
-				t.Errorf("%q is still in %s after forget", word, p)
+			b, _ := os.ReadFile(p)
+			for _, w := range []string{word, tuiWord} {
+				if bytes.Contains(b, []byte(w)) {
+					t.Errorf("%q is still in %s after forget", w, p)
+				}
 			}
 			return nil
 		})

@@ -58,8 +58,9 @@ const (
 	// DefaultMinScore is the floor: the share of the prompt's weighed terms
 	// a turn must hold.
 	DefaultMinScore = 0.4
-	// maxItems bounds the turns one prompt is given.
-	maxItems = 5
+	// maxItems bounds the turns one prompt is given (as many as the
+	// OpenViking plugin gives).
+	maxItems = 6
 	// maxItemChars bounds one item's text.
 	maxItemChars = 600
 	// candidates is how many of search's best turns are weighed.

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -93,7 +92,7 @@ func writeLocomo(b *testing.B, path, codexHome, projects string) []question {
 			for i, l := range lines {
 				at[l.DiaID] = where{sid, i/2 + 1}
 			}
-			writeRollout(b, codexHome, project, sid, start, lines)
+			writeRollout(b, codexHome, project, sid, start, locomoTurns(lines))
 		}
 		for _, q := range c.QA {
 			if q.Category < 1 || q.Category > 4 || len(q.Evidence) == 0 {
@@ -123,7 +122,30 @@ func lineText(l locomoLine) string {
 	return s
 }
 
-func writeRollout(b *testing.B, codexHome, cwd, sid string, start time.Time, lines []locomoLine) {
+// benchTurn is one turn of a written rollout: a prompt, the commands run
+// (with their exit codes), the files patched, a reply.
+type benchTurn struct {
+	Prompt   string   `json:"prompt"`
+	Commands [][]any  `json:"commands"` // [command, exit code]
+	Files    []string `json:"files"`
+	Reply    string   `json:"reply"`
+}
+
+func locomoTurns(lines []locomoLine) []benchTurn {
+	var turns []benchTurn
+	for i := 0; i < len(lines); i += 2 {
+		t := benchTurn{Prompt: lineText(lines[i])}
+		if i+1 < len(lines) {
+			t.Reply = lineText(lines[i+1])
+		}
+		turns = append(turns, t)
+	}
+	return turns
+}
+
+// writeRollout writes turns as a Codex 0.128 rollout (user and assistant
+// messages, exec_command calls with their exit codes, apply_patch calls).
+func writeRollout(b *testing.B, codexHome, cwd, sid string, start time.Time, turns []benchTurn) {
 	b.Helper()
 	dir := filepath.Join(codexHome, "sessions", start.Format("2006/01/02"))
 	os.MkdirAll(dir, 0o700)
@@ -133,14 +155,27 @@ func writeRollout(b *testing.B, codexHome, cwd, sid string, start time.Time, lin
 		buf.Write(append(line, '\n'))
 	}
 	rec(start, "session_meta", map[string]any{"id": sid, "timestamp": start.UTC().Format(time.RFC3339), "cwd": cwd, "originator": "codex-tui", "cli_version": "0.128.0"})
-	for i := 0; i < len(lines); i += 2 {
-		t := start.Add(time.Duration(i) * time.Minute)
-		turn := fmt.Sprintf("%s-t%d", sid, i/2+1)
+	for i, tn := range turns {
+		t := start.Add(time.Duration(2*i) * time.Minute)
+		turn := fmt.Sprintf("%s-t%d", sid, i+1)
 		rec(t, "event_msg", map[string]any{"type": "task_started", "turn_id": turn})
-		rec(t, "event_msg", map[string]any{"type": "user_message", "message": lineText(lines[i]), "kind": "plain"})
-		rec(t, "response_item", map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": lineText(lines[i])}}})
-		if i+1 < len(lines) {
-			rec(t, "response_item", map[string]any{"type": "message", "role": "assistant", "content": []any{map[string]any{"type": "output_text", "text": lineText(lines[i+1])}}})
+		rec(t, "event_msg", map[string]any{"type": "user_message", "message": tn.Prompt, "kind": "plain"})
+		rec(t, "response_item", map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": tn.Prompt}}})
+		for j, c := range tn.Commands {
+			call := fmt.Sprintf("%s-c%d", turn, j)
+			args, _ := json.Marshal(map[string]any{"cmd": c[0]})
+			rec(t, "response_item", map[string]any{"type": "function_call", "name": "exec_command", "arguments": string(args), "call_id": call})
+			rec(t, "response_item", map[string]any{"type": "function_call_output", "call_id": call, "output": "ok"})
+			rec(t, "event_msg", map[string]any{"type": "exec_command_end", "call_id": call, "exit_code": c[1]})
+		}
+		for j, f := range tn.Files {
+			call := fmt.Sprintf("%s-p%d", turn, j)
+			rec(t, "response_item", map[string]any{"type": "custom_tool_call", "name": "apply_patch", "call_id": call,
+				"input": "*** Begin Patch\n*** Update File: " + f + "\n@@\n-old\n+new\n*** End Patch\n"})
+			rec(t, "response_item", map[string]any{"type": "custom_tool_call_output", "call_id": call, "output": "Success."})
+		}
+		if tn.Reply != "" {
+			rec(t, "response_item", map[string]any{"type": "message", "role": "assistant", "content": []any{map[string]any{"type": "output_text", "text": tn.Reply}}})
 		}
 		rec(t, "event_msg", map[string]any{"type": "task_complete", "turn_id": turn})
 	}
@@ -149,6 +184,40 @@ func writeRollout(b *testing.B, codexHome, cwd, sid string, start time.Time, lin
 		b.Fatal(err)
 	}
 	os.Chtimes(path, start, start)
+}
+
+// writeCoding writes the coding-shaped history of testdata/recall (three
+// sessions of one project) and returns its questions.
+func writeCoding(b *testing.B, codexHome, projects string) []question {
+	b.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "recall", "coding.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var set struct {
+		Sessions  [][]benchTurn `json:"sessions"`
+		Questions []struct {
+			Q             string `json:"q"`
+			Session, Turn int
+		} `json:"questions"`
+	}
+	if err := json.Unmarshal(data, &set); err != nil {
+		b.Fatal(err)
+	}
+	project := filepath.Join(projects, "coding")
+	os.MkdirAll(project, 0o700)
+	start := time.Date(2026, 10, 1, 9, 0, 0, 0, time.UTC)
+	var sids []string
+	for i, turns := range set.Sessions {
+		sid := fmt.Sprintf("0c0d0000-0000-7000-8000-%012x", i+1)
+		sids = append(sids, sid)
+		writeRollout(b, codexHome, project, sid, start.Add(time.Duration(i)*24*time.Hour), turns)
+	}
+	var qs []question
+	for _, q := range set.Questions {
+		qs = append(qs, question{text: q.Q, project: project, want: []where{{sids[q.Session-1], q.Turn}}})
+	}
+	return qs
 }
 
 // offTopic are prompts about something else entirely: coding work asked in
@@ -217,6 +286,7 @@ func BenchmarkRecallQuality(b *testing.B) {
 	}
 	codexHome, cxHome, projects := filepath.Join(root, "codex"), filepath.Join(root, "cx"), filepath.Join(root, "projects")
 	qs := writeLocomo(b, locomoPath(), codexHome, projects)
+	coding := writeCoding(b, codexHome, projects)
 	env := append(os.Environ(), "CODEX_HOME="+codexHome, "CX_HOME="+cxHome)
 	run := func(args ...string) ([]byte, time.Duration) {
 		cmd := exec.Command(cx, args...)
@@ -233,49 +303,57 @@ func BenchmarkRecallQuality(b *testing.B) {
 	out, took := run("ctl", "import", "--json")
 	b.Logf("import: %.1f s: %s", took.Seconds(), bytes.TrimSpace(out))
 	b.ResetTimer()
-	var searchFound, recallFound, recallGiven, chars int
 	var searchTimes, versionTimes []time.Duration
-	var misses []string
-	for i, q := range qs {
-		out, d := run("ctl", "search", "--project", q.project, "--json", "--limit", "5", q.text)
-		searchTimes = append(searchTimes, d)
-		_, d = run("ctl", "version")
-		versionTimes = append(versionTimes, d)
-		var res struct {
-			Hits []struct {
-				Session string `json:"session"`
-				Turn    int    `json:"turn"`
-			} `json:"hits"`
-		}
-		if err := json.Unmarshal(out, &res); err != nil {
-			b.Fatalf("search %q: %v\n%s", q.text, err, out)
-		}
-		found := false
-		for _, h := range res.Hits {
-			for _, w := range q.want {
-				found = found || (h.Session == w.session && h.Turn == w.turn)
+	// measure asks each question of a set as typed, of search (top 5) and
+	// of per-prompt recall.
+	measure := func(qs []question) (m struct {
+		searchFound, recallFound, given, chars int
+		misses                                 []string
+	}) {
+		for i, q := range qs {
+			out, d := run("ctl", "search", "--project", q.project, "--json", "--limit", "5", q.text)
+			searchTimes = append(searchTimes, d)
+			_, d = run("ctl", "version")
+			versionTimes = append(versionTimes, d)
+			var res struct {
+				Hits []struct {
+					Session string `json:"session"`
+					Turn    int    `json:"turn"`
+				} `json:"hits"`
 			}
-		}
-		if found {
-			searchFound++
-		} else if len(misses) < 15 && i%7 == 0 {
-			misses = append(misses, q.text)
-		}
-		items, n := recallItems(b, run, q.project, q.text)
-		if len(items) > 0 {
-			recallGiven++
-		}
-		chars += n
-		for _, it := range items {
-			for _, w := range q.want {
-				if it.session == w.session && it.turn == w.turn {
-					recallFound++
-					goto next
+			if err := json.Unmarshal(out, &res); err != nil {
+				b.Fatalf("search %q: %v\n%s", q.text, err, out)
+			}
+			found := false
+			for _, h := range res.Hits {
+				for _, w := range q.want {
+					found = found || (h.Session == w.session && h.Turn == w.turn)
+				}
+			}
+			if found {
+				m.searchFound++
+			} else if len(m.misses) < 12 && (len(qs) < 50 || i%7 == 0) {
+				m.misses = append(m.misses, q.text)
+			}
+			items, n := recallItems(b, run, q.project, q.text)
+			if len(items) > 0 {
+				m.given++
+			}
+			m.chars += n
+		holds:
+			for _, it := range items {
+				for _, w := range q.want {
+					if it.session == w.session && it.turn == w.turn {
+						m.recallFound++
+						break holds
+					}
 				}
 			}
 		}
-	next:
+		return m
 	}
+	lo := measure(qs)
+	co := measure(coding)
 	quiet := func(prompts []string) (int, int) {
 		q, c := 0, 0
 		for _, p := range prompts {
@@ -291,24 +369,27 @@ func BenchmarkRecallQuality(b *testing.B) {
 	trivQuiet, _ := quiet(trivial)
 	b.StopTimer()
 	pct := func(n, of int) float64 { return 100 * float64(n) / float64(max(of, 1)) }
-	b.ReportMetric(pct(searchFound, len(qs)), "search-top5-%")
-	b.ReportMetric(pct(recallFound, len(qs)), "recall-holds-%")
+	b.ReportMetric(pct(lo.searchFound, len(qs)), "search-top5-%")
+	b.ReportMetric(pct(lo.recallFound, len(qs)), "recall-holds-%")
 	b.ReportMetric(pct(offQuiet, len(offTopic)), "offtopic-quiet-%")
-	sort.Slice(searchTimes, func(i, j int) bool { return searchTimes[i] < searchTimes[j] })
+	b.ReportMetric(pct(co.searchFound, len(coding)), "coding-search-top5-%")
 	b.Logf("%d questions (LoCoMo categories 1-4, %s):\n"+
 		"  search top 5 holds the evidence turn: %d (%.1f%%)\n"+
 		"  per-prompt recall holds it: %d (%.1f%%); recall added something for %d (%.1f%%), %.0f characters per question on average\n"+
 		"  off-topic prompts recall stays quiet for: %d of %d (%.1f%%), %.0f characters per off-topic prompt\n"+
 		"  trivial prompts recall stays quiet for: %d of %d\n"+
-		"  search as a process p50 %.1f ms p90 %.1f ms; cx ctl version p50 %.1f ms (%.2f×)\n"+
-		"  a sample of questions search missed: %q",
+		"  a sample of questions search missed: %q\n"+
+		"%d coding-shaped questions (testdata/recall/coding.json, asked in other words than the turns'):\n"+
+		"  search top 5 holds the answering turn: %d; per-prompt recall holds it: %d (added something for %d)\n"+
+		"  search missed: %q\n"+
+		"search as a process p50 %.1f ms p90 %.1f ms; cx ctl version p50 %.1f ms (%.2f×)",
 		len(qs), filepath.Base(locomoPath()),
-		searchFound, pct(searchFound, len(qs)),
-		recallFound, pct(recallFound, len(qs)), recallGiven, pct(recallGiven, len(qs)), float64(chars)/float64(max(len(qs), 1)),
+		lo.searchFound, pct(lo.searchFound, len(qs)),
+		lo.recallFound, pct(lo.recallFound, len(qs)), lo.given, pct(lo.given, len(qs)), float64(lo.chars)/float64(max(len(qs), 1)),
 		offQuiet, len(offTopic), pct(offQuiet, len(offTopic)), float64(offChars)/float64(len(offTopic)),
-		trivQuiet, len(trivial),
-		codextest.Ms(searchTimes, 50), codextest.Ms(searchTimes, 90), codextest.Ms(versionTimes, 50), codextest.Ms(searchTimes, 50)/codextest.Ms(versionTimes, 50),
-		misses)
+		trivQuiet, len(trivial), lo.misses,
+		len(coding), co.searchFound, co.recallFound, co.given, co.misses,
+		codextest.Ms(searchTimes, 50), codextest.Ms(searchTimes, 90), codextest.Ms(versionTimes, 50), codextest.Ms(searchTimes, 50)/codextest.Ms(versionTimes, 50))
 }
 
 type recalled struct {
