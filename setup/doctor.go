@@ -2,6 +2,7 @@ package setup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -28,6 +29,7 @@ func Doctor(ctx context.Context, getenv func(string) (string, bool), codexHome, 
 	var checks []health.Check
 	add := func(c health.Check) { checks = append(checks, c) }
 	cfg, err := config.Load(getenv)
+	cfgErr := err
 	add(config.Check(cfg, err))
 	dctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -44,6 +46,14 @@ func Doctor(ctx context.Context, getenv func(string) (string, bool), codexHome, 
 		doctorHome = s.In.CodexHome
 	}
 	checks = append(checks, ledgerChecks(dctx, cfg, doctorHome, getenv)...)
+	if errors.Is(cfgErr, config.ErrParse) {
+		// install refuses a config it cannot parse: that comes first.
+		for i, c := range checks {
+			if c.Fix == "cx ctl install" {
+				checks[i].Fix = "fix " + cfg.Path + " first (see config above), then cx ctl install"
+			}
+		}
+	}
 	r := DoctorReport{OK: true, Checks: checks}
 	for _, c := range checks {
 		r.OK = r.OK && c.OK

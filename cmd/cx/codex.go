@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 
 	"cx/internal/config"
@@ -12,6 +13,19 @@ func (a *app) loadConfig() (config.Config, error) {
 	cfg, err := config.Load(a.getenv)
 	for _, w := range cfg.Warnings {
 		a.errorf("warning: %s", w)
+	}
+	return cfg, err
+}
+
+// loadConfigToRead is the configuration of a command that only reads (the
+// MCP server, status, sessions, show, search, recall, context): a config
+// file that does not parse is one warning, and the command runs on the
+// defaults, as Codex does past a bad config of its own.
+func (a *app) loadConfigToRead() (config.Config, error) {
+	cfg, err := a.loadConfig()
+	if errors.Is(err, config.ErrParse) {
+		a.errorf("warning: %v; running on the defaults (`cx ctl doctor` says how to fix it)", err)
+		return config.OnDefaults(a.getenv, err)
 	}
 	return cfg, err
 }

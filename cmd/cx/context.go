@@ -21,7 +21,7 @@ func (a *app) ctlContext(ctx context.Context, args []string) error {
 	}}, args); err != nil {
 		return err
 	}
-	cfg, err := a.loadConfig()
+	cfg, err := a.loadConfigToRead()
 	if err != nil {
 		return err
 	}

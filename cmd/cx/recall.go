@@ -87,7 +87,7 @@ func (a *app) ctlRecall(ctx context.Context, args []string) error {
 	if project == "" {
 		project = cwd()
 	}
-	cfg, err := a.loadConfig()
+	cfg, err := a.loadConfigToRead()
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func (a *app) ctlRecall(ctx context.Context, args []string) error {
 
 // withArchive runs f with the ledger open for recall.
 func (a *app) withArchive(ctx context.Context, f func(*recall.Archive) error) error {
-	cfg, err := a.loadConfig()
+	cfg, err := a.loadConfigToRead()
 	if err != nil {
 		return err
 	}
@@ -281,7 +281,7 @@ func (a *app) ctlMCP(ctx context.Context, args []string) error {
 	if _, err := a.args(cli.Spec{Name: "mcp"}, args); err != nil {
 		return err
 	}
-	cfg, err := a.loadConfig()
+	cfg, err := a.loadConfigToRead()
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,11 @@ func resolveSession(ctx context.Context, resolve func(context.Context, string) (
 // withLedger runs a ctl command's f with the ledger open; a command that
 // only reads it (readOnly) reads a read-only CX_HOME too.
 func (a *app) withLedger(ctx context.Context, readOnly bool, f func(*lifecycle.Manager) error) error {
-	cfg, err := a.loadConfig()
+	load := a.loadConfig
+	if readOnly {
+		load = a.loadConfigToRead
+	}
+	cfg, err := load()
 	if err != nil {
 		return err
 	}

@@ -215,7 +215,11 @@ func EnsureHome(dir string) error {
 
 // Load reads the configuration: defaults, then the file (CX_CONFIG or
 // $CX_HOME/config.toml; absence is fine), then the environment.
-func Load(getenv Getenv) (c Config, err error) {
+func Load(getenv Getenv) (c Config, err error) { return load(getenv, true) }
+
+// load is Load; without readFile the file is left unread (its path is
+// still set).
+func load(getenv Getenv, readFile bool) (c Config, err error) {
 	c = Default()
 	// The environment applies whatever happens to the file: a run that
 	// cannot use CX_HOME still runs the Codex CX_CODEX_BIN names.
@@ -237,6 +241,9 @@ func Load(getenv Getenv) (c Config, err error) {
 		return c, err
 	}
 	data, err := os.ReadFile(c.Path)
+	if !readFile {
+		data, err = nil, fs.ErrNotExist
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -257,10 +264,14 @@ func Load(getenv Getenv) (c Config, err error) {
 	return c, c.validate()
 }
 
+// ErrParse marks a config file that is not valid TOML (the error says the
+// line).
+var ErrParse = errors.New("config does not parse")
+
 func (c *Config) decode(data string) error {
 	md, err := toml.Decode(data, c)
 	if err != nil {
-		return fmt.Errorf("parse config %s: %w", c.Path, err)
+		return fmt.Errorf("parse config %s: %w", c.Path, parseError{err})
 	}
 	var unknown []string
 	for _, k := range md.Undecoded() {
@@ -271,6 +282,46 @@ func (c *Config) decode(data string) error {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("config %s: unknown key %q (ignored)", c.Path, k))
 	}
 	return nil
+}
+
+// parseError is TOML's complaint, marked ErrParse.
+type parseError struct{ err error }
+
+func (e parseError) Error() string   { return e.err.Error() }
+func (e parseError) Unwrap() []error { return []error{ErrParse, e.err} }
+func (e parseError) line() (int, bool) {
+	var pe toml.ParseError
+	if errors.As(e.err, &pe) {
+		return pe.Position.Line, true
+	}
+	return 0, false
+}
+
+// ParseLine is the line of the config file a parse error is on (0 when
+// it does not say).
+func ParseLine(err error) int {
+	var pe parseError
+	if errors.As(err, &pe) {
+		if n, ok := pe.line(); ok {
+			return n
+		}
+	}
+	return 0
+}
+
+// OnDefaults is the configuration a command that only reads runs on when
+// the file does not parse: the defaults, with CX_HOME, the file's path and
+// the environment's overrides, as Codex runs on its defaults past a bad
+// config of its own. Any other error stands.
+func OnDefaults(getenv Getenv, err error) (Config, error) {
+	if !errors.Is(err, ErrParse) {
+		return Config{}, err
+	}
+	c, derr := load(getenv, false)
+	if derr != nil {
+		return c, derr
+	}
+	return c, nil
 }
 
 // knownSinks are the sink names cx understands.
@@ -317,6 +368,13 @@ func Check(cfg Config, err error) health.Check {
 			fix = "move what stands at " + cfg.Home + " aside, or " + fix
 		}
 		return health.Check{Name: "config", Detail: err.Error() + " (Codex runs through cx unrecorded)", Fix: fix}
+	}
+	if errors.Is(err, ErrParse) {
+		fix := "fix " + cfg.Path
+		if n := ParseLine(err); n > 0 {
+			fix = fmt.Sprintf("fix line %d of %s (or move the file aside: cx runs on its defaults without it)", n, cfg.Path)
+		}
+		return health.Check{Name: "config", Detail: err.Error() + " (Codex runs through cx unrecorded; search, recall and cx's MCP server run on the defaults)", Fix: fix}
 	}
 	if err != nil {
 		return health.Check{Name: "config", Detail: err.Error() + " (Codex runs through cx unrecorded)", Fix: "fix " + cfg.Path}

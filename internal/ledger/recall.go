@@ -125,6 +125,18 @@ func (tx *Tx) DeleteMeta(ctx context.Context, key string) error {
 	return err
 }
 
+// RecallCurrent reports whether the ledger is at this build's schema with
+// no recall backfill or reindex pending: a reader then needs no write.
+func (db *DB) RecallCurrent(ctx context.Context) (bool, error) {
+	var v int
+	if err := db.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil || v != SchemaVersion {
+		return false, err
+	}
+	var pending int
+	err := db.db.QueryRowContext(ctx, `SELECT count(*) FROM meta WHERE key IN (?, ?)`, RecallBackfillKey, RecallReindexKey).Scan(&pending)
+	return pending == 0, err
+}
+
 // RecallQuery is one search of the recall index.
 type RecallQuery struct {
 	Match   string    // an FTS5 query

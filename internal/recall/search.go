@@ -27,6 +27,14 @@ type Archive struct {
 // cannot be written (a read-only CX_HOME) is opened read only, searched as
 // it is.
 func Open(ctx context.Context, home string) (*Archive, error) {
+	// A ledger with nothing to migrate, backfill or move is opened read
+	// only: a search need not pay for a connection that may write.
+	if ro, err := ledger.OpenReadOnly(ctx, filepath.Join(home, ledger.FileName)); err == nil {
+		if ok, err := ro.RecallCurrent(ctx); err == nil && ok {
+			return &Archive{db: ro, projects: NewProjects(home)}, nil
+		}
+		ro.Close()
+	}
 	db, readOnly, err := ledger.OpenForReading(ctx, filepath.Join(home, ledger.FileName), ledger.Options{})
 	if err != nil {
 		return nil, err
