@@ -115,6 +115,7 @@ func TestScripts(t *testing.T) {
 			"exits":    cmdExits,
 			"payload":  cmdPayload,
 			"nobytes":  cmdNoBytes,
+			"waitfile": cmdWaitFile,
 		},
 	})
 }
@@ -152,6 +153,7 @@ var sanitizers = []struct {
 	{regexp.MustCompile(`\b\d+(\.\d+)?(ms|µs|ns)\b`), "DUR"},
 	{regexp.MustCompile(`\bpid \d+ codex \d+\b`), "pid PID codex PID"},
 	{regexp.MustCompile(`\bpid[= ]\d+\b`), "pid PID"},
+	{regexp.MustCompile(`("(?:codex_)?pid": )\d+`), "${1}PID"},
 }
 
 // cmdSanitize writes a normalised copy of stdout, stderr or a file — the
@@ -175,6 +177,26 @@ func cmdSanitize(ts *testscript.TestScript, neg bool, args []string) {
 		text = s.re.ReplaceAllString(text, s.repl)
 	}
 	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(text), 0o644))
+}
+
+// cmdWaitFile waits for a file to exist — an event a background process
+// signals — for at most 30 seconds:
+//
+//	waitfile $WORK/started
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitfile FILE")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(ts.MkAbs(args[0])); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitfile: no %s after 30s", args[0])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // cmdExits runs a program like exec and checks its exact exit status

@@ -3,7 +3,8 @@
 // commands print, shared by the commands, the end-to-end harness and the
 // tests, read from the ledger and never written to it.
 //
-// It imports internal/ledger only.
+// It imports internal/ledger and internal/proc (a run's liveness, judged
+// as the sweep judges it).
 package readmodel
 
 import (
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"cx/internal/ledger"
+	"cx/internal/proc"
 )
 
 // ErrNoSession is returned for a session the ledger does not know.
@@ -108,6 +110,11 @@ type RunView struct {
 	EndedAt    *string  `json:"ended_at"`
 	ExitCode   *int     `json:"exit_code"`
 	EndReason  string   `json:"end_reason"`
+	// State of a run not ended: "running", or "dead" — its cx is gone (pid
+	// and start time, as the sweep judges), not yet swept — with
+	// CodexAlive when its Codex still runs.
+	State      string `json:"state,omitempty"`
+	CodexAlive bool   `json:"codex_alive,omitempty"`
 }
 
 // StatusView is `cx ctl status`: what runs, what is live, what waits.
@@ -141,8 +148,13 @@ func Status(ctx context.Context, db *ledger.DB) (StatusView, error) {
 		return out, err
 	}
 	for _, r := range runs {
-		out.Runs = append(out.Runs, RunView{ID: r.ID, PID: r.PID, CodexPID: r.CodexPID, Version: r.CodexVersion, Sinks: r.Sinks, Cwd: r.Cwd,
-			Foreground: r.Foreground, StartedAt: RFC3339(r.StartedAt), EndedAt: RFC3339Ptr(r.EndedAt), ExitCode: r.ExitCode, EndReason: r.EndReason})
+		v := RunView{ID: r.ID, PID: r.PID, CodexPID: r.CodexPID, Version: r.CodexVersion, Sinks: r.Sinks, Cwd: r.Cwd,
+			Foreground: r.Foreground, StartedAt: RFC3339(r.StartedAt), EndedAt: RFC3339Ptr(r.EndedAt), ExitCode: r.ExitCode, EndReason: r.EndReason, State: "running"}
+		if r.EndedAt == nil && !proc.Alive(r.PID, r.PIDStart) {
+			v.State = "dead"
+			v.CodexAlive = r.CodexPID != 0 && proc.Alive(r.CodexPID, r.CodexStart)
+		}
+		out.Runs = append(out.Runs, v)
 	}
 	counts, _ := db.SessionCounts(ctx)
 	for st, n := range counts {

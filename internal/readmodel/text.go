@@ -26,13 +26,38 @@ func WriteSessions(w io.Writer, out []SessionView) {
 // WriteText is `cx ctl status`.
 func (out StatusView) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "ledger: %s\n", out.Ledger)
-	fmt.Fprintf(w, "runs: %d running\n", len(out.Runs))
+	dead := map[string]bool{}
 	for _, r := range out.Runs {
-		fmt.Fprintf(w, "  %s pid %d codex %d (%s) sinks %v since %s\n", r.ID, r.PID, r.CodexPID, r.Version, r.Sinks, r.StartedAt)
+		dead[r.ID] = r.State == "dead"
+	}
+	running := len(out.Runs)
+	for _, d := range dead {
+		if d {
+			running--
+		}
+	}
+	if running == len(out.Runs) {
+		fmt.Fprintf(w, "runs: %d running\n", running)
+	} else {
+		fmt.Fprintf(w, "runs: %d running, %d dead, not yet swept (the next cx or `cx ctl sweep` ends their sessions as orphan)\n", running, len(out.Runs)-running)
+	}
+	for _, r := range out.Runs {
+		state := ""
+		switch {
+		case r.State == "dead" && r.CodexAlive:
+			state = "  — cx dead, its Codex still running"
+		case r.State == "dead":
+			state = "  — dead, not yet swept"
+		}
+		fmt.Fprintf(w, "  %s pid %d codex %d (%s) sinks %v since %s%s\n", r.ID, r.PID, r.CodexPID, r.Version, r.Sinks, r.StartedAt, state)
 	}
 	fmt.Fprintf(w, "live sessions: %d\n", len(out.LiveSessions))
 	for _, s := range out.LiveSessions {
-		fmt.Fprintf(w, "  %s g%d turns %d run %s\n", s.ID, s.Generation, s.Turns, s.RunID)
+		note := ""
+		if dead[s.RunID] {
+			note = " (its run is dead, not yet swept)"
+		}
+		fmt.Fprintf(w, "  %s g%d turns %d run %s%s\n", s.ID, s.Generation, s.Turns, s.RunID, note)
 	}
 	fmt.Fprintf(w, "pending jobs: %d\n", len(out.Pending))
 	for _, j := range out.Pending {
