@@ -327,6 +327,7 @@ func (in *Installer) Uninstall(ctx context.Context) (Result, error) {
 		}
 	}
 	var out []byte
+	removed := false
 	switch {
 	case stErr == nil && st.InstalledSum == sum(cur):
 		out = []byte(st.Original)
@@ -334,7 +335,7 @@ func (in *Installer) Uninstall(ctx context.Context) (Result, error) {
 			if err := os.Remove(in.HooksPath()); err != nil {
 				return res, err
 			}
-			out = nil
+			out, removed = nil, true
 		}
 	default:
 		created := map[string]bool{}
@@ -361,7 +362,9 @@ func (in *Installer) Uninstall(ctx context.Context) (Result, error) {
 	}
 	in.dropRedundantBackup(cur, out, st.Original)
 	res.ConfigCreated = stErr == nil && st.HadConfig != nil && !*st.HadConfig
-	res.Changed = true
+	// Changed: cx's entries were there to take out (a second uninstall
+	// finds none, and says so).
+	res.Changed = removed || (out != nil && !bytes.Equal(out, cur))
 	_ = os.Remove(in.statePath())
 	if in.Trust && before != nil {
 		// cx's trust entries go first: a shifted hook's new key may be one of
@@ -414,6 +417,23 @@ func (in *Installer) dropRedundantBackup(cur, out []byte, original string) {
 				_ = os.Remove(in.HooksPath() + ".bak")
 				return
 			}
+		}
+	}
+}
+
+// KeepConfigMode notes config.toml's file mode and returns what puts it
+// back: Codex's own config writers (trust through its app-server, `codex mcp
+// add|remove`) write the file 0600 whatever it was, and the user's file
+// keeps the mode the user gave it.
+func (in *Installer) KeepConfigMode() func() {
+	fi, err := os.Stat(in.ConfigPath())
+	if err != nil {
+		return func() {}
+	}
+	mode := fi.Mode().Perm()
+	return func() {
+		if now, err := os.Stat(in.ConfigPath()); err == nil && now.Mode().Perm() != mode {
+			_ = os.Chmod(in.ConfigPath(), mode)
 		}
 	}
 }

@@ -102,6 +102,7 @@ func (s *Setup) Install(ctx context.Context, o InstallOptions) (Report, error) {
 	}
 	ictx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	defer in.KeepConfigMode()()
 	res, err := in.Install(ictx)
 	if err != nil {
 		if in.Trust && res.Changed {
@@ -149,14 +150,18 @@ func (s *Setup) Uninstall(ctx context.Context) (Report, error) {
 	uctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	r := Report{HooksPath: in.HooksPath(), Trusted: []string{}, Warnings: []string{}}
+	defer in.KeepConfigMode()()
 	res, err := in.Uninstall(uctx)
 	if err != nil {
 		return r, err
 	}
 	r.Changed = res.Changed
 	warnings := res.Warnings
-	if _, err := in.UninstallMCP(uctx); err != nil {
+	r.MCP = "none"
+	if removed, err := in.UninstallMCP(uctx); err != nil {
 		warnings = append(warnings, "mcp: "+err.Error())
+	} else if removed {
+		r.MCP = "removed"
 	}
 	if res.ConfigCreated {
 		if err := in.RemoveEmptyConfig(); err != nil {

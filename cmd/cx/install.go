@@ -101,7 +101,14 @@ func (a *app) ctlUninstall(ctx context.Context, args []string) error {
 		a.printJSON(r)
 		return nil
 	}
-	fmt.Fprintf(a.stdout, "removed cx's hooks from %s\n", r.HooksPath)
+	if r.Changed {
+		fmt.Fprintf(a.stdout, "removed cx's hooks from %s\n", r.HooksPath)
+	} else {
+		fmt.Fprintf(a.stdout, "no hooks of cx's in %s: nothing to remove\n", r.HooksPath)
+	}
+	if r.MCP == "removed" {
+		fmt.Fprintf(a.stdout, "removed cx's MCP server %q from Codex's config\n", mcpproto.Name)
+	}
 	return nil
 }
 

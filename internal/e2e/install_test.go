@@ -26,10 +26,25 @@ func TestInstallDoctorUninstall(t *testing.T) {
 			t.Fatalf("doctor on a fresh home: exit %d\n%s", code, out)
 		}
 		// install then uninstall: config.toml is byte for byte what it was
-		// (Codex's own trust write adds a [hooks.state] table).
+		// (Codex's own trust write adds a [hooks.state] table), and keeps the
+		// mode the user gave it (Codex's own writers write 0600).
+		cfgPath := filepath.Join(h.CodexHome, "config.toml")
+		if err := os.Chmod(cfgPath, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mode := func() os.FileMode { fi, _ := os.Stat(cfgPath); return fi.Mode().Perm() }
 		h.CXCtl("ctl", "install")
+		if m := mode(); m != 0o644 {
+			t.Errorf("config.toml's mode after install: %o, want 644", m)
+		}
 		h.CXCtl("ctl", "uninstall")
-		if cfg, _ := os.ReadFile(filepath.Join(h.CodexHome, "config.toml")); string(cfg) != string(cfgBefore) {
+		if m := mode(); m != 0o644 {
+			t.Errorf("config.toml's mode after uninstall: %o, want 644", m)
+		}
+		if out := h.CXCtl("ctl", "uninstall"); !strings.Contains(out, "nothing to remove") {
+			t.Errorf("a second uninstall says:\n%s", out)
+		}
+		if cfg, _ := os.ReadFile(cfgPath); string(cfg) != string(cfgBefore) {
 			t.Fatalf("config.toml after install and uninstall is not what it was:\n--- before\n%s\n--- after\n%s", cfgBefore, cfg)
 		}
 		if _, err := os.Stat(filepath.Join(h.CodexHome, "hooks.json")); err == nil {
