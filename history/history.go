@@ -21,6 +21,7 @@ import (
 	"sort"
 	"time"
 
+	"cx/internal/cli"
 	"cx/internal/codex"
 	"cx/internal/continuity"
 	"cx/internal/ledger"
@@ -268,7 +269,7 @@ func (res ImportResult) WriteText(w io.Writer, dryRun bool, window time.Duration
 	if dryRun {
 		fmt.Fprintf(w, "%s: %d rollouts, %d already known, %d to import (cx ctl import), %d still being written\n", res.CodexHome, res.Found, res.Known, res.Remaining, res.Active)
 	} else {
-		fmt.Fprintf(w, "%s: %d rollouts, %d already known, %d imported (%d with no turns), %d still being written\n", res.CodexHome, res.Found, res.Known, res.Imported, res.Empty, res.Active)
+		fmt.Fprintf(w, "%s: %s, %d already known, %d imported (%d with no turns), %d still being written\n", res.CodexHome, cli.Count(res.Found, "rollout"), res.Known, res.Imported, res.Empty, res.Active)
 	}
 	if res.Active == 0 {
 		return

@@ -80,7 +80,7 @@ func (a *app) printInstall(s *setup.Setup, r setup.Report) {
 	}
 	fmt.Fprintf(a.stdout, "MCP server %q (search from inside Codex): %s\n", mcpproto.Name, r.MCP)
 	if r.Import > 0 {
-		fmt.Fprintf(a.stdout, "%d earlier Codex session(s) are not archived yet; `cx ctl import` makes them searchable\n", r.Import)
+		fmt.Fprintf(a.stdout, "%s not archived yet; `cx ctl import` makes them searchable\n", cli.Count(r.Import, "earlier Codex session"))
 	}
 }
 

@@ -244,9 +244,9 @@ func (a *app) ctlForget(ctx context.Context, args []string) error {
 		}
 		if !yes {
 			if !tty.IsTerminal(a.stdin.Fd()) {
-				return fmt.Errorf("forget: %d session(s) would be forgotten; confirm with --yes (stdin is not a terminal)", len(ids))
+				return fmt.Errorf("forget: %s would be forgotten; confirm with --yes (stdin is not a terminal)", cli.Count(len(ids), "session"))
 			}
-			fmt.Fprintf(a.stderr, "forget %d session(s) (%s)? Their archives, checkpoints and search index rows are removed. [y/N] ", len(ids), strings.Join(ids[:min(len(ids), 3)], ", "))
+			fmt.Fprintf(a.stderr, "forget %s (%s)? Their archives, checkpoints and search index rows are removed. [y/N] ", cli.Count(len(ids), "session"), strings.Join(ids[:min(len(ids), 3)], ", "))
 			answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
 			if ans := strings.ToLower(strings.TrimSpace(answer)); ans != "y" && ans != "yes" {
 				fmt.Fprintln(a.stderr, "nothing forgotten")
@@ -260,7 +260,7 @@ func (a *app) ctlForget(ctx context.Context, args []string) error {
 			case err != nil:
 				a.errorf("forget: %v", err)
 			case !asJSON:
-				fmt.Fprintf(a.stdout, "%s: forgotten (%d archived turn(s))\n", id, n)
+				fmt.Fprintf(a.stdout, "%s: forgotten (%s)\n", id, cli.Count(n, "archived turn"))
 			}
 		})
 		if r.ScrubErr != nil {

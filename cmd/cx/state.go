@@ -219,7 +219,7 @@ func (a *app) ctlSweep(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(a.stdout, "orphan runs: %d, generations ended: %d, jobs worked: %d\n", res.Orphans, res.Ended, res.Jobs)
 	if res.Recovered > 0 {
-		fmt.Fprintf(a.stdout, "recorded %d session(s) a run could not record (from their rollouts)\n", res.Recovered)
+		fmt.Fprintf(a.stdout, "recorded %s a run could not record (from their rollouts)\n", cli.Count(res.Recovered, "session"))
 	}
 	if n := len(res.InProgress); n > 0 {
 		fmt.Fprintf(a.stdout, "%d job(s) still in progress elsewhere after %s (`cx ctl sweep` again, or `cx ctl status`):\n", n, res.Waited.Round(time.Second))

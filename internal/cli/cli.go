@@ -1,6 +1,6 @@
 // Package cli is cx's command-line plumbing, free of cx's logic: the one
 // argument parser every `cx ctl` command uses (flags and positionals in any
-// order) and cx's version from its build.
+// order), cx's version from its build, and how a count is said.
 //
 // It imports only the standard library.
 package cli
@@ -125,6 +125,15 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
+}
+
+// Count is n and a noun, singular or plural as n asks ("1 turn", "2
+// turns"); nouns whose plural is not noun+"s" are not used.
+func Count(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // JSONFlag defines --json, which every ctl command has.

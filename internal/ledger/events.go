@@ -61,3 +61,11 @@ func (tx *Tx) AddEvent(ctx context.Context, kind, sessionID, runID, detail strin
 		ts(tx.now), kind, sessionID, runID, detail)
 	return err
 }
+
+// Forgotten reports whether `cx ctl forget` took a session's words out of
+// the ledger (its event says so).
+func (db *DB) Forgotten(ctx context.Context, sessionID string) (bool, error) {
+	var yes bool
+	err := db.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE session_id = ? AND kind = 'session.forgotten')`, sessionID).Scan(&yes)
+	return yes, err
+}

@@ -456,6 +456,8 @@ var migrations = []string{
 	// 12: a project's latest turns, found without a sort (per-prompt
 	// recall's window).
 	`CREATE INDEX recall_turns_project_id ON recall_turns(project, id);`,
+	// 13: a session's events by kind (was it forgotten?) without a scan.
+	`CREATE INDEX events_session ON events(session_id, kind);`,
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -46,6 +46,9 @@ type SessionView struct {
 	CreatedAt      string   `json:"created_at"`
 	LastSeen       string   `json:"last_seen"`
 	EndedAt        *string  `json:"ended_at"`
+	// Forgotten: `cx ctl forget` took its words out; the ledger keeps that
+	// its generations were committed.
+	Forgotten bool `json:"forgotten,omitempty"`
 }
 
 // Session is the view of one ledger session.
@@ -56,7 +59,8 @@ func Session(ctx context.Context, db *ledger.DB, s ledger.Session) SessionView {
 	if sinks == nil {
 		sinks = []string{}
 	}
-	return SessionView{ID: s.ID, Status: s.Status, EndReason: s.EndReason, RunID: s.RunID, Generation: s.Generation,
+	forgotten, _ := db.Forgotten(ctx, s.ID)
+	return SessionView{Forgotten: forgotten, ID: s.ID, Status: s.Status, EndReason: s.EndReason, RunID: s.RunID, Generation: s.Generation,
 		Commits: commits, Turns: s.Turns, TotalTurns: total, TranscriptPath: s.TranscriptPath, Cwd: s.Cwd, Sinks: sinks,
 		Interrupted: s.Interrupted, Compactions: s.Compactions, Placeholders: s.Placeholders,
 		CreatedAt: RFC3339(s.CreatedAt), LastSeen: RFC3339(s.LastSeen), EndedAt: RFC3339Ptr(s.EndedAt)}

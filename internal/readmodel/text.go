@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"cx/internal/checkpoint"
+	"cx/internal/cli"
 	"cx/internal/rollout"
 )
 
@@ -15,10 +16,21 @@ import (
 
 // WriteSessions is `cx ctl sessions`: a table, most recently seen first.
 func WriteSessions(w io.Writer, out []SessionView) {
+	if len(out) == 0 {
+		fmt.Fprintln(w, "no sessions yet: cx records each Codex session run through it; `cx ctl import` archives the ones Codex already has")
+		return
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SESSION\tSTATUS\tGEN\tCOMMITS\tTURNS\tEND\tLAST SEEN\tCWD")
 	for _, s := range out {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", s.ID, s.Status, s.Generation, s.Commits, s.TotalTurns, s.EndReason, s.LastSeen, s.Cwd)
+		turns, cwd := fmt.Sprint(s.TotalTurns), s.Cwd
+		if s.Forgotten {
+			turns = "forgotten"
+		}
+		if cwd == "" {
+			cwd = "-" // a session that never said where (no turn, no hook)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", s.ID, s.Status, s.Generation, s.Commits, turns, s.EndReason, s.LastSeen, cwd)
 	}
 	_ = tw.Flush()
 }
@@ -57,7 +69,7 @@ func (out StatusView) WriteText(w io.Writer) {
 		if dead[s.RunID] {
 			note = " (its run is dead, not yet swept)"
 		}
-		fmt.Fprintf(w, "  %s g%d turns %d run %s%s\n", s.ID, s.Generation, s.Turns, s.RunID, note)
+		fmt.Fprintf(w, "  %s g%d %s run %s%s\n", s.ID, s.Generation, cli.Count(s.Turns, "turn"), s.RunID, note)
 	}
 	fmt.Fprintf(w, "pending jobs: %d\n", len(out.Pending))
 	for _, j := range out.Pending {
@@ -81,8 +93,17 @@ func (out ShowView) WriteText(w io.Writer) {
 	if runID == "" {
 		runID = "none (Codex ran without cx)"
 	}
-	fmt.Fprintf(w, "session %s\n  status %s (generation %d, %d committed)  end reason %q\n  run %s  sinks %v\n  rollout %s\n  cwd %s\n  turns %d in this generation, %d in all; %d interrupted, %d compactions, %d unreadable lines\n",
-		ss.ID, ss.Status, ss.Generation, ss.Commits, ss.EndReason, runID, ss.Sinks, ss.TranscriptPath, ss.Cwd, ss.Turns, ss.TotalTurns, ss.Interrupted, ss.Compactions, ss.Placeholders)
+	cwd := ss.Cwd
+	if cwd == "" {
+		cwd = "- (never said)"
+	}
+	turns := fmt.Sprintf("turns %d in this generation, %d in all; %d interrupted, %s, %s", ss.Turns, ss.TotalTurns, ss.Interrupted,
+		cli.Count(ss.Compactions, "compaction"), cli.Count(ss.Placeholders, "unreadable line"))
+	if ss.Forgotten {
+		turns = "turns forgotten (cx ctl forget): the ledger keeps only that its generations were committed"
+	}
+	fmt.Fprintf(w, "session %s\n  status %s (generation %d, %d committed)  end reason %q\n  run %s  sinks %v\n  rollout %s\n  cwd %s\n  %s\n",
+		ss.ID, ss.Status, ss.Generation, ss.Commits, ss.EndReason, runID, ss.Sinks, ss.TranscriptPath, cwd, turns)
 	for _, g := range out.Generations {
 		fmt.Fprintf(w, "  g%d %s (%s) turns %d ended %s\n", g.Generation, g.Status, g.EndReason, g.Turns, g.EndedAt)
 	}
@@ -96,7 +117,7 @@ func (out ShowView) WriteText(w io.Writer) {
 	for _, ar := range out.Archives {
 		var turns []archivedTurn
 		_ = json.Unmarshal(ar.Turns, &turns)
-		fmt.Fprintf(w, "  archive g%d: %d turns (stored %s)\n", ar.Generation, len(turns), ar.StoredAt)
+		fmt.Fprintf(w, "  archive g%d: %s (stored %s)\n", ar.Generation, cli.Count(len(turns), "turn"), ar.StoredAt)
 		for _, t := range turns {
 			fmt.Fprintf(w, "    › %s\n", rollout.OneLine(t.User, 101))
 		}
