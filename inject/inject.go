@@ -25,6 +25,7 @@ import (
 	"unicode/utf8"
 
 	"cx/internal/checkpoint"
+	"cx/internal/continuity"
 	"cx/internal/redact"
 	"cx/internal/rollout"
 )
@@ -74,15 +75,36 @@ func build(in Input) string {
 		}
 		secs = append(secs, s)
 	}
+	// Each fact once: the checkpoint view leaves out what the continuity
+	// beside it says (the goal as the task, the notes, files and commands
+	// listed there), and the worktree's "last session" line goes when the
+	// checkpoint that follows is that session's (its header names it).
+	var said continuity.Said
+	worktree := in.WorktreeContinuity
 	if in.Source != "compact" {
-		add("continuity-worktree", "Continuity of this worktree (left by the last session to end here)", in.WorktreeContinuity)
+		said.WhatItSays(in.WorktreeContinuity)
+		said.WhatItSays(in.ProjectContinuity)
+		if in.Checkpoint != nil && in.Checkpoint.Stats.Turns > 0 && said.LastSession != "" && said.LastSession == in.Checkpoint.SessionID {
+			worktree = continuity.WithoutLines(worktree, "- Last session: `"+said.LastSession+"`")
+		}
+		add("continuity-worktree", "Continuity of this worktree (left by the last session to end here)", worktree)
 	}
 	if in.Checkpoint != nil && in.Checkpoint.Stats.Turns > 0 {
 		title := "Checkpoint of this session"
 		if in.CheckpointOf != "" && in.CheckpointOf != "this session" {
-			title = "Checkpoint of the latest session of this project (" + in.CheckpointOf + ")"
+			title = "Checkpoint of the latest session of this project"
 		}
-		add("checkpoint", title, checkpoint.View(*in.Checkpoint, checkpoint.DefaultViewCaps, in.Disk))
+		omit := checkpoint.Omit{Notes: said.Notes, URIs: map[string]bool{}}
+		for f := range said.Files {
+			omit.URIs[f] = true
+		}
+		for c := range said.Commands {
+			omit.URIs[c] = true
+		}
+		if t := in.Checkpoint.Task; t != nil && said.Goal != "" && strings.HasPrefix(checkpoint.FirstLine(t.Text), strings.TrimSuffix(said.Goal, "…")) {
+			omit.Task = true
+		}
+		add("checkpoint", title, checkpoint.ViewOmitting(*in.Checkpoint, checkpoint.DefaultViewCaps, in.Disk, omit))
 	}
 	if in.Source != "compact" {
 		add("continuity-project", "Continuity of this project (every session's commands)", in.ProjectContinuity)

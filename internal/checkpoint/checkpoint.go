@@ -42,7 +42,7 @@ type Checkpoint struct {
 	Task            *Task               `json:"task"`
 	Plan            Plan                `json:"plan"`
 	Decisions       []Decision          `json:"decisions"` // kept empty until a deterministic source exists
-	Facts           map[string]Fact     `json:"facts"`     // kept empty until a deterministic source exists
+	Facts           map[string]Fact     `json:"facts"`     // "note:N": what the user asked to keep ("remember …"), oldest first
 	Artifacts       map[string]Artifact `json:"artifacts"` // key: "file:<path>" or "cmd:<command>"
 	RecentArtifacts []string            `json:"recent_artifacts"`
 	Stats           Stats               `json:"stats"`

@@ -31,6 +31,26 @@ type Fold struct {
 	Touched map[string]int `json:"touched"`
 	Touches int            `json:"touches"`
 	Stats   Stats          `json:"stats"`
+	// Notes are the facts the user asked to keep ("remember …"), oldest
+	// first, the latest maxNotes.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// maxNotes bounds the notes a checkpoint keeps.
+const maxNotes = 8
+
+// note keeps a fact the user asked to keep, once.
+func (f *Fold) note(text string) {
+	for i, n := range f.Notes {
+		if strings.EqualFold(n, text) {
+			f.Notes = append(f.Notes[:i], f.Notes[i+1:]...)
+			break
+		}
+	}
+	f.Notes = append(f.Notes, text)
+	if len(f.Notes) > maxNotes {
+		f.Notes = f.Notes[len(f.Notes)-maxNotes:]
+	}
 }
 
 // NewFold is the fold of nothing yet.
@@ -58,13 +78,22 @@ func (f *Fold) Add(t rollout.Turn, caps Caps) {
 	seq := f.Seq
 	f.Stats.Turns++
 	if text := strings.TrimSpace(t.User); text != "" {
+		// Only a task is the task: an acknowledgement, a note to keep or a
+		// question about where things stand never replaces it.
+		req := Classify(text)
+		if req.Kind == KindTask {
+			text = req.Text
+		}
 		task := &Task{Text: redact.String(text), Turn: t.Key, Seq: seq}
 		task.Truncate = len(text) > caps.MaxTaskChars && utf8.RuneCountInString(text) > caps.MaxTaskChars
-		if IsVague(text) {
+		switch req.Kind {
+		case KindTask:
+			f.Task = task
+		case KindNote:
+			f.note(bound(redact.String(req.Text), caps.MaxValueChars))
+		default:
 			task.Vague = true
 			f.Vague = task
-		} else {
-			f.Task = task
 		}
 	}
 	if len(t.Plan) > 0 {
@@ -127,6 +156,7 @@ func (f *Fold) clone() *Fold {
 		t := *f.Vague
 		c.Vague = &t
 	}
+	c.Notes = slices.Clone(f.Notes)
 	return &c
 }
 
@@ -139,6 +169,9 @@ func (f *Fold) Checkpoint(caps Caps, open ...rollout.Turn) Checkpoint {
 	}
 	cp := Checkpoint{SchemaVersion: SchemaVersion, SessionID: g.SessionID, Cwd: g.Cwd, Seq: g.Seq, Task: g.Task,
 		Plan: g.Plan, Decisions: []Decision{}, Facts: map[string]Fact{}, Artifacts: g.Artifacts, RecentArtifacts: []string{}, Stats: g.Stats}
+	for i, n := range g.Notes {
+		cp.Facts[fmt.Sprintf("note:%d", i+1)] = Fact{Value: n, Status: "noted"}
+	}
 	if cp.Task == nil {
 		cp.Task = g.Vague
 	}

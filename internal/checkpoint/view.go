@@ -44,13 +44,28 @@ func OSDisk(dir string) Disk {
 // pure view); with one, each file whose recorded hash no longer matches, or
 // that cannot be read, is marked SUSPECT.
 func View(cp Checkpoint, caps ViewCaps, disk Disk) string {
+	return ViewOmitting(cp, caps, disk, Omit{})
+}
+
+// Omit is what a view need not say because what it is given beside says
+// it: the task (when it is the goal shown beside), the notes, artifacts by
+// their URI (a file still marked SUSPECT is said all the same: that is
+// news).
+type Omit struct {
+	Task  bool
+	Notes map[string]bool
+	URIs  map[string]bool
+}
+
+// ViewOmitting is View without what o names.
+func ViewOmitting(cp Checkpoint, caps ViewCaps, disk Disk, o Omit) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[SESSION_CHECKPOINT v%d] session %s (%d turns)\n", cp.SchemaVersion, cp.SessionID, cp.Stats.Turns)
-	b.WriteString("\n[TASK]\n")
-	if cp.Task == nil {
-		b.WriteString("- (none)\n")
-	} else {
-		fmt.Fprintf(&b, "- %s\n", FirstLine(cp.Task.Text))
+	switch {
+	case cp.Task == nil:
+		b.WriteString("\n[TASK]\n- (none)\n")
+	case !o.Task:
+		fmt.Fprintf(&b, "\n[TASK]\n- %s\n", FirstLine(cp.Task.Text))
 	}
 	if len(cp.Plan.Steps) > 0 {
 		b.WriteString("\n[PLAN]\n")
@@ -76,21 +91,35 @@ func View(cp Checkpoint, caps ViewCaps, disk Disk) string {
 			fmt.Fprintf(&b, "- … %d more steps\n", hidden)
 		}
 	}
-	if len(cp.RecentArtifacts) > 0 {
-		b.WriteString("\n[RECENT_ARTIFACTS]\n")
-		for i, k := range cp.RecentArtifacts {
-			if i >= caps.MaxRecentArtifacts {
-				fmt.Fprintf(&b, "- … %d more\n", len(cp.RecentArtifacts)-i)
-				break
+	var notes []string
+	for i := 1; i <= len(cp.Facts); i++ {
+		if f, ok := cp.Facts[fmt.Sprintf("note:%d", i)]; ok && !o.Notes[f.Value] {
+			notes = append(notes, fmt.Sprintf("- %s\n", bound(f.Value, caps.MaxValueChars)))
+		}
+	}
+	if len(notes) > 0 {
+		b.WriteString("\n[NOTES]\n" + strings.Join(notes, ""))
+	}
+	var recent []string
+	for i, k := range cp.RecentArtifacts {
+		if i >= caps.MaxRecentArtifacts {
+			recent = append(recent, fmt.Sprintf("- … %d more\n", len(cp.RecentArtifacts)-i))
+			break
+		}
+		a := cp.Artifacts[k]
+		switch a.Kind {
+		case "file":
+			if s := suspect(a, disk); s != "" || !o.URIs[a.URI] {
+				recent = append(recent, fmt.Sprintf("- file: %s (%s%s)%s\n", bound(a.URI, caps.MaxValueChars), a.Op, shortHash(a.Hash), s))
 			}
-			a := cp.Artifacts[k]
-			switch a.Kind {
-			case "file":
-				fmt.Fprintf(&b, "- file: %s (%s%s)%s\n", bound(a.URI, caps.MaxValueChars), a.Op, shortHash(a.Hash), suspect(a, disk))
-			case "command":
-				fmt.Fprintf(&b, "- cmd: %s%s\n", bound(a.URI, caps.MaxValueChars), exitNote(a.ExitCode))
+		case "command":
+			if !o.URIs[a.URI] {
+				recent = append(recent, fmt.Sprintf("- cmd: %s%s\n", bound(a.URI, caps.MaxValueChars), exitNote(a.ExitCode)))
 			}
 		}
+	}
+	if len(recent) > 0 {
+		b.WriteString("\n[RECENT_ARTIFACTS]\n" + strings.Join(recent, ""))
 	}
 	return b.String()
 }

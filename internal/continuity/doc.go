@@ -22,10 +22,11 @@ const (
 	secNotTried   = "Not yet tried"
 	secNext       = "Incomplete / next"
 	secFilesEtc   = "Files, decisions, environment"
+	secNotes      = "Notes"
 	maxListLength = 20
 )
 
-var sectionOrder = []string{secGoal, secWorking, secFailed, secNotTried, secNext, secFilesEtc}
+var sectionOrder = []string{secGoal, secWorking, secFailed, secNotTried, secNext, secFilesEtc, secNotes}
 
 // Doc is a continuity file: a title, known sections (lines as written) and
 // anything else a person added, kept verbatim.
@@ -217,14 +218,25 @@ func (d *Doc) applyWorktree(ev Evidence) {
 			d.Sections[s] = nil
 		}
 	}
+	// The goal is what the work is for: the latest task, never an
+	// acknowledgement, a note to keep or a question about where things
+	// stand; the notes go under their own heading.
 	for i := len(ev.Turns) - 1; i >= 0; i-- {
-		u := strings.TrimSpace(ev.Turns[i].User)
-		if u != "" && !checkpoint.IsVague(u) {
-			if g := goalOf(u); g != "" {
+		if req := checkpoint.Classify(ev.Turns[i].User); req.Kind == checkpoint.KindTask {
+			if g := goalOf(req.Text); g != "" {
 				d.Sections[secGoal] = []string{g}
 				break
 			}
 		}
+	}
+	for _, t := range ev.Turns {
+		if req := checkpoint.Classify(t.User); req.Kind == checkpoint.KindNote {
+			bullet := "- " + rollout.OneLine(redact.String(req.Text), maxGoal)
+			d.Sections[secNotes] = append(removeLine(d.Sections[secNotes], bullet), bullet)
+		}
+	}
+	if len(d.Sections[secNotes]) > 0 {
+		d.Sections[secNotes] = capList(d.Sections[secNotes], maxListLength)
 	}
 	if len(ev.Plan) > 0 {
 		keep := func(lines []string) []string {
@@ -281,6 +293,17 @@ func commandsAfterPlan(turns []rollout.Turn) bool {
 	return after
 }
 
+// removeLine is lines without line.
+func removeLine(lines []string, line string) []string {
+	out := lines[:0:0]
+	for _, l := range lines {
+		if l != line {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 func firstLine(s string) string { return rollout.OneLine(checkpoint.FirstLine(s), 200) }
 
 // maxGoal bounds a goal: a sentence, not a prompt.
@@ -312,6 +335,63 @@ func goalOf(prompt string) string {
 		}
 	}
 	return rollout.OneLine(line, maxGoal)
+}
+
+// Said is what a continuity document already tells the model, so what is
+// given beside it need not say it again: its goal, the files it lists, the
+// commands it lists (working or failed), its notes, and the session it
+// names as the last.
+type Said struct {
+	Goal        string
+	Files       map[string]bool
+	Commands    map[string]bool
+	Notes       map[string]bool
+	LastSession string
+}
+
+// WhatItSays reads a continuity document's Said (several documents add up).
+func (s *Said) WhatItSays(text string) {
+	if s.Files == nil {
+		s.Files, s.Commands, s.Notes = map[string]bool{}, map[string]bool{}, map[string]bool{}
+	}
+	// The model's form (ForContext) heads its sections "###".
+	d := Parse(strings.ReplaceAll("\n"+text, "\n### ", "\n## "))
+	if g := trimBlank(d.Sections[secGoal]); len(g) > 0 && s.Goal == "" {
+		s.Goal = strings.TrimSpace(g[0])
+	}
+	for _, l := range d.Sections[secFilesEtc] {
+		if p, ok := cmdOf(l); ok {
+			s.Files[p] = true
+		}
+		if id, ok := strings.CutPrefix(l, "- Last session: `"); ok {
+			s.LastSession, _, _ = strings.Cut(id, "`")
+		}
+	}
+	for _, sec := range []string{secWorking, secFailed} {
+		for _, l := range d.Sections[sec] {
+			if c, ok := cmdOf(l); ok {
+				s.Commands[c] = true
+			}
+		}
+	}
+	for _, l := range d.Sections[secNotes] {
+		if n, ok := strings.CutPrefix(l, "- "); ok {
+			s.Notes[n] = true
+		}
+	}
+}
+
+// WithoutLines is a document in the model's form (ForContext) without the
+// lines that start with prefix, in the same form (a section left empty is
+// left out).
+func WithoutLines(text, prefix string) string {
+	var kept []string
+	for _, l := range strings.Split(strings.ReplaceAll("\n"+text, "\n### ", "\n## "), "\n") {
+		if !strings.HasPrefix(l, prefix) {
+			kept = append(kept, l)
+		}
+	}
+	return ForContext(strings.Join(kept, "\n"))
 }
 
 // ForContext is a continuity document as the model is given it: its known
