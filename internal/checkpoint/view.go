@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"crypto/sha256"
+	"cx/internal/cli"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -60,7 +61,7 @@ type Omit struct {
 // ViewOmitting is View without what o names.
 func ViewOmitting(cp Checkpoint, caps ViewCaps, disk Disk, o Omit) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "[SESSION_CHECKPOINT v%d] session %s (%d turns)\n", cp.SchemaVersion, cp.SessionID, cp.Stats.Turns)
+	fmt.Fprintf(&b, "[SESSION_CHECKPOINT v%d] session %s (%s)\n", cp.SchemaVersion, cp.SessionID, cli.Count(cp.Stats.Turns, "turn"))
 	switch {
 	case cp.Task == nil:
 		b.WriteString("\n[TASK]\n- (none)\n")

@@ -474,7 +474,9 @@ func (s Store) Forget(id Identity, sessionID string, prompts, commands []string)
 		needles = append(needles, sessionID)
 	}
 	for _, p := range prompts {
-		for _, n := range []string{goalOf(p), firstLine(p)} {
+		req := checkpoint.Classify(p)
+		// As Update wrote them: a task's goal, a note's line.
+		for _, n := range []string{goalOf(p), firstLine(p), goalOf(req.Text), rollout.OneLine(redact.String(req.Text), maxGoal)} {
 			if len([]rune(n)) >= 12 {
 				needles = append(needles, n)
 			}
