@@ -119,7 +119,9 @@ func LeaderMain(args []string) int {
 	if lifeline := lifelineFile(); lifeline != nil {
 		go watchLifeline(lifeline, pid, grace, func() {
 			if termios != "" {
-				_ = tty.RestoreTermios(terminalFD, termios)
+				// Only while it is still cx's raw mode: the shell whose job
+				// cx was has likely set it up for its prompt already.
+				_ = tty.RestoreTermiosIfRaw(terminalFD, termios)
 			}
 		})
 	}

@@ -8,3 +8,7 @@ const (
 	ioctlGetTermios = unix.TIOCGETA
 	ioctlSetTermios = unix.TIOCSETA
 )
+
+// cbaud are the bits of Cflag that hold the line speed: none on macOS,
+// which keeps the speeds apart.
+const cbaud = 0

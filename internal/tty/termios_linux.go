@@ -8,3 +8,7 @@ const (
 	ioctlGetTermios = unix.TCGETS
 	ioctlSetTermios = unix.TCSETS
 )
+
+// cbaud are the bits of Cflag that hold the line speed (Linux keeps it
+// there).
+const cbaud = unix.CBAUD | unix.CBAUDEX

@@ -5,6 +5,7 @@
 package tty
 
 import (
+	"errors"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -164,14 +165,68 @@ func EncodeTermios(t *unix.Termios) string {
 
 // RestoreTermios sets the terminal on fd to settings EncodeTermios wrote.
 func RestoreTermios(fd int, encoded string) error {
-	var t unix.Termios
-	b, err := hex.DecodeString(encoded)
-	if err != nil || len(b) != int(unsafe.Sizeof(t)) {
-		return fmt.Errorf("restore terminal: settings %q are not this binary's", encoded)
+	t, err := decodeTermios(encoded)
+	if err != nil {
+		return err
 	}
-	copy(unsafe.Slice((*byte)(unsafe.Pointer(&t)), len(b)), b)
 	if err := unix.IoctlSetTermios(fd, ioctlSetTermios, &t); err != nil {
 		return fmt.Errorf("restore terminal: %w", err)
 	}
 	return nil
+}
+
+func decodeTermios(encoded string) (unix.Termios, error) {
+	var t unix.Termios
+	b, err := hex.DecodeString(encoded)
+	if err != nil || len(b) != int(unsafe.Sizeof(t)) {
+		return t, fmt.Errorf("restore terminal: settings %q are not this binary's", encoded)
+	}
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&t)), len(b)), b)
+	return t, nil
+}
+
+// ErrNotRaw is a terminal that is no longer in the raw mode made from the
+// saved settings: someone (the shell) has set it since, and it is theirs.
+var ErrNotRaw = errors.New("the terminal left raw mode since: left as it is")
+
+// RestoreTermiosIfRaw is RestoreTermios only while the terminal is still in
+// the raw mode made from those settings (MakeRaw's): a shell whose job was
+// killed restores its own settings and then sets up its line editor, and
+// settings written after that would undo it (bash left in canonical mode
+// with echo). A terminal set otherwise since is left alone (ErrNotRaw).
+func RestoreTermiosIfRaw(fd int, encoded string) error {
+	saved, err := decodeTermios(encoded)
+	if err != nil {
+		return err
+	}
+	now, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
+	if err != nil {
+		return fmt.Errorf("restore terminal: %w", err)
+	}
+	if !sameMode(*now, rawOf(saved)) {
+		return ErrNotRaw
+	}
+	if err := unix.IoctlSetTermios(fd, ioctlSetTermios, &saved); err != nil {
+		return fmt.Errorf("restore terminal: %w", err)
+	}
+	return nil
+}
+
+// rawOf is t made raw as golang.org/x/term's MakeRaw makes it (cfmakeraw).
+func rawOf(t unix.Termios) unix.Termios {
+	t.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
+	t.Oflag &^= unix.OPOST
+	t.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
+	t.Cflag &^= unix.CSIZE | unix.PARENB
+	t.Cflag |= unix.CS8
+	t.Cc[unix.VMIN] = 1
+	t.Cc[unix.VTIME] = 0
+	return t
+}
+
+// sameMode compares the mode flags and the read timing of two settings
+// (not the speeds, which a driver may report its own way).
+func sameMode(a, b unix.Termios) bool {
+	return a.Iflag == b.Iflag && a.Oflag == b.Oflag && a.Lflag == b.Lflag && a.Cflag&^cbaud == b.Cflag&^cbaud &&
+		a.Cc[unix.VMIN] == b.Cc[unix.VMIN] && a.Cc[unix.VTIME] == b.Cc[unix.VTIME]
 }
