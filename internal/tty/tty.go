@@ -5,8 +5,8 @@
 package tty
 
 import (
-	"errors"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
