@@ -20,14 +20,15 @@ import (
 // cx's session leader gives the terminal back when cx dies, but only while
 // it is still cx's raw mode: bash restores its own settings for a killed
 // job and then sets up readline, and the later writer wins. Many times,
-// with both cores busy, against an interactive bash in a real terminal;
+// with both cores busy, 30 times, against an interactive bash in a real terminal;
 // the child is a stand-in that sleeps (what runs under cx does not matter
 // to the terminal cx's leader hands back).
 func TestKilledCxLeavesTheShellsTerminal(t *testing.T) {
 	installs := codextest.Installs(t)
 	h := New(t, installs[0], Options{NoHooks: true})
 	child := filepath.Join(h.Root, "sleeper")
-	if err := os.WriteFile(child, []byte("#!/bin/sh\ncase \"$1\" in --version) echo \"codex-cli "+installs[0].Version+"\"; exit 0;; esac\necho sleeper-ready\nexec sleep 600\n"), 0o755); err != nil {
+	if err := os.WriteFile(child, []byte("#!/bin/sh\ncase \"$1\" in --version) echo \"codex-cli "+installs[0].Version+"\"; exit 0;; esac\n"+
+		"[ -t 0 ] || exit 0 # cx's probes of its Codex (on pipes) get nothing\necho sleeper-ready\nexec sleep 600\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	h.ExtraEnv = append(h.ExtraEnv, "CX_CODEX_BIN="+child)
@@ -49,7 +50,7 @@ func TestKilledCxLeavesTheShellsTerminal(t *testing.T) {
 		}()
 	}
 	defer func() { close(stop); wg.Wait() }()
-	rounds := 12
+	rounds := 30
 	broken := 0
 	for i := 0; i < rounds; i++ {
 		tu := h.StartInShell()
