@@ -35,27 +35,8 @@ func BenchmarkRecallSearch(b *testing.B) {
 	archives := map[int]archive{}
 	for _, mb := range sizes {
 		e := newEnv(b)
-		dir := filepath.Join(e.codexHome, "sessions", "2026", "11", "22")
-		os.MkdirAll(dir, 0o700)
-		path := filepath.Join(dir, "rollout-2026-11-22T01-32-39-01a200e2-466f-78c1-85cf-e11cb0ec651a.jsonl")
-		_, turn, _ := buildHistory(b, path, mb<<20)
-		turn = bytes.ReplaceAll(turn, []byte("fix the flaky test in parser_test.go"), []byte("fix the "+rare+" in parser_test.go"))
-		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			b.Fatal(err)
-		}
-		f.Write(turn)
-		f.Close()
-		old := time.Now().Add(-48 * time.Hour)
-		os.Chtimes(path, old, old)
-		cmd := exec.Command(e.cx, "ctl", "import", "--json")
-		cmd.Env = e.environ()
-		start := time.Now()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("import %d MB: %v\n%s", mb, err, out)
-		}
-		b.Logf("import of %d MB: %.1f s", mb, time.Since(start).Seconds())
-		cmd = exec.Command(e.cx, "ctl", "sessions", "--json")
+		importHistory(b, e, mb, rare)
+		cmd := exec.Command(e.cx, "ctl", "sessions", "--json")
 		cmd.Env = e.environ()
 		out, err := cmd.Output()
 		var ss []struct {
@@ -132,23 +113,12 @@ func BenchmarkRecallSearch(b *testing.B) {
 	b.Logf("cx ctl search, process start to exit, %d alternated rounds:%s", rounds, report.String())
 }
 
-// BenchmarkPromptRecall times per-prompt recall where users meet it: a
-// new session's UserPromptSubmit hook as Codex runs it (a process, start
-// to answer), over an archive of CX_BENCH_RECALL_MB megabytes (default
-// 1024: a real-shaped session imported with `cx ctl import`, every turn of
-// it matching the prompt's words — the worst case for the index), with
-// recall on against the same hook with CX_RECALL_OFF=1, alternating, each
-// round a fresh session (so nothing is deduplicated away). Two prompts: one
-// whose words every archived turn holds, and one with a word a single turn
-// holds. Target: recall on ≤ 1.2× off. Run it with -benchtime 1x.
-func BenchmarkPromptRecall(b *testing.B) {
-	mb := 1024
-	if n, err := strconv.Atoi(os.Getenv("CX_BENCH_RECALL_MB")); err == nil && n > 0 {
-		mb = n
-	}
-	rounds := benchRounds(15)
-	const rare = "quasarwombat"
-	e := newEnv(b)
+// importHistory writes a real-shaped session of mb megabytes into e's
+// Codex home, its last turn holding the word rare (which no other turn
+// does), two days old, and imports it with `cx ctl import`. It returns the
+// rollout's folder.
+func importHistory(b *testing.B, e *env, mb int, rare string) string {
+	b.Helper()
 	dir := filepath.Join(e.codexHome, "sessions", "2026", "11", "22")
 	os.MkdirAll(dir, 0o700)
 	path := filepath.Join(dir, "rollout-2026-11-22T01-32-39-01a200e2-466f-78c1-85cf-e11cb0ec651a.jsonl")
@@ -169,6 +139,27 @@ func BenchmarkPromptRecall(b *testing.B) {
 		b.Fatalf("import %d MB: %v\n%s", mb, err, out)
 	}
 	b.Logf("import of %d MB: %.1f s", mb, time.Since(start).Seconds())
+	return dir
+}
+
+// BenchmarkPromptRecall times per-prompt recall where users meet it: a
+// new session's UserPromptSubmit hook as Codex runs it (a process, start
+// to answer), over an archive of CX_BENCH_RECALL_MB megabytes (default
+// 1024: a real-shaped session imported with `cx ctl import`, every turn of
+// it matching the prompt's words — the worst case for the index), with
+// recall on against the same hook with CX_RECALL_OFF=1, alternating, each
+// round a fresh session (so nothing is deduplicated away). Two prompts: one
+// whose words every archived turn holds, and one with a word a single turn
+// holds. Target: recall on ≤ 1.2× off. Run it with -benchtime 1x.
+func BenchmarkPromptRecall(b *testing.B) {
+	mb := 1024
+	if n, err := strconv.Atoi(os.Getenv("CX_BENCH_RECALL_MB")); err == nil && n > 0 {
+		mb = n
+	}
+	rounds := benchRounds(15)
+	const rare = "quasarwombat"
+	e := newEnv(b)
+	dir := importHistory(b, e, mb, rare)
 	// The prompts come from the archived session's project (its cwd).
 	var meta struct {
 		Payload struct {

@@ -283,14 +283,7 @@ func (a *Archive) localItems(ctx context.Context, r PromptRequest, given map[str
 	}
 	// The turn after each candidate, at that candidate's coverage and rank
 	// when they are higher than its own.
-	type place struct {
-		session string
-		turn    int
-	}
-	at := map[place]int{}
-	for i, h := range hits {
-		at[place{h.SessionID, h.Turn}] = i
-	}
+	at := placesOf(hits)
 	var wanted []ledger.Place
 	for _, h := range hits {
 		if _, ok := at[place{h.SessionID, h.Turn + 1}]; !ok {
@@ -402,14 +395,7 @@ func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) (
 	if err != nil || len(found) == 0 {
 		return found, err
 	}
-	type place struct {
-		session string
-		turn    int
-	}
-	at := map[place]int{}
-	for i, h := range found {
-		at[place{h.SessionID, h.Turn}] = i
-	}
+	at := placesOf(found)
 	bonus := make([]float64, len(found))
 	var wanted []ledger.Place
 	from := map[place]ledger.RecallHit{} // a neighbour not found itself: whose next it is
@@ -445,6 +431,21 @@ func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) (
 		return found[i].At.After(found[j].At)
 	})
 	return found[:min(limit, len(found))], nil
+}
+
+// place is a turn of a session.
+type place struct {
+	session string
+	turn    int
+}
+
+// placesOf indexes hits by their place.
+func placesOf(hits []ledger.RecallHit) map[place]int {
+	at := make(map[place]int, len(hits))
+	for i, h := range hits {
+		at[place{h.SessionID, h.Turn}] = i
+	}
+	return at
 }
 
 // nextShare is the share of a turn's score the turn after it gets.
