@@ -19,10 +19,11 @@ import (
 // sometimes broken": 3 of 15 times bash sat in canonical mode with echo).
 // cx's session leader gives the terminal back when cx dies, but only while
 // it is still cx's raw mode: bash restores its own settings for a killed
-// job and then sets up readline, and the later writer wins. Many times,
-// with both cores busy, 30 times, against an interactive bash in a real terminal;
-// the child is a stand-in that sleeps (what runs under cx does not matter
-// to the terminal cx's leader hands back).
+// job and then sets up readline, and the later writer wins. With both
+// cores busy, against an interactive bash in a real terminal: 30 times
+// with a stand-in child that sleeps (what runs under cx does not change
+// the terminal cx's leader hands back, and it starts in milliseconds), then
+// 6 times with the real Codex TUI.
 func TestKilledCxLeavesTheShellsTerminal(t *testing.T) {
 	installs := codextest.Installs(t)
 	h := New(t, installs[0], Options{NoHooks: true})
@@ -31,7 +32,8 @@ func TestKilledCxLeavesTheShellsTerminal(t *testing.T) {
 		"[ -t 0 ] || exit 0 # cx's probes of its Codex (on pipes) get nothing\necho sleeper-ready\nexec sleep 600\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	h.ExtraEnv = append(h.ExtraEnv, "CX_CODEX_BIN="+child)
+	realEnv := h.ExtraEnv
+	h.ExtraEnv = append(append([]string(nil), realEnv...), "CX_CODEX_BIN="+child)
 	// Both cores busy, as on the machine the issue was seen on.
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -50,13 +52,15 @@ func TestKilledCxLeavesTheShellsTerminal(t *testing.T) {
 		}()
 	}
 	defer func() { close(stop); wg.Wait() }()
-	rounds := 30
-	broken := 0
-	for i := 0; i < rounds; i++ {
+	broken, rounds := 0, 0
+	round := func(ready func(*TUI)) {
+		rounds++
 		tu := h.StartInShell()
-		tu.WaitText("sleeper-ready", 20*time.Second)
+		ready(tu)
 		tu.Signal(tu.CXPid(), syscall.SIGKILL)
-		tu.WaitFor(ShellPrompt, 20*time.Second)
+		// The shell has its job back (a TUI's leftovers may share the
+		// prompt's row, so its status line is what is waited for).
+		tu.WaitText("cx-exit=137", 20*time.Second)
 		// The leader acts when the lifeline breaks: give it the moment it
 		// takes, then read the settings the shell is left with.
 		deadline := time.Now().Add(5 * time.Second)
@@ -75,9 +79,16 @@ func TestKilledCxLeavesTheShellsTerminal(t *testing.T) {
 		fields := " " + strings.Join(strings.Fields(string(out)), " ") + " "
 		if strings.Contains(fields, " icanon ") || strings.Contains(fields, " echo ") {
 			broken++
-			t.Logf("round %d: the shell's terminal is in canonical mode with echo: %s", i, fields)
+			t.Logf("round %d: the shell's terminal is in canonical mode with echo: %s", rounds, fields)
 		}
 		tu.Close()
+	}
+	for i := 0; i < 30; i++ {
+		round(func(tu *TUI) { tu.WaitText("sleeper-ready", 20*time.Second) })
+	}
+	h.ExtraEnv = realEnv // the real Codex TUI
+	for i := 0; i < 6; i++ {
+		round(func(tu *TUI) { tu.WaitReady() })
 	}
 	if broken > 0 {
 		t.Fatalf("%d of %d rounds left the shell's line editing off", broken, rounds)
