@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	cxproc "cx/internal/proc"
 	"cx/internal/tty"
 )
 
@@ -34,6 +35,12 @@ const leaderGraceEnv = "CX_WRAPPER_LEADER_GRACE_MS"
 // the lifeline says the supervisor died: a SIGKILLed cx must not leave the
 // user's shell in raw mode.
 const leaderTermiosEnv = "CX_WRAPPER_LEADER_TERMIOS"
+
+// leaderParentEnv is the pid of the process that ran cx (a shell, most
+// often), which shares the user's terminal: the leader reads from it whose
+// the terminal is (its foreground group) when cx dies — the leader's own
+// controlling terminal is the PTY, so it cannot ask the user's directly.
+const leaderParentEnv = "CX_WRAPPER_LEADER_PARENT"
 
 // terminalFD is the user's terminal, passed with leaderTermiosEnv.
 const terminalFD = 5
@@ -95,7 +102,7 @@ func LeaderMain(args []string) int {
 	}
 	env := make([]string, 0, len(os.Environ()))
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, LeaderEnv+"=") && !strings.HasPrefix(kv, leaderGraceEnv+"=") && !strings.HasPrefix(kv, leaderTermiosEnv+"=") {
+		if !strings.HasPrefix(kv, LeaderEnv+"=") && !strings.HasPrefix(kv, leaderGraceEnv+"=") && !strings.HasPrefix(kv, leaderTermiosEnv+"=") && !strings.HasPrefix(kv, leaderParentEnv+"=") {
 			env = append(env, kv)
 		}
 	}
@@ -116,12 +123,14 @@ func LeaderMain(args []string) int {
 	}
 	pid := cmd.Process.Pid
 	report("pid %d", pid)
+	// The terminal's foreground group now is cx's job (when a job-control
+	// shell ran cx): a shell takes the terminal back from it when cx dies.
+	parent, _ := strconv.Atoi(os.Getenv(leaderParentEnv))
+	jobGroup := foregroundOf(parent)
 	if lifeline := lifelineFile(); lifeline != nil {
 		go watchLifeline(lifeline, pid, grace, func() {
 			if termios != "" {
-				// Only while it is still cx's raw mode: the shell whose job
-				// cx was has likely set it up for its prompt already.
-				_ = tty.RestoreTermiosIfRaw(terminalFD, termios)
+				giveTerminalBack(termios, parent, jobGroup)
 			}
 		})
 	}
@@ -188,6 +197,43 @@ func watchLifeline(lifeline *os.File, pid int, grace time.Duration, restore func
 	signalGroup(pid, syscall.SIGTERM)
 	time.Sleep(grace)
 	signalGroup(pid, syscall.SIGKILL)
+}
+
+// shellTakeBack is how long the leader waits, once cx is gone, for a shell
+// to take the terminal back before it restores the settings itself.
+const shellTakeBack = 300 * time.Millisecond
+
+// giveTerminalBack restores the user's terminal settings when cx died in
+// raw mode — unless a job-control shell took the terminal back: such a
+// shell restores its own settings for a killed job and then sets up its
+// line editor, and settings written after that would undo it (bash left in
+// canonical mode with echo). The shell makes itself the terminal's
+// foreground group first, so the leader waits briefly for that (read from
+// the process that ran cx, jobGroup being the group it saw at the start),
+// and restores only if no one took the terminal and it is still cx's raw
+// mode.
+func giveTerminalBack(termios string, parent, jobGroup int) {
+	deadline := time.Now().Add(shellTakeBack)
+	for jobGroup > 0 && time.Now().Before(deadline) {
+		if g := foregroundOf(parent); g != jobGroup {
+			return // a shell has it back, or the one that ran cx is gone
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = tty.RestoreTermiosIfRaw(terminalFD, termios)
+}
+
+// foregroundOf is the foreground group of pid's controlling terminal (0
+// when pid is unknown or has none).
+func foregroundOf(pid int) int {
+	if pid <= 1 {
+		return 0
+	}
+	st, err := cxproc.ReadStat(pid)
+	if err != nil || st.TPGID < 0 {
+		return 0
+	}
+	return st.TPGID
 }
 
 // signalGroup signals the process group pid leads. Codex always leads

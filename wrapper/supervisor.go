@@ -316,7 +316,9 @@ func (s *supervisor) withLeader(termios string) (*leaderPipes, error) {
 	s.cmd.Stdin, s.cmd.Stdout, s.cmd.Stderr = child.Stdin, child.Stdout, child.Stderr
 	s.cmd.ExtraFiles = []*os.File{l.statusW, l.lifeR} // fds 3 and 4: leaderFD, lifelineFD
 	if termios != "" {
-		s.cmd.Env = append(s.cmd.Env, leaderTermiosEnv+"="+termios)
+		// The process that ran cx (a shell, most often) shares the user's
+		// terminal: the leader asks it whose the terminal is when cx dies.
+		s.cmd.Env = append(s.cmd.Env, leaderTermiosEnv+"="+termios, fmt.Sprintf("%s=%d", leaderParentEnv, os.Getppid()))
 		s.cmd.ExtraFiles = append(s.cmd.ExtraFiles, s.spec.Stdin) // fd 5: terminalFD
 	}
 	return l, nil

@@ -34,6 +34,9 @@ type Stat struct {
 	// CPUTicks is user and system time so far, in clock ticks (Linux only:
 	// macOS does not say it through sysctl; 0 there).
 	CPUTicks uint64
+	// TPGID is the foreground process group of the process's controlling
+	// terminal (-1 or 0 when it has none).
+	TPGID int
 }
 
 // parseStat parses a Linux /proc/<pid>/stat line.
@@ -51,6 +54,7 @@ func parseStat(pid int, s string) (Stat, error) {
 	}
 	st.State = fields[0][0]
 	st.PPID, _ = strconv.Atoi(fields[1])
+	st.TPGID, _ = strconv.Atoi(fields[5]) // field 8
 	st.StartTime, _ = strconv.ParseUint(fields[19], 10, 64)
 	utime, _ := strconv.ParseUint(fields[11], 10, 64) // field 14
 	stime, _ := strconv.ParseUint(fields[12], 10, 64) // field 15

@@ -16,7 +16,7 @@ func ReadStat(pid int) (Stat, error) {
 	if int(k.Proc.P_pid) != pid {
 		return Stat{}, fmt.Errorf("sysctl kern.proc.pid.%d: no such process", pid)
 	}
-	st := Stat{PID: pid, Comm: unix.ByteSliceToString(k.Proc.P_comm[:]), PPID: int(k.Eproc.Ppid)}
+	st := Stat{PID: pid, Comm: unix.ByteSliceToString(k.Proc.P_comm[:]), PPID: int(k.Eproc.Ppid), TPGID: int(k.Eproc.Tpgid)}
 	st.StartTime = uint64(k.Proc.P_starttime.Sec)*1e6 + uint64(k.Proc.P_starttime.Usec)
 	// p_stat of <sys/proc.h>: SIDL 1, SRUN 2, SSLEEP 3, SSTOP 4, SZOMB 5.
 	switch k.Proc.P_stat {
