@@ -421,23 +421,6 @@ func (in *Installer) dropRedundantBackup(cur, out []byte, original string) {
 	}
 }
 
-// KeepConfigMode notes config.toml's file mode and returns what puts it
-// back: Codex's own config writers (trust through its app-server, `codex mcp
-// add|remove`) write the file 0600 whatever it was, and the user's file
-// keeps the mode the user gave it.
-func (in *Installer) KeepConfigMode() func() {
-	fi, err := os.Stat(in.ConfigPath())
-	if err != nil {
-		return func() {}
-	}
-	mode := fi.Mode().Perm()
-	return func() {
-		if now, err := os.Stat(in.ConfigPath()); err == nil && now.Mode().Perm() != mode {
-			_ = os.Chmod(in.ConfigPath(), mode)
-		}
-	}
-}
-
 // RemoveEmptyConfig removes config.toml when it holds nothing but blank
 // lines — what a Codex's own `mcp remove` or cx's table edits leave of a
 // file that did not exist before cx (Result.ConfigCreated).

@@ -62,6 +62,20 @@ func (tx *Tx) AddEvent(ctx context.Context, kind, sessionID, runID, detail strin
 	return err
 }
 
+// ForgottenSessions are the sessions `cx ctl forget` took the words of,
+// in one query (a list of sessions asks of each).
+func (db *DB) ForgottenSessions(ctx context.Context) (map[string]bool, error) {
+	ids, err := list(ctx, db.db, func(s scanner) (string, error) {
+		var id string
+		return id, s.Scan(&id)
+	}, `SELECT DISTINCT session_id FROM events WHERE kind = 'session.forgotten'`)
+	out := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, err
+}
+
 // Forgotten reports whether `cx ctl forget` took a session's words out of
 // the ledger (its event says so).
 func (db *DB) Forgotten(ctx context.Context, sessionID string) (bool, error) {

@@ -18,12 +18,12 @@
 //	sink_sessions             sinkstate.go   the OpenViking sink: how far each turn, commit and remote session got
 //	recall_turns, recall_words,
 //	recall_text (being emptied) recall.go    internal/recall (through the local sink): the search index (FTS5)
-//	recall_given              recall.go      internal/recall (per-prompt recall): the turns given to each thread
+//	recall_given              recall_prompt.go internal/recall (per-prompt recall): the turns given to each thread
 //	meta                      meta.go        migrations (schema version) and Scrub (a scrub due)
 //
 // Errors are told apart by SQLite's result codes (IsDamaged, CannotWrite,
 // query errors), never by their text. history's forget deletes from every
-// table that holds what a session said (Forget).
+// table that holds what a session said (Forget, forget.go).
 //
 // It imports only the standard library, the sqlite driver and internal/fsutil.
 package ledger

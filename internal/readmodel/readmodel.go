@@ -53,13 +53,17 @@ type SessionView struct {
 
 // Session is the view of one ledger session.
 func Session(ctx context.Context, db *ledger.DB, s ledger.Session) SessionView {
+	forgotten, _ := db.Forgotten(ctx, s.ID)
+	return view(ctx, db, s, forgotten)
+}
+
+func view(ctx context.Context, db *ledger.DB, s ledger.Session, forgotten bool) SessionView {
 	commits, _ := db.Commits(ctx, s.ID)
 	total, _ := db.TotalTurns(ctx, s.ID)
 	sinks := s.Sinks
 	if sinks == nil {
 		sinks = []string{}
 	}
-	forgotten, _ := db.Forgotten(ctx, s.ID)
 	return SessionView{Forgotten: forgotten, ID: s.ID, Status: s.Status, EndReason: s.EndReason, RunID: s.RunID, Generation: s.Generation,
 		Commits: commits, Turns: s.Turns, TotalTurns: total, TranscriptPath: s.TranscriptPath, Cwd: s.Cwd, Sinks: sinks,
 		Interrupted: s.Interrupted, Compactions: s.Compactions, Placeholders: s.Placeholders,
@@ -137,9 +141,10 @@ func Sessions(ctx context.Context, db *ledger.DB) ([]SessionView, error) {
 	if err != nil {
 		return nil, err
 	}
+	forgotten, _ := db.ForgottenSessions(ctx)
 	out := make([]SessionView, 0, len(sessions))
 	for _, s := range sessions {
-		out = append(out, Session(ctx, db, s))
+		out = append(out, view(ctx, db, s, forgotten[s.ID]))
 	}
 	return out, nil
 }
