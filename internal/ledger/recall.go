@@ -156,6 +156,7 @@ type RecallHit struct {
 	Project    string
 	Score      float64 // bm25's, negated: higher is better
 	Snippet    string  // the best-matching field's text around the match, the match between « and »
+	Chars      int     // the turn's indexed length in characters, all fields (RecallHitsByID only)
 }
 
 // ErrQuery is a search the index could not parse.
@@ -324,6 +325,11 @@ func (db *DB) eachIndexed(ctx context.Context, ids []int64, cols string, fn func
 	}
 	return nil
 }
+
+// recallCharsCol is a turn's indexed length in characters (t is
+// recall_turns).
+const recallCharsCol = `coalesce((SELECT length(prompt) + length(reply) + length(commands) + length(files) FROM recall_words WHERE rowid = t.id),
+	(SELECT length(prompt) + length(reply) + length(commands) + length(files) FROM recall_text WHERE rowid = t.id), 0)`
 
 // recallHitCols are a turn as a hit with no score (t is recall_turns).
 const recallHitCols = `t.id, t.session_id, t.generation, t.turn, t.key, t.at, t.cwd, t.project,

@@ -6,91 +6,104 @@ package ledger
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
+	"math"
 	"sort"
+	"strconv"
 	"strings"
 )
 
-// RecallWindow is the index row from which a project's latest n turns
-// lie (of every project's, for ""), and how many of its turns lie from
-// there on; 0 and all of them when it has fewer than n.
-func (db *DB) RecallWindow(ctx context.Context, project string, n int) (from int64, size int, err error) {
+// RecallWindow is the index rows of a project's latest n turns (of every
+// project's, for ""), but notSession's: the turns per-prompt recall weighs
+// and may give. One row of text comes back, not a row per turn: a row
+// costs more through database/sql than SQLite takes to find it.
+func (db *DB) RecallWindow(ctx context.Context, project, notSession string, n int) (map[int64]bool, error) {
 	// Two forms, so each uses its index (an "or every project" term would
 	// keep SQLite from using either).
-	first, count := `SELECT id FROM recall_turns WHERE project = ? ORDER BY id DESC LIMIT 1 OFFSET ?`, `SELECT count(*) FROM recall_turns WHERE project = ? AND id >= ?`
-	args := []any{project}
+	q, args := `SELECT coalesce(group_concat(id), '') FROM (SELECT id FROM recall_turns WHERE project = ? ORDER BY id DESC LIMIT ?)`, []any{project, n}
 	if project == "" {
-		first, count, args = `SELECT id FROM recall_turns ORDER BY id DESC LIMIT 1 OFFSET ?`, `SELECT count(*) FROM recall_turns WHERE id >= ?`, nil
+		q, args = `SELECT coalesce(group_concat(id), '') FROM (SELECT id FROM recall_turns ORDER BY id DESC LIMIT ?)`, []any{n}
 	}
-	err = db.db.QueryRowContext(ctx, first, append(args, n-1)...).Scan(&from)
-	if errors.Is(err, sql.ErrNoRows) {
-		from, err = 0, nil
+	var ids string
+	if err := db.db.QueryRowContext(ctx, q, args...).Scan(&ids); err != nil {
+		return nil, err
 	}
-	if err != nil {
-		return 0, 0, err
+	window, err := idSet(ids)
+	if err != nil || notSession == "" {
+		return window, err
 	}
-	err = db.db.QueryRowContext(ctx, count, append(args, from)...).Scan(&size)
-	return from, size, err
+	if err := db.db.QueryRowContext(ctx, `SELECT coalesce(group_concat(id), '') FROM recall_turns WHERE session_id = ?`, notSession).Scan(&ids); err != nil {
+		return nil, err
+	}
+	own, err := idSet(ids)
+	for id := range own {
+		delete(window, id)
+	}
+	return window, err
 }
 
-// RecallTermRows are, for each FTS5 query of matches, the turns of a
-// project (every project's for "") from index row minID on, but
-// notSession's, that it matches: how many turns of the window hold a word,
-// and which. The turns are told apart by project and session after, in
-// one query (a join per matching row costs more).
-func (db *DB) RecallTermRows(ctx context.Context, matches []string, minID int64, project, notSession string) ([]map[int64]bool, error) {
+// idSet reads group_concat's list of ids.
+func idSet(list string) (map[int64]bool, error) {
+	out := map[int64]bool{}
+	for f := range strings.SplitSeq(list, ",") {
+		if f == "" {
+			continue
+		}
+		id, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("read index row id %q: %w", f, err)
+		}
+		out[id] = true
+	}
+	return out, nil
+}
+
+// RecallTermRows are, for each FTS5 query of matches, the turns of window
+// it matches: how many turns of the window hold a word, and which. All the
+// queries are one statement, each answered as one list.
+func (db *DB) RecallTermRows(ctx context.Context, matches []string, window map[int64]bool) ([]map[int64]bool, error) {
 	out := make([]map[int64]bool, len(matches))
 	for i := range out {
 		out[i] = map[int64]bool{}
 	}
-	if len(matches) == 0 {
+	if len(matches) == 0 || len(window) == 0 {
 		return out, nil
+	}
+	minID := int64(math.MaxInt64)
+	for id := range window {
+		minID = min(minID, id)
 	}
 	tables, err := db.recallTables(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, table := range tables {
+		cols := make([]string, len(matches))
+		args := make([]any, 0, 2*len(matches))
 		for i, m := range matches {
-			ids, err := list(ctx, db.db, func(s scanner) (int64, error) {
-				var id int64
-				return id, s.Scan(&id)
-			}, `SELECT rowid FROM `+table+` WHERE `+table+` MATCH ? AND rowid >= ?`, m, minID)
+			cols[i] = `(SELECT coalesce(group_concat(rowid), '') FROM ` + table + ` WHERE ` + table + ` MATCH ? AND rowid >= ?)`
+			args = append(args, m, minID)
+		}
+		lists := make([]string, len(matches))
+		dest := make([]any, len(matches))
+		for i := range lists {
+			dest[i] = &lists[i]
+		}
+		if err := db.db.QueryRowContext(ctx, `SELECT `+strings.Join(cols, ", "), args...).Scan(dest...); err != nil {
+			if isQueryError(err) {
+				return nil, fmt.Errorf("%w: %s", ErrQuery, queryErrorText(err))
+			}
+			return nil, err
+		}
+		for i, l := range lists {
+			ids, err := idSet(l)
 			if err != nil {
-				if isQueryError(err) {
-					return nil, fmt.Errorf("%w: %s", ErrQuery, queryErrorText(err))
-				}
 				return nil, err
 			}
-			for _, id := range ids {
-				out[i][id] = true
-			}
-		}
-	}
-	if project == "" && notSession == "" {
-		return out, nil
-	}
-	q, qargs := `SELECT id FROM recall_turns WHERE project = ? AND id >= ? AND session_id != ?`, []any{project, minID, notSession}
-	if project == "" {
-		q, qargs = `SELECT id FROM recall_turns WHERE id >= ? AND session_id != ?`, []any{minID, notSession}
-	}
-	ids, err := list(ctx, db.db, func(s scanner) (int64, error) {
-		var id int64
-		return id, s.Scan(&id)
-	}, q, qargs...)
-	if err != nil {
-		return nil, err
-	}
-	allowed := make(map[int64]bool, len(ids))
-	for _, id := range ids {
-		allowed[id] = true
-	}
-	for _, m := range out {
-		for id := range m {
-			if !allowed[id] {
-				delete(m, id)
+			for id := range ids {
+				if window[id] {
+					out[i][id] = true
+				}
 			}
 		}
 	}
@@ -98,7 +111,8 @@ func (db *DB) RecallTermRows(ctx context.Context, matches []string, minID int64,
 }
 
 // RecallHitsByID returns the indexed turns ids as hits with no score, in
-// the order asked, each snippet the start of its prompt.
+// the order asked, each snippet the start of its prompt and Chars its
+// length.
 func (db *DB) RecallHitsByID(ctx context.Context, ids []int64) ([]RecallHit, error) {
 	if len(ids) == 0 {
 		return nil, nil
@@ -107,7 +121,13 @@ func (db *DB) RecallHitsByID(ctx context.Context, ids []int64) ([]RecallHit, err
 	for i, id := range ids {
 		args[i] = id
 	}
-	hits, err := list(ctx, db.db, scanRecallHit, `SELECT `+recallHitCols+` FROM recall_turns t WHERE t.id IN (`+strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")+`)`, args...)
+	hits, err := list(ctx, db.db, func(s scanner) (RecallHit, error) {
+		var h RecallHit
+		var at string
+		err := s.Scan(&h.ID, &h.SessionID, &h.Generation, &h.Turn, &h.Key, &at, &h.Cwd, &h.Project, &h.Snippet, &h.Chars)
+		h.At = parseTS(at)
+		return h, err
+	}, `SELECT `+recallHitCols+`, `+recallCharsCol+` FROM recall_turns t WHERE t.id IN (`+strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")+`)`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -117,18 +137,6 @@ func (db *DB) RecallHitsByID(ctx context.Context, ids []int64) ([]RecallHit, err
 	}
 	sort.Slice(hits, func(i, j int) bool { return at[hits[i].ID] < at[hits[j].ID] })
 	return hits, nil
-}
-
-// RecallLengths are the indexed turns' lengths in characters, all fields.
-func (db *DB) RecallLengths(ctx context.Context, ids []int64) (map[int64]int, error) {
-	out := make(map[int64]int, len(ids))
-	err := db.eachIndexed(ctx, ids, `length(prompt) + length(reply) + length(commands) + length(files)`, func(s idScanner) error {
-		var n int
-		id, err := s.Scan(&n)
-		out[id] = n
-		return err
-	})
-	return out, err
 }
 
 // GivenTurns are the (source session, turn) pairs per-prompt recall has

@@ -214,15 +214,15 @@ func (a *Archive) localItems(ctx context.Context, r PromptRequest, given map[str
 	if r.Project != "" {
 		project = a.projects.Of(r.Project)
 	}
-	from, size, err := a.db.RecallWindow(ctx, project, recallWindow)
+	window, err := a.db.RecallWindow(ctx, project, r.Session, recallWindow)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := a.db.RecallTermRows(ctx, pq.terms, from, project, r.Session)
+	rows, err := a.db.RecallTermRows(ctx, pq.terms, window)
 	if err != nil {
 		return nil, err
 	}
-	idf := weights(rows, size)
+	idf := weights(rows, len(window))
 	score := map[int64]float64{}
 	for j, ids := range rows {
 		for id := range ids {
@@ -256,31 +256,21 @@ func (a *Archive) localItems(ctx context.Context, r PromptRequest, given map[str
 	for i, c := range cands {
 		ids[i] = c.id
 	}
-	lengths, err := a.db.RecallLengths(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	mean := 0.0
-	for _, n := range lengths {
-		mean += float64(n)
-	}
-	mean = max(mean/float64(max(len(lengths), 1)), 1)
-	rank := map[int64]float64{}
-	for _, c := range cands {
-		rank[c.id] = c.score * 2.2 / (1 + 1.2*(0.25+0.75*float64(lengths[c.id])/mean))
-	}
-	sort.SliceStable(cands, func(i, j int) bool { return rank[cands[i].id] > rank[cands[j].id] })
-	if len(cands) > candidates {
-		cands = cands[:candidates]
-	}
-	ids = ids[:len(cands)]
-	for i, c := range cands {
-		ids[i] = c.id
-	}
 	hits, err := a.db.RecallHitsByID(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
+	mean := 0.0
+	for _, h := range hits {
+		mean += float64(h.Chars)
+	}
+	mean = max(mean/float64(max(len(hits), 1)), 1)
+	rank := map[int64]float64{}
+	for _, h := range hits {
+		rank[h.ID] = score[h.ID] * 2.2 / (1 + 1.2*(0.25+0.75*float64(h.Chars)/mean))
+	}
+	sort.SliceStable(hits, func(i, j int) bool { return rank[hits[i].ID] > rank[hits[j].ID] })
+	hits = hits[:min(len(hits), candidates)]
 	// The turn after each candidate, at that candidate's coverage and rank
 	// when they are higher than its own.
 	at := placesOf(hits)
@@ -295,7 +285,7 @@ func (a *Archive) localItems(ctx context.Context, r PromptRequest, given map[str
 		return nil, err
 	}
 	for _, nh := range nexts {
-		if nh.ID >= from && (project == "" || nh.Project == project) {
+		if window[nh.ID] {
 			at[place{nh.SessionID, nh.Turn}] = len(hits)
 			hits = append(hits, nh)
 		}
