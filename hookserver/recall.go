@@ -29,7 +29,9 @@ func promptRecall(ctx context.Context, cfg config.Config, getenv func(string) (s
 		logger.Printf("recall %s: %v", p.SessionID, err)
 		return nil
 	}
-	defer ar.Close()
+	// Not closed: closing takes half a millisecond the prompt would wait
+	// for, and the process exits right after the answer (as the hook's own
+	// connection, SQLite's WAL is safe without it).
 	items, err := ar.Recall(ctx, recall.PromptRequest{Prompt: p.Prompt, Project: p.Cwd, Session: p.SessionID,
 		Budget: cfg.Recall.MaxChars, MinScore: cfg.Recall.MinScore, Remote: ovsink.RecallSource(cfg, getenv)})
 	if err != nil {

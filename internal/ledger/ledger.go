@@ -56,6 +56,7 @@ type DB struct {
 	// reindexed: the schema-8 index is known empty (nothing makes it hold
 	// rows again), so searches need not look there.
 	reindexed atomic.Bool
+	behind    bool // opened read only at an older schema
 }
 
 // Options tune Open.
@@ -458,6 +459,12 @@ var migrations = []string{
 	`CREATE INDEX recall_turns_project_id ON recall_turns(project, id);`,
 	// 13: a session's events by kind (was it forgotten?) without a scan.
 	`CREATE INDEX events_session ON events(session_id, kind);`,
+	// 14: a turn's indexed length in characters, written with it, so
+	// per-prompt recall ranks its candidates without reading their text.
+	// Rows indexed before have none (NULL): it is read from the text when
+	// asked (recallCharsCol); filling it here would read the whole index
+	// inside a hook's migration.
+	`ALTER TABLE recall_turns ADD COLUMN chars INTEGER;`,
 }
 
 // SchemaVersion is the schema version this build writes.

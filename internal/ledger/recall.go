@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // RecallBackfillKey is the meta key that says the archives stored before
@@ -44,8 +45,9 @@ func (tx *Tx) IndexGeneration(ctx context.Context, sessionID string, gen int, do
 		return err
 	}
 	for _, d := range docs {
-		res, err := tx.tx.ExecContext(ctx, `INSERT INTO recall_turns (session_id, generation, turn, key, at, cwd, project) VALUES (?,?,?,?,?,?,?)`,
-			d.SessionID, d.Generation, d.Turn, d.Key, ts(d.At), d.Cwd, d.Project)
+		chars := utf8.RuneCountInString(d.Prompt) + utf8.RuneCountInString(d.Reply) + utf8.RuneCountInString(d.Commands) + utf8.RuneCountInString(d.Files)
+		res, err := tx.tx.ExecContext(ctx, `INSERT INTO recall_turns (session_id, generation, turn, key, at, cwd, project, chars) VALUES (?,?,?,?,?,?,?,?)`,
+			d.SessionID, d.Generation, d.Turn, d.Key, ts(d.At), d.Cwd, d.Project, chars)
 		if err != nil {
 			return fmt.Errorf("index %s g%d turn %d: %w", d.SessionID, d.Generation, d.Turn, err)
 		}
@@ -156,7 +158,7 @@ type RecallHit struct {
 	Project    string
 	Score      float64 // bm25's, negated: higher is better
 	Snippet    string  // the best-matching field's text around the match, the match between « and »
-	Chars      int     // the turn's indexed length in characters, all fields (RecallHitsByID only)
+	Chars      int     // the turn's indexed length in characters, all fields (RecallCandidates only)
 }
 
 // ErrQuery is a search the index could not parse.
@@ -327,8 +329,9 @@ func (db *DB) eachIndexed(ctx context.Context, ids []int64, cols string, fn func
 }
 
 // recallCharsCol is a turn's indexed length in characters (t is
-// recall_turns).
-const recallCharsCol = `coalesce((SELECT length(prompt) + length(reply) + length(commands) + length(files) FROM recall_words WHERE rowid = t.id),
+// recall_turns): as written with it, or for a turn indexed before schema
+// 14, read from its text.
+const recallCharsCol = `coalesce(t.chars, (SELECT length(prompt) + length(reply) + length(commands) + length(files) FROM recall_words WHERE rowid = t.id),
 	(SELECT length(prompt) + length(reply) + length(commands) + length(files) FROM recall_text WHERE rowid = t.id), 0)`
 
 // recallHitCols are a turn as a hit with no score (t is recall_turns).
@@ -452,8 +455,12 @@ func OpenReadOnly(ctx context.Context, path string) (*DB, error) {
 		sdb.Close()
 		return nil, fmt.Errorf("ledger %s is at schema %d, before the recall index: run any `cx ctl` command once to upgrade it", path, v)
 	}
-	return &DB{db: sdb, Path: path}, nil
+	return &DB{db: sdb, Path: path, behind: v < SchemaVersion}, nil
 }
+
+// Behind reports whether a ledger opened read only is at an older schema
+// than this build's (a writer has yet to migrate it).
+func (db *DB) Behind() bool { return db.behind }
 
 // openRO opens path read only (with extra URI parameters) and reads its
 // schema version.

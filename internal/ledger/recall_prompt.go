@@ -110,33 +110,51 @@ func (db *DB) RecallTermRows(ctx context.Context, matches []string, window map[i
 	return out, nil
 }
 
-// RecallHitsByID returns the indexed turns ids as hits with no score, in
-// the order asked, each snippet the start of its prompt and Chars its
-// length.
-func (db *DB) RecallHitsByID(ctx context.Context, ids []int64) ([]RecallHit, error) {
+// RecallCandidates returns the indexed turns ids as hits with no score or
+// snippet, in the order asked, each with its length (Chars), and the turn
+// after each (those indexed), in one statement.
+func (db *DB) RecallCandidates(ctx context.Context, ids []int64) (hits, nexts []RecallHit, err error) {
 	if len(ids) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
+	args := make([]any, 0, 2*len(ids))
+	for range 2 {
+		for _, id := range ids {
+			args = append(args, id)
+		}
 	}
-	hits, err := list(ctx, db.db, func(s scanner) (RecallHit, error) {
-		var h RecallHit
+	in := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
+	const cols = `t.id, t.session_id, t.generation, t.turn, t.key, t.at, t.cwd, t.project, ` + recallCharsCol
+	type row struct {
+		next bool
+		hit  RecallHit
+	}
+	rows, err := list(ctx, db.db, func(s scanner) (row, error) {
+		var r row
 		var at string
-		err := s.Scan(&h.ID, &h.SessionID, &h.Generation, &h.Turn, &h.Key, &at, &h.Cwd, &h.Project, &h.Snippet, &h.Chars)
+		h := &r.hit
+		err := s.Scan(&r.next, &h.ID, &h.SessionID, &h.Generation, &h.Turn, &h.Key, &at, &h.Cwd, &h.Project, &h.Chars)
 		h.At = parseTS(at)
-		return h, err
-	}, `SELECT `+recallHitCols+`, `+recallCharsCol+` FROM recall_turns t WHERE t.id IN (`+strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")+`)`, args...)
+		return r, err
+	}, `SELECT 0, `+cols+` FROM recall_turns t WHERE t.id IN (`+in+`)
+		UNION ALL
+		SELECT 1, `+cols+` FROM recall_turns c CROSS JOIN recall_turns t ON t.session_id = c.session_id AND t.turn = c.turn + 1 WHERE c.id IN (`+in+`)`, args...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	for _, r := range rows {
+		if r.next {
+			nexts = append(nexts, r.hit)
+		} else {
+			hits = append(hits, r.hit)
+		}
 	}
 	at := make(map[int64]int, len(ids))
 	for i, id := range ids {
 		at[id] = i
 	}
 	sort.Slice(hits, func(i, j int) bool { return at[hits[i].ID] < at[hits[j].ID] })
-	return hits, nil
+	return hits, nexts, nil
 }
 
 // GivenTurns are the (source session, turn) pairs per-prompt recall has

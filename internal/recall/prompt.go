@@ -256,7 +256,7 @@ func (a *Archive) localItems(ctx context.Context, r PromptRequest, given map[str
 	for i, c := range cands {
 		ids[i] = c.id
 	}
-	hits, err := a.db.RecallHitsByID(ctx, ids)
+	hits, nexts, err := a.db.RecallCandidates(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -273,19 +273,10 @@ func (a *Archive) localItems(ctx context.Context, r PromptRequest, given map[str
 	hits = hits[:min(len(hits), candidates)]
 	// The turn after each candidate, at that candidate's coverage and rank
 	// when they are higher than its own.
-	at := placesOf(hits)
-	var wanted []ledger.Place
-	for _, h := range hits {
-		if _, ok := at[place{h.SessionID, h.Turn + 1}]; !ok {
-			wanted = append(wanted, ledger.Place{SessionID: h.SessionID, Turn: h.Turn + 1})
-		}
-	}
-	nexts, err := a.db.RecallTurnHits(ctx, wanted)
-	if err != nil {
-		return nil, err
-	}
+	at, kept := placesOf(hits), placesOf(hits)
 	for _, nh := range nexts {
-		if window[nh.ID] {
+		_, after := kept[place{nh.SessionID, nh.Turn - 1}]
+		if _, ok := at[place{nh.SessionID, nh.Turn}]; !ok && after && window[nh.ID] {
 			at[place{nh.SessionID, nh.Turn}] = len(hits)
 			hits = append(hits, nh)
 		}

@@ -2,6 +2,7 @@ package recall
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"os"
@@ -300,5 +301,44 @@ func TestRecallWithRemote(t *testing.T) {
 	asked = 0
 	if items, _ := a.Recall(ctx, PromptRequest{Prompt: "thanks!", Project: proj, Remote: remote}); len(items) != 0 || asked != 0 {
 		t.Fatalf("trivial prompt: %+v, remote asked %d times", items, asked)
+	}
+}
+
+// A ledger a writer has yet to migrate (schema 13, before turns had their
+// length) is refused by per-prompt recall with one clear error; once
+// migrated, recall reads it, the turns indexed before ranked by lengths read
+// from their text.
+func TestOpenForPromptWaitsForTheUpgrade(t *testing.T) {
+	a, home := testArchive(t)
+	ctx := context.Background()
+	proj := t.TempDir()
+	archive(t, a, "s1", 1, proj, []rollout.Turn{
+		{Key: "t1", Time: "2026-01-02T10:00:00Z", User: "why does the quokkaberry deploy fail?", Assistant: []string{"the zebrafinch cache is stale"}},
+	})
+	a.Close()
+	raw, err := sql.Open("sqlite", filepath.Join(home, ledger.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`ALTER TABLE recall_turns DROP COLUMN chars; PRAGMA user_version = 13`); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	if _, err := OpenForPrompt(ctx, home); err == nil || !strings.Contains(err.Error(), "older schema") {
+		t.Fatalf("schema 13: %v, want the older schema refused", err)
+	}
+	w, err := Open(ctx, home) // a writer: migrates
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	r, err := OpenForPrompt(ctx, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	items, err := r.Recall(ctx, PromptRequest{Prompt: "how do I fix the quokkaberry deploy?", Project: proj})
+	if err != nil || len(items) != 1 || items[0].Session != "s1" {
+		t.Fatalf("after the upgrade: %+v, %v", items, err)
 	}
 }

@@ -53,8 +53,15 @@ func Open(ctx context.Context, home string) (*Archive, error) {
 // (a hook's own connection migrates and writes; a read-only one opens in a
 // tenth of the time) and without the backfill a search does first (a hook
 // has milliseconds; the next `cx ctl` command or background sweep does it).
+// A ledger a writer has yet to migrate is refused: per-prompt recall reads
+// what the latest schema adds.
 func OpenForPrompt(ctx context.Context, home string) (*Archive, error) {
-	return OpenReadOnly(ctx, home)
+	a, err := OpenReadOnly(ctx, home)
+	if err == nil && a.db.Behind() {
+		a.Close()
+		return nil, fmt.Errorf("the ledger is at an older schema than this cx's: recall waits for its upgrade (the hook's own connection, or the next cx, does it)")
+	}
+	return a, err
 }
 
 // OpenReadOnly opens the ledger in home for reading only (`cx mcp` never
