@@ -55,14 +55,14 @@ demo:
 bench:
 	bash scripts/bench.sh
 
-# The chaos run alone (internal/e2e TestChaos; make test runs it for 45 s
+# The chaos run alone (internal/testing/e2e TestChaos; make test runs it for 45 s
 # per Codex version): DURATION per Codex version, SEED replays a schedule
 # of faults, SCALE workers of each kind.
 DURATION ?= 3m
 SEED ?=
 SCALE ?= 1
 chaos: test-deps
-	CX_CHAOS_DURATION=$(DURATION) CX_CHAOS_SEED=$(SEED) CX_CHAOS_SCALE=$(SCALE) $(GO) test -count=1 -timeout 0 -run '^TestChaos$$' -v ./internal/e2e
+	CX_CHAOS_DURATION=$(DURATION) CX_CHAOS_SEED=$(SEED) CX_CHAOS_SCALE=$(SCALE) $(GO) test -count=1 -timeout 0 -run '^TestChaos$$' -v ./internal/testing/e2e
 
 clean:
 	rm -f cx

@@ -5,10 +5,6 @@
 // `cx ctl forget` takes what a session said and did out of the ledger and
 // its files (the ledger zeroes what it deletes), keeping the record that
 // its generations were committed.
-//
-// It imports lifecycle (the ends and the outbox), internal/ledger,
-// internal/codex, internal/recall (project identity), internal/readmodel
-// and internal/rollout.
 package history
 
 import (
@@ -80,7 +76,7 @@ func Import(ctx context.Context, m *lifecycle.Manager, o ImportOptions) (ImportR
 			return res, err
 		}
 		// A dry run and the import judge alike what is still being written.
-		if lv := m.RolloutLiveness(home, id, path, now); lv.Live {
+		if lv := codex.RolloutFileLiveness(home, id, path, now, m.Cfg.Lifecycle.ActiveWindow.Duration); lv.Live {
 			res.Active++ // a session still running: its own hooks or a later import take it
 			if lv.Until.After(until) {
 				until = lv.Until
@@ -126,7 +122,7 @@ func Import(ctx context.Context, m *lifecycle.Manager, o ImportOptions) (ImportR
 		o.Progress(len(todo), len(todo))
 	}
 	if res.Imported > 0 {
-		if _, err := m.WorkOutbox(ctx, nil); err != nil {
+		if _, err := m.Outbox().Work(ctx, nil); err != nil {
 			return res, err
 		}
 	}

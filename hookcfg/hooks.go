@@ -5,8 +5,6 @@
 // ever touches; the registration of cx's MCP server (through `codex mcp`,
 // else a config.toml line edit); and doctor's checks of the installed hooks
 // (installed, trusted, firing) and of the MCP server (registered, answering).
-//
-// It imports internal/codex, internal/fsutil, internal/health and toml.
 package hookcfg
 
 import (

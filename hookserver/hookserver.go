@@ -8,9 +8,6 @@
 //
 // A hook payload goes down once: cmd/cx → hookserver → internal/codex
 // (ParseHook) → lifecycle (HandleHook, InjectRequest) → inject.
-//
-// It imports lifecycle, inject, internal/codex, internal/config and leaf
-// helpers.
 package hookserver
 
 import (
@@ -29,6 +26,7 @@ import (
 	"cx/inject"
 	"cx/internal/codex"
 	"cx/internal/config"
+	"cx/internal/crumbs"
 	"cx/internal/health"
 	"cx/internal/logs"
 	"cx/internal/proc"
@@ -203,7 +201,7 @@ func Serve(ctx context.Context, c HookCall) (code int) {
 			// The next start or sweep that can write the ledger records
 			// this session from its rollout.
 			if !strings.HasPrefix(p.SessionID, health.DoctorPrefix) {
-				_ = lifecycle.MarkUnrecorded(cfg.Home, codex.Home(c.Getenv), lifecycle.CrumbHook, c.Start, []string{p.SessionID})
+				_ = crumbs.Mark(cfg.Home, codex.Home(c.Getenv), crumbs.Hook, c.Start, []string{p.SessionID})
 			}
 			return
 		}

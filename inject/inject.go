@@ -9,12 +9,6 @@
 // inject decides what and how, and at launch, when hooks cannot give the
 // block, where it goes instead (Codex's developer instructions); it reads
 // the ledger through a read-only view and never writes it.
-//
-// It imports internal/checkpoint, internal/continuity, internal/codex,
-// internal/config, internal/ledger (its types), internal/redact,
-// internal/rollout; whether the hooks are active is its caller's question
-// (AtLaunch takes the answer as a function), so inject never reaches into
-// installation code.
 package inject
 
 import (

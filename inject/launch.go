@@ -15,7 +15,7 @@ import (
 // SessionStart hook (source "startup" for `cx ctl context`, "fallback" when
 // hooks cannot give it), read from the ledger in cfg.Home.
 func AtStart(ctx context.Context, cfg config.Config, source, cwd string) (string, error) {
-	db, err := ledger.Open(ctx, filepath.Join(cfg.Home, ledger.FileName), ledger.Options{})
+	db, err := ledger.Open(ctx, ledger.Path(cfg.Home), ledger.Options{})
 	if err != nil {
 		return "", err
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/codextest"
+	"cx/internal/testing/codextest"
 )
 
 // BenchmarkHookLatency measures a Stop hook (process start to answer) on the

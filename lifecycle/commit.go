@@ -16,7 +16,7 @@ func (m *Manager) CommitNow(ctx context.Context, id string) (readmodel.CommitVie
 	if err != nil {
 		return readmodel.CommitView{}, err
 	}
-	if _, err := m.WorkOutbox(ctx, nil); err != nil {
+	if _, err := m.outbox.Work(ctx, nil); err != nil {
 		return readmodel.CommitView{}, err
 	}
 	out := readmodel.CommitView{Ended: ended}

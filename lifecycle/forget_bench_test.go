@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/codextest"
+	"cx/internal/testing/codextest"
 )
 
 // BenchmarkForget is what forgetting that forgets costs: a ledger holding

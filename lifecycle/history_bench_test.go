@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/codextest"
+	"cx/internal/testing/codextest"
 )
 
 // historyTemplate is a real 0.169 TUI session (five turns, a compaction, an

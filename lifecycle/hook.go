@@ -13,6 +13,7 @@ import (
 	"cx/internal/fsutil"
 	"cx/internal/health"
 	"cx/internal/ledger"
+	"cx/internal/outbox"
 	"cx/internal/proc"
 	"cx/internal/sink"
 )
@@ -270,7 +271,7 @@ func (m *Manager) onSessionEnd(ctx context.Context, s ledger.Session, res *HookR
 	if backlog(s) > m.hookBacklog {
 		res.CatchUpDeferred = true
 		return m.DB.Tx(ctx, func(tx *ledger.Tx) error {
-			_, err := tx.EnqueueDetail(ctx, JobEnd, s.ID, s.Generation, "", reason)
+			_, err := tx.EnqueueDetail(ctx, outbox.JobEnd, s.ID, s.Generation, "", reason)
 			return err
 		})
 	}
@@ -390,7 +391,7 @@ func (m *Manager) armAppends(ctx context.Context, tx *ledger.Tx, s *ledger.Sessi
 		if _, ok := m.Sinks[name].(sink.Appender); !ok {
 			continue
 		}
-		if err := tx.ArmJob(ctx, JobAppend, s.ID, s.Generation, name); err != nil {
+		if err := tx.ArmJob(ctx, outbox.JobAppend, s.ID, s.Generation, name); err != nil {
 			return err
 		}
 	}

@@ -16,11 +16,12 @@ import (
 	"time"
 
 	"cx/internal/codex"
-	"cx/internal/codextest"
+	"cx/internal/crumbs"
 	"cx/internal/health"
 	"cx/internal/ledger"
 	"cx/internal/proc"
 	"cx/internal/readmodel"
+	"cx/internal/testing/codextest"
 	"cx/lifecycle"
 )
 
@@ -205,7 +206,7 @@ func (e *env) want(id, status, reason string, gen, commits int) sessionState {
 // db opens the ledger directly for assertions the commands do not show.
 func (e *env) db() *ledger.DB {
 	e.t.Helper()
-	db, err := ledger.Open(context.Background(), filepath.Join(e.cxHome, ledger.FileName), ledger.Options{})
+	db, err := ledger.Open(context.Background(), ledger.Path(e.cxHome), ledger.Options{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -955,7 +956,7 @@ func TestDamagedLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	junk := bytes.Repeat([]byte("not a database "), 400)
-	if err := os.WriteFile(filepath.Join(e.cxHome, ledger.FileName), junk, 0o600); err != nil {
+	if err := os.WriteFile(ledger.Path(e.cxHome), junk, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := e.cxCmd("start A; hook SessionStart A startup; turn A work; exit 7")
@@ -1092,7 +1093,7 @@ func TestUnrecordedRunRecovered(t *testing.T) {
 	if code := e.run("start B; hook SessionStart B startup; turn B second; exit 0"); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	if len(lifecycle.Unrecorded(e.cxHome)) == 0 {
+	if len(crumbs.List(e.cxHome)) == 0 {
 		t.Fatal("no breadcrumb of the unrecorded run")
 	}
 	if err := os.Remove(db); err != nil {
@@ -1117,7 +1118,7 @@ func TestUnrecordedRunRecovered(t *testing.T) {
 		t.Fatalf("a second sweep recovered again: %s", out)
 	}
 	e.want("B", "committed", lifecycle.ReasonRecovered, 1, 1)
-	if len(lifecycle.Unrecorded(e.cxHome)) != 0 {
+	if len(crumbs.List(e.cxHome)) != 0 {
 		t.Fatal("the breadcrumb is still there")
 	}
 	if out, _ := e.ctl("doctor"); !strings.Contains(out, "recorded late from their rollouts") {
@@ -1152,14 +1153,14 @@ func TestUnrecordedRunHookRecordedEnded(t *testing.T) {
 	if err := runWait(cmd, 30*time.Second); err != nil {
 		t.Fatalf("cx: %v", err)
 	}
-	if len(lifecycle.Unrecorded(e.cxHome)) == 0 {
+	if len(crumbs.List(e.cxHome)) == 0 {
 		t.Fatal("no breadcrumb of the unrecorded run")
 	}
 	if out, code := e.ctlLater(2*time.Second, "sweep"); code != 0 {
 		t.Fatalf("sweep: %d %s", code, out)
 	}
 	e.want(id, "committed", lifecycle.ReasonRecovered, 1, 1)
-	if len(lifecycle.Unrecorded(e.cxHome)) != 0 {
+	if len(crumbs.List(e.cxHome)) != 0 {
 		t.Fatal("the breadcrumb is still there")
 	}
 }
@@ -1194,7 +1195,7 @@ func TestUnrecordedBelongsToItsCXHome(t *testing.T) {
 	if _, ok := e.sessions()["C"]; ok {
 		t.Fatalf("the other CX_HOME's session was recorded here: %v", e.sessions())
 	}
-	if len(lifecycle.Unrecorded(e.cxHome)) != 0 {
+	if len(crumbs.List(e.cxHome)) != 0 {
 		t.Fatal("the breadcrumb is still there")
 	}
 }

@@ -31,21 +31,14 @@
 // app-server threads) to the supervisor, End and Learn to history,
 // CommitNow, Sweep, Retry and WorkOutbox to cmd/cx. The sinks are packages
 // of their own behind internal/sink.
-//
-// It imports inject (the Request it builds), internal/codex,
-// internal/ledger, internal/readmodel, internal/recall, internal/rollout,
-// internal/sink and its sinks, and leaf helpers; never wrapper.
 package lifecycle
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -55,9 +48,11 @@ import (
 	"cx/internal/config"
 	"cx/internal/ledger"
 	"cx/internal/logs"
+	"cx/internal/outbox"
+	"cx/internal/redact"
 	"cx/internal/rollout"
 	"cx/internal/sink"
-	ovsink "cx/internal/sink/openviking"
+	"cx/internal/sinks"
 	"cx/internal/testpoint"
 )
 
@@ -79,9 +74,8 @@ type Manager struct {
 	Cfg   config.Config
 	Sinks map[string]sink.Sink
 	Log   *logs.Logger
-	// Owner names this process in job leases; Lease is how long it holds one.
-	Owner string
-	Lease time.Duration
+	// outbox works the jobs the ends enqueue.
+	outbox *outbox.Outbox
 	// Now is the clock (tests may replace it).
 	Now func() time.Time
 	// Getenv reads the environment (Codex's home for sessions of Codex started
@@ -108,7 +102,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*Manager, error
 	if err := config.EnsureHome(cfg.Home); err != nil {
 		return nil, err
 	}
-	db, err := ledger.Open(ctx, filepath.Join(cfg.Home, ledger.FileName), ledger.Options{BusyTimeout: opts.BusyTimeout, Now: nowUTC})
+	db, err := ledger.Open(ctx, ledger.Path(cfg.Home), ledger.Options{BusyTimeout: opts.BusyTimeout, Now: nowUTC})
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +112,7 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*Manager, error
 // OpenReader opens the ledger for the commands that only read it
 // (sessions, status, show): read only when CX_HOME cannot be written.
 func OpenReader(ctx context.Context, cfg config.Config) (*Manager, error) {
-	db, _, err := ledger.OpenForReading(ctx, filepath.Join(cfg.Home, ledger.FileName), ledger.Options{Now: nowUTC})
+	db, _, err := ledger.OpenForReading(ctx, ledger.Path(cfg.Home), ledger.Options{Now: nowUTC})
 	if err != nil {
 		return nil, err
 	}
@@ -130,8 +124,6 @@ func newManager(cfg config.Config, db *ledger.DB) *Manager {
 		DB:          db,
 		Cfg:         cfg,
 		Log:         logs.New(cfg.Home),
-		Owner:       fmt.Sprintf("pid:%d:%d", os.Getpid(), time.Now().UnixNano()),
-		Lease:       defaultLease,
 		Now:         nowUTC,
 		Getenv:      os.LookupEnv,
 		hookBacklog: 4 << 20,
@@ -139,11 +131,45 @@ func newManager(cfg config.Config, db *ledger.DB) *Manager {
 	if n, ok := testpoint.Int(testpoint.HookBacklog); ok {
 		m.hookBacklog = n // the first-sight tests: a long history without 4 MiB of it
 	}
-	if d, ok := testpoint.Duration(testpoint.Lease); ok {
-		m.Lease = d // crash-point tests: a dead worker's lease expires quickly
+	m.Sinks = sinks.Build(m.host())
+	m.outbox = outbox.New(db, m.Sinks, m.Log, cfg.Lifecycle.MaxAttempts)
+	m.outbox.End = func(ctx context.Context, id, reason string) error {
+		// What the hook would have ended: whatever is live once caught up.
+		_, err := m.End(ctx, id, reason, EndOptions{})
+		return err
 	}
-	m.Sinks = defaultSinks(m.host())
+	m.outbox.Settle = settleGeneration
 	return m
+}
+
+// Outbox is the outbox the manager's ends go to.
+func (m *Manager) Outbox() *outbox.Outbox { return m.outbox }
+
+// host is what the sinks may use of the manager (its clock and environment
+// read at each call, so a test's replacement holds).
+func (m *Manager) host() sink.Host {
+	return sink.Host{DB: m.DB, Cfg: m.Cfg, Log: m.Log,
+		Getenv: func(k string) (string, bool) { return m.Getenv(k) },
+		Now:    func() time.Time { return m.Now() }}
+}
+
+// settleGeneration marks a generation committed, and its session when it
+// is the session's ended one (the outbox: every sink's commit is done).
+func settleGeneration(ctx context.Context, tx *ledger.Tx, sessionID string, gen int) error {
+	if err := tx.SetGenerationStatus(ctx, sessionID, gen, ledger.Committed); err != nil {
+		return err
+	}
+	s, err := tx.Session(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	if s.Generation == gen && s.Status == ledger.Ended {
+		s.Status = ledger.Committed
+		if err := tx.PutSession(ctx, s); err != nil {
+			return err
+		}
+	}
+	return tx.AddEvent(ctx, "generation.committed", sessionID, s.RunID, fmt.Sprintf("g%d", gen))
 }
 
 // Close closes the ledger.
@@ -152,26 +178,6 @@ func (m *Manager) Close() error {
 		return nil
 	}
 	return m.DB.Close()
-}
-
-// NewRunID returns a fresh run id.
-func NewRunID() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return "run-" + hex.EncodeToString(b)
-}
-
-// toolChars bounds each captured tool input and output: [capture]
-// max_tool_chars, or [openviking] max_tool_chars when the session goes to
-// OpenViking and that is larger (the server takes tool output whole).
-func (m *Manager) toolChars(sinks []string) int {
-	n := m.Cfg.Capture.MaxToolChars
-	for _, s := range sinks {
-		if s == ovsink.Name {
-			n = max(n, m.Cfg.OpenViking.MaxToolChars)
-		}
-	}
-	return n
 }
 
 // ensureSession returns the session, creating it live (generation 1) when
@@ -256,7 +262,7 @@ func (m *Manager) capture(ctx context.Context, id string, limit int64, then afte
 		_ = json.Unmarshal([]byte(s.Meta), meta)
 	}
 	cur := rollout.Cursor{Offset: s.Cursor.Offset, Seen: s.Cursor.Seen, Inode: s.Cursor.Inode, Size: s.Cursor.Size, Head: s.Cursor.Head}
-	capt, err := rollout.CaptureFile(path, cur, meta, rollout.Options{MaxLineBytes: m.Cfg.Capture.MaxLineBytes, MaxToolChars: m.toolChars(s.Sinks)})
+	capt, err := rollout.CaptureFile(path, cur, meta, rollout.Options{MaxLineBytes: m.Cfg.Capture.MaxLineBytes, MaxToolChars: m.Cfg.ToolChars(s.Sinks)})
 	if err != nil {
 		return s, false, fmt.Errorf("capture %s: %w", id, err)
 	}
@@ -297,7 +303,7 @@ func (m *Manager) store(ctx context.Context, tx *ledger.Tx, s *ledger.Session, p
 		if t.Key == "" {
 			continue
 		}
-		data, _ := json.Marshal(redactTurn(t))
+		data, _ := json.Marshal(t.Map(redact.String)) // no secret at rest
 		gen := s.Generation
 		if s.Status != ledger.Live {
 			// A turn after the generation ended: it opens the next one.
@@ -398,13 +404,7 @@ func checkpointOf(ctx context.Context, q checkpointReader, id string) (cp checkp
 	if err != nil {
 		return cp, nil, false, err
 	}
-	open := make([]rollout.Turn, 0, len(stored))
-	for _, st := range stored {
-		var t rollout.Turn
-		if json.Unmarshal([]byte(st.Data), &t) == nil {
-			open = append(open, t)
-		}
-	}
+	open := sink.Turns(stored)
 	present = map[string]bool{}
 	for _, h := range kept.Sections {
 		present[h] = true
@@ -506,7 +506,7 @@ func (m *Manager) endInTx(ctx context.Context, tx *ledger.Tx, id, reason string,
 	}
 	if g.Status == ledger.Ended {
 		for _, sink := range s.Sinks {
-			if _, err := tx.Enqueue(ctx, JobCommit, s.ID, s.Generation, sink); err != nil {
+			if _, err := tx.Enqueue(ctx, outbox.JobCommit, s.ID, s.Generation, sink); err != nil {
 				return false, err
 			}
 		}
@@ -547,34 +547,4 @@ func (m *Manager) Learn(ctx context.Context, hint ledger.Session, kind, detail s
 		}
 		return err
 	})
-}
-
-// LedgerFix is what to do about a ledger that cannot be opened, by why.
-func LedgerFix(cfg config.Config, err error) string {
-	path := filepath.Join(cfg.Home, ledger.FileName)
-	switch {
-	case errors.Is(err, config.ErrHome):
-		return "move what stands at " + cfg.Home + " aside, or set CX_HOME to a directory cx may create and write"
-	case ledger.IsDamaged(err):
-		return "move " + path + " aside; cx starts a new ledger (rollouts keep every session)"
-	case ledger.IsFull(err):
-		return "make room on the disk holding " + cfg.Home + ", or set CX_HOME to a directory on another disk"
-	case ledger.CannotWrite(err):
-		return "make " + cfg.Home + " writable, or set CX_HOME to a directory that is (meanwhile search, show, sessions and status read it as it is)"
-	}
-	if _, serr := os.Stat(filepath.Join(cfg.Home, "logs", "cx.log")); serr == nil {
-		return "see " + filepath.Join(cfg.Home, "logs", "cx.log")
-	}
-	return "check that " + path + " can be created and written"
-}
-
-// LedgerAdvice is what to do when err (a ledger failure) is the ledger's
-// own trouble — damaged, or in a CX_HOME cx cannot use or write, or on a
-// full disk — and ""
-// otherwise: a command that failed on it says so beside its error.
-func LedgerAdvice(cfg config.Config, err error) string {
-	if errors.Is(err, config.ErrHome) || ledger.IsDamaged(err) || ledger.CannotWrite(err) || ledger.IsFull(err) {
-		return "to fix: " + LedgerFix(cfg, err)
-	}
-	return ""
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/codextest"
+	"cx/internal/testing/codextest"
 )
 
 // BenchmarkRecallSearch archives a real-shaped session of ~1 MB and one of

@@ -76,24 +76,21 @@ type Run struct {
 	stopped  chan struct{}
 	known    map[string]bool
 	paths    map[string]string // the rollout each known session was learned with
-	// candidates are thread ids from Codex's log database not yet seen on
-	// disk: Codex's own helper threads (0.169's title generation) are
-	// logged too, and only a thread with a lock file or a rollout is a
-	// session.
-	candidates map[string]bool
-	logs       *codex.LogWatch
-	drain      func() // before the exit ends the sessions left (the app-server tap)
-	started    time.Time
+	threads  *codex.Threads    // what the process holds, discovered
+	logs     *codex.LogWatch
+	drain    func() // before the exit ends the sessions left (the app-server tap)
+	started  time.Time
 }
 
 // BeginRun records the run in the background (Codex's launch never waits
 // for the ledger) and returns at once.
 func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
-	r := &Run{m: m, info: info, recorded: make(chan struct{}), finishing: make(chan struct{}), known: map[string]bool{}, paths: map[string]string{}, candidates: map[string]bool{}, started: info.Started,
+	r := &Run{m: m, info: info, recorded: make(chan struct{}), finishing: make(chan struct{}), known: map[string]bool{}, paths: map[string]string{}, started: info.Started,
 		logs: codex.NewLogWatch(info.CodexHome)}
 	if r.started.IsZero() {
 		r.started = time.Now()
 	}
+	r.threads = &codex.Threads{Home: info.CodexHome, Since: r.started, Logs: r.logs}
 	go func() {
 		defer close(r.recorded) // after a panic is logged
 		defer m.Log.Recover("record run " + info.ID)
@@ -106,7 +103,7 @@ func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
 		// 0.128: an app-server's thread left live, owned by no run).
 		tries, err := m.DB.TxRetry(ctx, r.finishing, recordRunPause, func(tx *ledger.Tx) error {
 			return tx.PutRun(ctx, ledger.Run{ID: info.ID, PID: os.Getpid(), PIDStart: proc.StartTime(os.Getpid()),
-				CodexHome: info.CodexHome, CodexVersion: info.CodexVersion, Cwd: info.Cwd, Args: redactArgs(info.Args),
+				CodexHome: info.CodexHome, CodexVersion: info.CodexVersion, Cwd: info.Cwd, Args: redact.Strings(info.Args),
 				Sinks: info.Sinks, Mode: info.Mode, StartedAt: r.started.UTC()}) // Codex's launch, not this later write: a dead run's threads are those born since
 		})
 		r.recErr = err
@@ -122,16 +119,6 @@ func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
 
 // recordRunPause is the pause between tries to record a run.
 const recordRunPause = 500 * time.Millisecond
-
-// redactArgs is Codex's command line as the ledger keeps it: a prompt given
-// as an argument (`cx exec "…"`) may hold a secret.
-func redactArgs(args []string) []string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = redact.String(a)
-	}
-	return out
-}
 
 // ID is the run id (CX_RUN_ID).
 func (r *Run) ID() string { return r.info.ID }
@@ -221,44 +208,7 @@ func (r *Run) discoverLoop(ctx context.Context, pid int, start uint64, recorded 
 // discover learns what the process holds now; it reports whether it
 // learned anything (and writes the ledger only then).
 func (r *Run) discover(ctx context.Context, pid int, withFDs bool) bool {
-	found := map[string]string{} // id → rollout path (may be "")
-	if withFDs {
-		for _, f := range proc.OpenFiles(pid) {
-			if id, ok := codex.LockFileThread(f); ok {
-				if _, ok := found[id]; !ok {
-					found[id] = ""
-				}
-			}
-			if id := codex.RolloutID(f); id != "" {
-				found[id] = f
-			}
-		}
-	}
-	for _, id := range r.logs.Threads(pid) {
-		if _, ok := found[id]; !ok && !r.known[id] {
-			r.candidates[id] = true
-		}
-	}
-	if len(r.candidates) > 0 {
-		// A candidate is a session once Codex keeps something of it on disk:
-		// one listing of the day folders and the locks for all of them.
-		rollouts, locks := codex.RolloutsSince(r.info.CodexHome, r.started), codex.ThreadLocks(r.info.CodexHome)
-		for id := range r.candidates {
-			_, seen := found[id]
-			path, hasRollout := rollouts[id]
-			switch {
-			case seen || r.known[id]:
-			case hasRollout:
-				found[id] = path
-			case locks[id]:
-				found[id] = ""
-			default:
-				continue // a helper thread of Codex's, or not on disk yet
-			}
-			delete(r.candidates, id)
-		}
-	}
-	return r.learn(ctx, found)
+	return r.learn(ctx, r.threads.Look(pid, withFDs, func(id string) bool { return r.known[id] }))
 }
 
 // learn records the sessions found (id → rollout path, maybe "") that are
@@ -283,7 +233,7 @@ func (r *Run) learn(ctx context.Context, found map[string]string) bool {
 			// Not learned after all: the next look, or the exit, tries again.
 			delete(r.known, id)
 			delete(r.paths, id)
-			r.candidates[id] = true
+			r.threads.Again(id)
 			r.m.Log.Printf("discover session %s: %v", id, err)
 		}
 	}
@@ -296,7 +246,7 @@ func (r *Run) learn(ctx context.Context, found map[string]string) bool {
 // Codex 0.169 deletes a thread's lock file at exit and logs no thread rows.
 // See ownThreads; the ledger must not know them either.
 func (r *Run) writtenUnseen(ctx context.Context, pid int) map[string]string {
-	return OwnThreads(r.info.CodexHome, pid, r.started, r.info.CodexDir(), r.logs, func(id string) bool {
+	return codex.OwnThreads(r.info.CodexHome, pid, r.started, r.info.CodexDir(), r.logs, func(id string) bool {
 		if r.known[id] {
 			return true
 		}
@@ -408,7 +358,7 @@ func (r *Run) Finish(ctx context.Context, ex ExitInfo) error {
 			}
 		}()
 	}
-	if _, err := r.m.WorkOutbox(wctx, nil); err != nil && wctx.Err() == nil {
+	if _, err := r.m.outbox.Work(wctx, nil); err != nil && wctx.Err() == nil {
 		r.m.Log.Printf("outbox at exit of %s: %v", r.info.ID, err)
 	}
 	return nil

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/codextest"
 	"cx/internal/fsutil"
-	"cx/internal/openviking/ovfake"
+	"cx/internal/testing/codextest"
+	"cx/internal/testing/ovfake"
 )
 
 // ovEnv is a cx environment whose sessions go to a fake OpenViking server

@@ -11,6 +11,7 @@ import (
 
 	"cx/internal/config"
 	"cx/internal/ledger"
+	"cx/internal/outbox"
 	"cx/internal/proc"
 )
 
@@ -72,7 +73,7 @@ func (m *Manager) waitForOthers(ctx context.Context, o SweepOptions, res *SweepR
 		case <-ctx.Done():
 		case <-time.After(jobPoll):
 		}
-		n, err := m.WorkOutbox(ctx, nil) // a job released for a retry, or an expired lease
+		n, err := m.outbox.Work(ctx, nil) // a job released for a retry, or an expired lease
 		res.Jobs += n
 		if err != nil && ctx.Err() == nil {
 			return err
@@ -82,20 +83,14 @@ func (m *Manager) waitForOthers(ctx context.Context, o SweepOptions, res *SweepR
 
 // leasedElsewhere lists the jobs another worker holds a live lease on.
 func (m *Manager) leasedElsewhere(ctx context.Context) ([]readmodel.JobView, error) {
-	jobs, err := m.DB.Jobs(ctx, ledger.JobLeased)
-	if err != nil {
-		return nil, err
-	}
-	now := m.Now()
+	jobs, err := m.outbox.LeasedElsewhere(ctx, m.Now())
 	var out []readmodel.JobView
 	for _, j := range jobs {
-		if j.LeaseOwner != m.Owner && j.LeaseUntil != nil && j.LeaseUntil.After(now) {
-			v := readmodel.Job(j)
-			v.LeaseOwner = j.LeaseOwner
-			out = append(out, v)
-		}
+		v := readmodel.Job(j)
+		v.LeaseOwner = j.LeaseOwner
+		out = append(out, v)
 	}
-	return out, nil
+	return out, err
 }
 
 // recoverOrphans ends the live sessions of runs whose cx died (pid gone, or
@@ -217,7 +212,7 @@ func (m *Manager) Sweep(ctx context.Context) (SweepResult, error) {
 			res.Ended++
 		}
 	}
-	res.Jobs, err = m.WorkOutbox(ctx, nil)
+	res.Jobs, err = m.outbox.Work(ctx, nil)
 	return res, err
 }
 
@@ -255,7 +250,7 @@ func (m *Manager) learnOrphaned(ctx context.Context, r ledger.Run) {
 		s, err := m.DB.Session(ctx, id)
 		return err == nil && (s.RunID != "" || s.Status != ledger.Live)
 	}
-	for id, path := range OwnThreads(r.CodexHome, r.CodexPID, r.StartedAt, cwd, logs, taken) {
+	for id, path := range codex.OwnThreads(r.CodexHome, r.CodexPID, r.StartedAt, cwd, logs, taken) {
 		err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
 			claimed, err := m.claim(ctx, tx, r, id, path, reasonOrphan)
 			if err != nil || !claimed {
@@ -315,7 +310,7 @@ func (m *Manager) liveness(s ledger.Session) codex.Liveness {
 	if path == "" {
 		return codex.Liveness{}
 	}
-	return m.RolloutLiveness(s.CodexHome, s.ID, path, m.Now())
+	return codex.RolloutFileLiveness(s.CodexHome, s.ID, path, m.Now(), m.Cfg.Lifecycle.ActiveWindow.Duration)
 }
 
 // heldByNone reports whether the session's Codex keeps writer locks and
@@ -335,7 +330,7 @@ func (m *Manager) endQueued(ctx context.Context, id string) bool {
 		return true // unknown: leave it to the outbox and the next sweep
 	}
 	for _, j := range jobs {
-		if j.Kind == JobEnd && j.State != ledger.JobDone {
+		if j.Kind == outbox.JobEnd && j.State != ledger.JobDone {
 			return true
 		}
 	}

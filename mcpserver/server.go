@@ -16,8 +16,6 @@
 // Requests are answered in order, one at a time; a line that is not a
 // JSON-RPC message is dropped, never fatal; what was read before stdin
 // closed is answered before the server ends.
-//
-// It imports internal/recall and inject.
 package mcpserver
 
 import (

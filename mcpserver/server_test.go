@@ -21,7 +21,7 @@ import (
 func seed(t *testing.T, home, cwd string) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := ledger.Open(ctx, filepath.Join(home, ledger.FileName), ledger.Options{})
+	db, err := ledger.Open(ctx, ledger.Path(home), ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,4 +30,4 @@ go test -run '^$' -bench 'ReadReduce|StopCapture' -benchtime 1x -cpu 1 -count "$
 go test -run '^$' -bench 'TapRelayLatency' -benchtime 1x -count "${COUNT:-3}" ./wrapper
 bash scripts/bench-terminal.sh
 # Idle CPU of cx beside the real Codex TUI at its prompt (60 s per version).
-go test -run '^$' -bench 'IdleCPU' -benchtime 1x -timeout 20m ./internal/e2e
+go test -run '^$' -bench 'IdleCPU' -benchtime 1x -timeout 20m ./internal/testing/e2e

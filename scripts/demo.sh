@@ -18,7 +18,7 @@ trap cleanup EXIT
 
 say "Building cx and the mock model; installing Codex 0.169.0 from npm (cached)"
 go build -o "$root/bin/cx" ./cmd/cx
-go build -o "$root/bin/mockmodel" ./internal/mockmodel/cmd/mockmodel
+go build -o "$root/bin/mockmodel" ./internal/testing/mockmodel/cmd/mockmodel
 bash scripts/install-codex.sh >/dev/null
 launcher=$(awk '$1=="0.169.0"{print $3}' "${XDG_CACHE_HOME:-$HOME/.cache}/cx-test/codex/manifest")
 

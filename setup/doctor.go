@@ -4,16 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"cx/internal/config"
+	"cx/internal/crumbs"
 	"cx/internal/health"
 	"cx/internal/ledger"
 	"cx/internal/readmodel"
 	"cx/internal/sink"
 	ovsink "cx/internal/sink/openviking"
-	"cx/lifecycle"
+	"cx/internal/sinks"
 )
 
 // DoctorReport is `cx ctl doctor`: every check, and whether all passed.
@@ -76,9 +76,9 @@ func ledgerChecks(ctx context.Context, cfg config.Config, codexHome string, gete
 		}
 		out = append(out, c, u)
 	}
-	sinks := lifecycle.ConfiguredSinks(cfg, getenv)
+	configured := sinks.Configured(cfg, getenv)
 	for _, name := range cfg.Sinks {
-		if ch, ok := sinks[name].(sink.Checker); ok {
+		if ch, ok := configured[name].(sink.Checker); ok {
 			out = append(out, ch.Check(ctx))
 		}
 	}
@@ -100,7 +100,7 @@ func installNotes(cfg config.Config, codexHome string, getenv func(string) (stri
 // checkUnrecorded reports runs that could not write the ledger (a full
 // disk, an I/O error, a damaged or locked ledger), and what recovered them.
 func checkUnrecorded(home, recoveredNote string) health.Check {
-	crumbs := lifecycle.Unrecorded(home)
+	crumbs := crumbs.List(home)
 	if len(crumbs) > 0 {
 		return health.Check{Name: "unrecorded runs", Detail: fmt.Sprintf("%d run(s) since %s could not write the ledger; their sessions are safe in Codex's rollouts",
 			len(crumbs), readmodel.RFC3339(crumbs[0].Started)), Fix: "once the ledger can be written: cx ctl sweep (records and commits them; the next cx start does too)"}
@@ -118,13 +118,13 @@ const fixParked = "see `cx ctl status`, then `cx ctl retry --all`"
 // checkLedger checks the ledger; it also says when sessions were last
 // recorded late from their rollouts ("" if never).
 func checkLedger(ctx context.Context, cfg config.Config) (c health.Check, recovered string) {
-	path := filepath.Join(cfg.Home, ledger.FileName)
+	path := ledger.Path(cfg.Home)
 	if err := config.EnsureHome(cfg.Home); err != nil {
-		return health.Check{Name: "ledger", Detail: err.Error(), Fix: lifecycle.LedgerFix(cfg, err)}, ""
+		return health.Check{Name: "ledger", Detail: err.Error(), Fix: ledger.Fix(cfg.Home, err)}, ""
 	}
 	db, err := ledger.Open(ctx, path, ledger.Options{})
 	if err != nil {
-		return health.Check{Name: "ledger", Detail: err.Error(), Fix: lifecycle.LedgerFix(cfg, err)}, ""
+		return health.Check{Name: "ledger", Detail: err.Error(), Fix: ledger.Fix(cfg.Home, err)}, ""
 	}
 	defer db.Close()
 	if err := db.Check(ctx); err != nil {

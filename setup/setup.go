@@ -4,9 +4,6 @@
 // found, the hooks and the MCP server hookcfg checks, the ledger, runs
 // that could not be recorded, the sinks). It decides and does; it prints
 // nothing.
-//
-// It imports hookcfg, history, lifecycle, internal/codex, internal/config,
-// internal/health, internal/ledger, internal/readmodel and internal/sink.
 package setup
 
 import (

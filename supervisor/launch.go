@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"os"
 	"os/signal"
@@ -108,7 +110,7 @@ func RunCodex(ctx context.Context, l Launch) int {
 		l.Errorf("%s", note)
 	}
 	spec.Args = codexArgs
-	runID := lifecycle.NewRunID()
+	runID := newRunID()
 	var tap *AppServerTap
 	mode := ""
 	if codex.IsAppServer(l.Args, caps) {
@@ -186,4 +188,11 @@ func reportRun(l Launch, bin codex.Binary, ex wrapper.Exit, err error) {
 	if err != nil {
 		l.Errorf("%v", err)
 	}
+}
+
+// newRunID returns a fresh run id.
+func newRunID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "run-" + hex.EncodeToString(b)
 }

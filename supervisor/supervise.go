@@ -4,9 +4,6 @@
 // JSON-RPC for the threads it serves. The ledger is opened beside Codex's
 // launch, never before it, and no bug or failure here reaches Codex: a run
 // that cannot be recorded leaves a breadcrumb and a warning line.
-//
-// It imports wrapper, lifecycle, internal/codex, internal/config and leaf
-// helpers.
 package supervisor
 
 import (
@@ -19,6 +16,8 @@ import (
 
 	"cx/internal/codex"
 	"cx/internal/config"
+	"cx/internal/crumbs"
+	"cx/internal/ledger"
 	"cx/internal/logs"
 	"cx/internal/proc"
 	"cx/internal/testpoint"
@@ -233,7 +232,7 @@ func (s *Supervision) leaveBreadcrumb() bool {
 				ids[id] = true
 			}
 		}
-		for id := range lifecycle.OwnThreads(s.info.CodexHome, s.pid, s.info.Started, s.info.CodexDir(), logs, nil) {
+		for id := range codex.OwnThreads(s.info.CodexHome, s.pid, s.info.Started, s.info.CodexDir(), logs, nil) {
 			ids[id] = true
 		}
 	}
@@ -242,7 +241,7 @@ func (s *Supervision) leaveBreadcrumb() bool {
 		threads = append(threads, id)
 	}
 	sort.Strings(threads)
-	if err := lifecycle.MarkUnrecorded(s.home, s.info.CodexHome, lifecycle.CrumbRun, s.startedAt, threads); err != nil {
+	if err := crumbs.Mark(s.home, s.info.CodexHome, crumbs.Run, s.startedAt, threads); err != nil {
 		s.log.Printf("breadcrumb of an unrecorded run (%d thread(s)): %v", len(threads), err)
 		return false
 	}
@@ -260,7 +259,7 @@ func (s *Supervision) afterwards(err error, crumb bool, dflt string) string {
 	if !crumb {
 		then, dflt = "`cx ctl import`", "see `cx ctl doctor`; `cx ctl import` records them later"
 	}
-	if advice := lifecycle.LedgerAdvice(s.cfg, err); advice != "" {
+	if advice := ledger.Advice(s.cfg.Home, err); advice != "" {
 		return advice + "; then " + then + " records this run from its rollouts"
 	}
 	return dflt

@@ -20,8 +20,8 @@ import (
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
-	"cx/internal/codextest"
 	cxproc "cx/internal/proc"
+	"cx/internal/testing/codextest"
 )
 
 // The test binary plays two parts besides running tests: a fake child

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/codextest"
+	"cx/internal/testing/codextest"
 )
 
 // startGroup starts a shell script as the leader of a process group of its

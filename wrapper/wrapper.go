@@ -7,9 +7,6 @@
 //
 // It knows nothing about Codex: callers supply the stop keystrokes and learn
 // about the child's start and exit through an Observer.
-//
-// It imports internal/tty, internal/proc, internal/testpoint, pty and
-// oklog/run.
 package wrapper
 
 import (

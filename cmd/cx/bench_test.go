@@ -20,7 +20,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/term"
 
-	"cx/internal/codextest"
+	"cx/internal/testing/codextest"
 )
 
 // fakeCodexMain is the test binary acting as a minimal Codex for the

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/codextest"
+	"cx/internal/testing/codextest"
 )
 
 // BenchmarkCheckpointCommand is `cx ctl checkpoint --json` on a ~100 MB

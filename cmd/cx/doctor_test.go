@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"cx/internal/openviking/ovfake"
+	"cx/internal/testing/ovfake"
 )
 
 // With the openviking sink on, doctor checks the server: healthy and a

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/codextest"
+	"cx/internal/testing/codextest"
 )
 
 // hookRun starts `cx ctl hook EVENT` as Codex does and returns its first

@@ -5,12 +5,6 @@
 //
 // Commands return errors; exit turns them into the exit status (an
 // exitStatus is one the command has already explained).
-//
-// It imports supervisor, hookserver, setup, history, lifecycle, inject,
-// mcpserver, wrapper (the leader), internal/readmodel, internal/recall,
-// internal/config and leaf helpers (internal/cli, internal/codex,
-// internal/checkpoint, internal/mcpproto, internal/tty); never the ledger
-// or a sink's client.
 package main
 
 import (

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/codextest"
+	"cx/internal/testing/codextest"
 )
 
 // BenchmarkMCPInitialize times `cx mcp` as Codex meets it at every session

@@ -13,7 +13,7 @@ import (
 
 	"github.com/creack/pty"
 
-	"cx/internal/codextest"
+	"cx/internal/testing/codextest"
 )
 
 // A panic in cx's own bookkeeping — opening the ledger beside Codex, or

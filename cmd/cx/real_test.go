@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"cx/internal/codextest"
+	"cx/internal/testing/codextest"
 )
 
 // The real Codex CLI through cx: `--version` prints the same bytes and exits

@@ -21,8 +21,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"cx/internal/codextest"
 	_ "cx/internal/ledger"
+	"cx/internal/testing/codextest"
 )
 
 // -update rewrites the golden sections of testdata/script/*.txtar from

@@ -11,6 +11,7 @@ import (
 
 	"cx/internal/cli"
 	"cx/internal/config"
+	"cx/internal/ledger"
 	"cx/internal/readmodel"
 	"cx/internal/tty"
 	"cx/lifecycle"
@@ -199,7 +200,7 @@ func (a *app) ctlSweep(ctx context.Context, args []string) error {
 	if err != nil {
 		if !background {
 			a.errorf("%v", err)
-			if advice := lifecycle.LedgerAdvice(cfg, err); advice != "" {
+			if advice := ledger.Advice(cfg.Home, err); advice != "" {
 				a.errorf("%s", advice)
 			}
 		}
@@ -253,7 +254,7 @@ func (a *app) ctlRetry(ctx context.Context, args []string) error {
 		return err
 	}
 	return a.withLedger(ctx, false, func(m *lifecycle.Manager) error {
-		r, err := m.Retry(ctx, ids, all)
+		r, err := m.Outbox().Retry(ctx, ids, all)
 		if err != nil {
 			return fmt.Errorf("retry: %v", err)
 		}
@@ -262,7 +263,7 @@ func (a *app) ctlRetry(ctx context.Context, args []string) error {
 		}
 		worked := 0
 		if r.Parked+r.Waiting > 0 {
-			if worked, err = m.WorkOutbox(ctx, nil); err != nil {
+			if worked, err = m.Outbox().Work(ctx, nil); err != nil {
 				return fmt.Errorf("retry: %v", err)
 			}
 		}

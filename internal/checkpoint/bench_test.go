@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/codextest"
 	"cx/internal/rollout"
+	"cx/internal/testing/codextest"
 )
 
 // bigRollout builds a real-shaped rollout of at least size bytes

@@ -5,8 +5,6 @@
 // byte-stable text view under fixed caps. No clock, cwd, locale or disk goes
 // into the checkpoint; the disk is consulted only when the view is rendered
 // for injection, to mark files changed since as SUSPECT.
-//
-// It imports internal/rollout and internal/redact.
 package checkpoint
 
 import (

@@ -1,8 +1,6 @@
 // Package cli is cx's command-line plumbing, free of cx's logic: the one
 // argument parser every `cx ctl` command uses (flags and positionals in any
 // order), cx's version from its build, and how a count is said.
-//
-// It imports only the standard library.
 package cli
 
 import (

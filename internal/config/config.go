@@ -4,8 +4,6 @@
 //
 // It lives under internal/ (not hookcfg/) because the supervisor, the
 // lifecycle and injection all read it and dependencies point down.
-//
-// It imports toml and internal/health (its doctor check).
 package config
 
 import (
@@ -387,4 +385,18 @@ func Check(cfg Config, err error) health.Check {
 		detail += " (" + strings.Join(cfg.Warnings, "; ") + ")"
 	}
 	return health.Check{Name: "config", OK: true, Detail: detail}
+}
+
+// ToolChars bounds each captured tool input and output of a session that
+// goes to sinks: [capture] max_tool_chars, or [openviking] max_tool_chars
+// when it goes to OpenViking and that is larger (the server takes tool
+// output whole).
+func (c Config) ToolChars(sinks []string) int {
+	n := c.Capture.MaxToolChars
+	for _, s := range sinks {
+		if s == "openviking" {
+			n = max(n, c.OpenViking.MaxToolChars)
+		}
+	}
+	return n
 }

@@ -3,9 +3,6 @@
 // worktrees: what works, what failed) and one per worktree (the goal, what is
 // open next, the files touched). Each session end merges its evidence in;
 // what a person wrote is kept.
-//
-// It imports internal/checkpoint, internal/rollout, internal/redact and
-// internal/fsutil.
 package continuity
 
 import (

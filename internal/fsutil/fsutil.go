@@ -1,8 +1,6 @@
 // Package fsutil holds the one atomic file write every writer of cx uses,
 // the one file lock (Lock, LockContext, Held) for every lock cx takes, and
 // Full, which tells a full disk behind a write's error.
-//
-// It imports only the standard library and x/sys/unix.
 package fsutil
 
 import (

@@ -1,7 +1,5 @@
 // Package health is the shape of one `cx ctl doctor` finding, shared by
 // the packages that check their own part (hooks, the ledger, each sink).
-//
-// It imports nothing.
 package health
 
 // Check is one finding.

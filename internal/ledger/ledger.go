@@ -24,8 +24,6 @@
 // Errors are told apart by SQLite's result codes (IsDamaged, CannotWrite,
 // query errors), never by their text. history's forget deletes from every
 // table that holds what a session said (Forget, forget.go).
-//
-// It imports only the standard library, the sqlite driver and internal/fsutil.
 package ledger
 
 import (

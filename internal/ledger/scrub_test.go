@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"cx/internal/codextest"
+	"cx/internal/testing/codextest"
 )
 
 // copiesIn counts text in the ledger's files: the database, its WAL, its shm.

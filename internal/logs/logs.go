@@ -2,8 +2,6 @@
 // lines (redacted, never failing the caller), bounded files rotated aside,
 // and the recover that turns a panic in a goroutine of cx's into a logged
 // stack.
-//
-// It imports only internal/redact.
 package logs
 
 import (

@@ -2,8 +2,6 @@
 // name the server is registered under in Codex, the MCP protocol
 // revisions it speaks and the JSON-RPC envelope — one home for each, so the
 // server (mcpserver) and doctor's probe of it (hookcfg) cannot drift apart.
-//
-// It imports nothing.
 package mcpproto
 
 // Name is the server's name, and the name cx registers it under in Codex.

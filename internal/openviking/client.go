@@ -5,8 +5,6 @@
 // (the rule of OpenViking's own Codex plugin). It also resolves the
 // settings the user already has for OpenViking and detects its Codex
 // plugin.
-//
-// It imports only the standard library and toml.
 package openviking
 
 import (

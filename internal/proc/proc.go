@@ -7,8 +7,6 @@
 // Where the facts come from differs by system, and only that lives in a
 // platform file: /proc on Linux (proc_linux.go), sysctl kern.proc on macOS
 // (proc_darwin.go). Everything built on them is shared.
-//
-// It imports the standard library and golang.org/x/sys/unix.
 package proc
 
 import (

@@ -2,9 +2,6 @@
 // `commit` print: each shape declared once, with the JSON tags the
 // commands print, shared by the commands, the end-to-end harness and the
 // tests, read from the ledger and never written to it.
-//
-// It imports internal/ledger and internal/proc (a run's liveness, judged
-// as the sweep judges it).
 package readmodel
 
 import (

@@ -3,9 +3,6 @@
 // of archives stored before the index, and the read side — search, one
 // turn, one session — that `cx ctl search`, `cx ctl show --turn` and
 // `cx mcp` share.
-//
-// It imports internal/ledger, internal/rollout, internal/checkpoint,
-// internal/continuity and internal/redact.
 package recall
 
 import (

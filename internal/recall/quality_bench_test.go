@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/codextest"
+	"cx/internal/testing/codextest"
 )
 
 // The recall quality benchmark reads LoCoMo (snap-research/LoCoMo, CC BY-NC

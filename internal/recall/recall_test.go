@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -229,7 +228,7 @@ func TestTurnAndSessionViews(t *testing.T) {
 func TestBackfillIndexesOldArchivesOnce(t *testing.T) {
 	home := t.TempDir()
 	ctx := context.Background()
-	db, err := ledger.Open(ctx, filepath.Join(home, ledger.FileName), ledger.Options{})
+	db, err := ledger.Open(ctx, ledger.Path(home), ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +263,7 @@ func TestBackfillIndexesOldArchivesOnce(t *testing.T) {
 	if rows != 450 {
 		t.Errorf("%d index rows, want 450", rows)
 	}
-	if _, err := os.Stat(filepath.Join(home, ledger.FileName)); err != nil {
+	if _, err := os.Stat(ledger.Path(home)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -316,7 +315,7 @@ func TestOpenForPromptWaitsForTheUpgrade(t *testing.T) {
 		{Key: "t1", Time: "2026-01-02T10:00:00Z", User: "why does the quokkaberry deploy fail?", Assistant: []string{"the zebrafinch cache is stale"}},
 	})
 	a.Close()
-	raw, err := sql.Open("sqlite", filepath.Join(home, ledger.FileName))
+	raw, err := sql.Open("sqlite", ledger.Path(home))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -29,13 +28,13 @@ type Archive struct {
 func Open(ctx context.Context, home string) (*Archive, error) {
 	// A ledger with nothing to migrate, backfill or move is opened read
 	// only: a search need not pay for a connection that may write.
-	if ro, err := ledger.OpenReadOnly(ctx, filepath.Join(home, ledger.FileName)); err == nil {
+	if ro, err := ledger.OpenReadOnly(ctx, ledger.Path(home)); err == nil {
 		if ok, err := ro.RecallCurrent(ctx); err == nil && ok {
 			return &Archive{db: ro, projects: NewProjects(home)}, nil
 		}
 		ro.Close()
 	}
-	db, readOnly, err := ledger.OpenForReading(ctx, filepath.Join(home, ledger.FileName), ledger.Options{})
+	db, readOnly, err := ledger.OpenForReading(ctx, ledger.Path(home), ledger.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +66,7 @@ func OpenForPrompt(ctx context.Context, home string) (*Archive, error) {
 // OpenReadOnly opens the ledger in home for reading only (`cx mcp` never
 // writes it).
 func OpenReadOnly(ctx context.Context, home string) (*Archive, error) {
-	db, err := ledger.OpenReadOnly(ctx, filepath.Join(home, ledger.FileName))
+	db, err := ledger.OpenReadOnly(ctx, ledger.Path(home))
 	if err != nil {
 		return nil, err
 	}

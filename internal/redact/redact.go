@@ -1,8 +1,6 @@
 // Package redact removes secrets from text before cx stores, sends or
 // injects it: provider API keys and tokens, private key blocks,
 // Authorization headers, and KEY=secret assignments of secret-looking names.
-//
-// It imports only the standard library.
 package redact
 
 import (
@@ -115,4 +113,13 @@ func looksSecret(v string) bool {
 		return false
 	}
 	return true
+}
+
+// Strings is String of each of ss, in a new slice.
+func Strings(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = String(s)
+	}
+	return out
 }

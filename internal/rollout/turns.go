@@ -9,6 +9,7 @@ import (
 	"io"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +40,26 @@ type Turn struct {
 	Plan      []PlanStep `json:"plan,omitempty"` // the turn's last plan update
 	Aborted   bool       `json:"aborted,omitempty"`
 	Complete  bool       `json:"complete,omitempty"` // task_complete (or turn_aborted) seen, or the task's next message
+}
+
+// Map returns the turn with f applied to everything it carries that
+// someone said or ran (the prompt, the replies, tool inputs, commands and
+// outputs, plan steps): redaction before it is stored.
+func (t Turn) Map(f func(string) string) Turn {
+	t.User = f(t.User)
+	t.Assistant = slices.Clone(t.Assistant)
+	for i := range t.Assistant {
+		t.Assistant[i] = f(t.Assistant[i])
+	}
+	t.Tools = slices.Clone(t.Tools)
+	for i := range t.Tools {
+		t.Tools[i].Input, t.Tools[i].Command, t.Tools[i].Output = f(t.Tools[i].Input), f(t.Tools[i].Command), f(t.Tools[i].Output)
+	}
+	t.Plan = slices.Clone(t.Plan)
+	for i := range t.Plan {
+		t.Plan[i].Step = f(t.Plan[i].Step)
+	}
+	return t
 }
 
 // ToolCall is one tool call with its (bounded) input and output.

@@ -5,15 +5,13 @@
 // with (its ledger steps, the config, the log, the clock, a cross-process
 // lock). The sinks themselves are the packages below it: local, openviking,
 // exec.
-//
-// It imports internal/ledger, internal/rollout, internal/config,
-// internal/logs, internal/fsutil and internal/health.
 package sink
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -91,4 +89,21 @@ func (h Host) LockRemote(ctx context.Context, sessionID, sink string) (func(), e
 		return nil, fmt.Errorf("wait for the %s lock of %s: %w", sink, sessionID, err)
 	}
 	return unlock, nil
+}
+
+// Turn decodes a stored turn (the ledger keeps each as its JSON); ok is
+// false for one that does not decode.
+func Turn(st ledger.StoredTurn) (t rollout.Turn, ok bool) {
+	return t, json.Unmarshal([]byte(st.Data), &t) == nil
+}
+
+// Turns decodes stored turns, leaving out any that does not decode.
+func Turns(stored []ledger.StoredTurn) []rollout.Turn {
+	out := make([]rollout.Turn, 0, len(stored))
+	for _, st := range stored {
+		if t, ok := Turn(st); ok {
+			out = append(out, t)
+		}
+	}
+	return out
 }

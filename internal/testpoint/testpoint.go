@@ -6,8 +6,6 @@
 // It also holds, by name, every other test setting production code reads
 // (HookBacklog, Lease, Backoff, TapLog, Relay, NoLeader, Clock): no CX_TEST_
 // variable is read anywhere else.
-//
-// It imports only the standard library.
 package testpoint
 
 import (

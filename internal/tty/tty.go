@@ -1,7 +1,5 @@
 // Package tty holds the terminal helpers the supervisor needs: whether a
 // descriptor is a terminal, its size, and raw mode with an idempotent restore.
-//
-// It imports x/term, x/sys/unix and go-isatty.
 package tty
 
 import (

@@ -3,8 +3,6 @@
 // fields plus cx's. A non-zero exit or a timeout is retried like any job;
 // the JSON's session_id and generation let the command recognise a repeat
 // after a crash.
-//
-// It imports internal/sink.
 package exec
 
 import (

@@ -1,9 +1,6 @@
 // Package local is the local sink: it archives a generation in the ledger —
 // its turns, its checkpoint and their recall index rows — and merges its evidence into the
 // project's continuity files.
-//
-// It imports internal/sink, internal/ledger, internal/codex,
-// internal/checkpoint, internal/continuity and internal/recall.
 package local
 
 import (

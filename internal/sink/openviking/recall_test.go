@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"cx/internal/config"
-	"cx/internal/openviking/ovfake"
+	"cx/internal/testing/ovfake"
 )
 
 // The OpenViking half of per-prompt recall, against the fake server (its

@@ -4,9 +4,6 @@
 // lost. It also maps a turn to OpenViking messages as the OpenViking Codex
 // plugin does, gives a resumed session the server's archive overview, and
 // checks the server and the plugin for `cx ctl doctor` and install.
-//
-// It imports internal/sink, internal/openviking (the client), internal/ledger,
-// internal/rollout, internal/config, internal/testpoint and internal/health.
 package openviking
 
 import (
@@ -241,8 +238,8 @@ func (o *Sink) append(ctx context.Context, s ledger.Session, upTo int) error {
 		if p.State == ledger.SinkSent {
 			continue
 		}
-		var t rollout.Turn
-		if err := json.Unmarshal([]byte(st.Data), &t); err != nil {
+		t, ok := sink.Turn(st)
+		if !ok {
 			continue
 		}
 		if !t.Complete && len(t.Assistant) == 0 && st.Generation == s.Generation && s.Status == ledger.Live {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"cx/internal/openviking"
-	"cx/internal/openviking/ovfake"
+	"cx/internal/testing/ovfake"
 )
 
 func start(t *testing.T, o ovfake.Options) *ovfake.Server {

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/codextest"
-	"cx/internal/openviking/ovfake"
+	"cx/internal/testing/codextest"
+	"cx/internal/testing/ovfake"
 )
 
 // The real Codex through cx with the local and OpenViking sinks: the

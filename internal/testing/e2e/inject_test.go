@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/codextest"
-	"cx/internal/mockmodel"
+	"cx/internal/testing/codextest"
+	"cx/internal/testing/mockmodel"
 )
 
 // inputText is every text a request carries in its input items.

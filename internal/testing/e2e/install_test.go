@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"cx/internal/codex"
-	"cx/internal/codextest"
+	"cx/internal/testing/codextest"
 )
 
 // A newcomer's path on a fresh CODEX_HOME: doctor says what is missing,

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"cx/internal/codex"
-	"cx/internal/codextest"
+	"cx/internal/testing/codextest"
 )
 
 // rpcClient is what a daemon (zouk-daemon) does: JSON-RPC over the stdio of

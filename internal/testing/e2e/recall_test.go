@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/codextest"
+	"cx/internal/testing/codextest"
 )
 
 // Per-prompt recall on real Codex: a later session's question about what

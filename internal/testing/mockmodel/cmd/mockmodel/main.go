@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"cx/internal/mockmodel"
+	"cx/internal/testing/mockmodel"
 )
 
 func main() {

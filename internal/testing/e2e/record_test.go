@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/codextest"
+	"cx/internal/testing/codextest"
 )
 
 // TestRecordRollouts records real rollouts from each Codex version into
@@ -20,7 +20,7 @@ func TestRecordRollouts(t *testing.T) {
 		t.Skip("set CX_TEST_RECORD=1 to re-record rollouts")
 	}
 	_, file, _, _ := runtime.Caller(0)
-	outRoot := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "rollouts")
+	outRoot := filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "rollouts")
 	eachCodex(t, func(t *testing.T, in codextest.Install) {
 		out := filepath.Join(outRoot, in.Version)
 		if err := os.MkdirAll(out, 0o755); err != nil {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/codextest"
+	"cx/internal/testing/codextest"
 )
 
 // A quick run in a fresh Codex home without cx's hooks — no sessions/ or

@@ -1,27 +1,69 @@
-package lifecycle
+// Package outbox is the outbox of session ends: the jobs that commit a
+// generation to each of its sinks (and append a live one's new turns, and
+// end one a hook could not), worked by whichever cx process takes a job's
+// lease, retried with backoff, parked after too many failures or one a sink
+// calls permanent. lifecycle enqueues the jobs with the end that causes
+// them (in its transaction) and settles a generation once every commit is
+// done; this package runs them and records each outcome in one
+// transaction.
+package outbox
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"time"
 
 	"cx/internal/ledger"
+	"cx/internal/logs"
 	"cx/internal/redact"
 	"cx/internal/rollout"
 	"cx/internal/sink"
 	"cx/internal/testpoint"
 )
 
-// JobCommit is the kind of a generation's commit job.
-const JobCommit = "commit"
+// Job kinds.
+const (
+	// JobCommit commits a generation to one sink.
+	JobCommit = "commit"
+	// JobAppend sends a live generation's new turns to a remote sink (on
+	// Stop), ahead of its commit.
+	JobAppend = "append"
+	// JobEnd ends a generation a hook could not end on Codex's time
+	// (SessionEnd on a long unread history); it goes to no sink, and its
+	// detail is the end reason.
+	JobEnd = "end"
+)
 
-// JobEnd is the kind of a job that ends a generation a hook could not end
-// on Codex's time (SessionEnd on a long unread history); it goes to no
-// sink, and its detail is the end reason.
-const JobEnd = "end"
+// Outbox works the ledger's jobs for one cx process.
+type Outbox struct {
+	DB    *ledger.DB
+	Sinks map[string]sink.Sink
+	Log   *logs.Logger
+	// Owner names this process in job leases; Lease is how long it holds one.
+	Owner       string
+	Lease       time.Duration
+	MaxAttempts int
+	// End ends the live generation of a session a JobEnd names, with the
+	// job's reason (lifecycle's End).
+	End func(ctx context.Context, sessionID, reason string) error
+	// Settle records, in the transaction that records a generation's last
+	// commit done, that the generation is committed (lifecycle's state).
+	Settle func(ctx context.Context, tx *ledger.Tx, sessionID string, gen int) error
+}
+
+// New returns the outbox of one process, its lease the default (or the
+// fault tests' shorter one).
+func New(db *ledger.DB, sinks map[string]sink.Sink, log *logs.Logger, maxAttempts int) *Outbox {
+	o := &Outbox{DB: db, Sinks: sinks, Log: log, MaxAttempts: maxAttempts, Lease: defaultLease,
+		Owner: fmt.Sprintf("pid:%d:%d", os.Getpid(), time.Now().UnixNano())}
+	if d, ok := testpoint.Duration(testpoint.Lease); ok {
+		o.Lease = d // crash-point tests: a dead worker's lease expires quickly
+	}
+	return o
+}
 
 // defaultLease is how long a worker holds a job; an expired lease (the
 // worker died) makes the job due again.
@@ -42,16 +84,16 @@ func backoff(attempts int) time.Duration {
 	return time.Duration(float64(d) * j)
 }
 
-// WorkOutbox runs due jobs until none is left or ctx ends. only, when not
-// nil, limits it to those job ids. It returns how many jobs it finished.
-func (m *Manager) WorkOutbox(ctx context.Context, only []int64) (int, error) {
+// Work runs due jobs until none is left or ctx ends. only, when not nil,
+// limits it to those job ids. It returns how many jobs it finished.
+func (o *Outbox) Work(ctx context.Context, only []int64) (int, error) {
 	done := 0
 	for ctx.Err() == nil {
 		var job ledger.Job
 		var ok bool
-		err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		err := o.DB.Tx(ctx, func(tx *ledger.Tx) error {
 			var err error
-			job, ok, err = tx.LeaseJob(ctx, m.Owner, m.Lease, only)
+			job, ok, err = tx.LeaseJob(ctx, o.Owner, o.Lease, only)
 			return err
 		})
 		if err != nil {
@@ -61,14 +103,29 @@ func (m *Manager) WorkOutbox(ctx context.Context, only []int64) (int, error) {
 			return done, nil
 		}
 		testpoint.Crash("leased")
-		m.runJob(ctx, job)
+		o.runJob(ctx, job)
 		done++
 	}
 	return done, ctx.Err()
 }
 
-func (m *Manager) runJob(ctx context.Context, job ledger.Job) {
-	jobErr := m.commitJob(ctx, job)
+// LeasedElsewhere lists the jobs another worker holds a live lease on.
+func (o *Outbox) LeasedElsewhere(ctx context.Context, now time.Time) ([]ledger.Job, error) {
+	jobs, err := o.DB.Jobs(ctx, ledger.JobLeased)
+	if err != nil {
+		return nil, err
+	}
+	var out []ledger.Job
+	for _, j := range jobs {
+		if j.LeaseOwner != o.Owner && j.LeaseUntil != nil && j.LeaseUntil.After(now) {
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}
+
+func (o *Outbox) runJob(ctx context.Context, job ledger.Job) {
+	jobErr := o.commitJob(ctx, job)
 	if jobErr == nil {
 		testpoint.Crash("accepted")
 	}
@@ -81,10 +138,10 @@ func (m *Manager) runJob(ctx context.Context, job ledger.Job) {
 		if err != nil {
 			return err
 		}
-		if cur.State != ledger.JobLeased || cur.LeaseOwner != m.Owner {
+		if cur.State != ledger.JobLeased || cur.LeaseOwner != o.Owner {
 			return nil // our lease expired and someone else took it
 		}
-		return m.recordOutcome(rctx, tx, cur, jobErr)
+		return o.recordOutcome(rctx, tx, cur, jobErr)
 	}
 	var terr error
 	if jobErr == nil {
@@ -94,17 +151,17 @@ func (m *Manager) runJob(ctx context.Context, job ledger.Job) {
 		// A failure not recorded costs nothing but the lease.
 		stop := make(chan struct{})
 		t := time.AfterFunc(recordRetry, func() { close(stop) })
-		_, terr = m.DB.TxRetry(rctx, stop, recordPause, record)
+		_, terr = o.DB.TxRetry(rctx, stop, recordPause, record)
 		t.Stop()
 	} else {
-		terr = m.DB.Tx(rctx, record)
+		terr = o.DB.Tx(rctx, record)
 	}
 	if terr != nil {
-		m.Log.Printf("record job %d outcome: %v", job.ID, terr)
+		o.Log.Printf("record job %d outcome: %v", job.ID, terr)
 	}
 }
 
-func (m *Manager) recordOutcome(ctx context.Context, tx *ledger.Tx, job ledger.Job, jobErr error) error {
+func (o *Outbox) recordOutcome(ctx context.Context, tx *ledger.Tx, job ledger.Job, jobErr error) error {
 	job.LeaseOwner, job.LeaseUntil = "", nil
 	if jobErr == nil {
 		job.State, job.LastError = ledger.JobDone, ""
@@ -115,13 +172,13 @@ func (m *Manager) recordOutcome(ctx context.Context, tx *ledger.Tx, job ledger.J
 		if job.Kind != JobCommit {
 			return nil // only commits settle a generation
 		}
-		return m.settleGeneration(ctx, tx, job.SessionID, job.Generation)
+		return o.settle(ctx, tx, job.SessionID, job.Generation)
 	}
 	job.Attempts++
 	// One bounded line: status prints one per job, whatever a sink answered.
 	job.LastError = rollout.OneLine(redact.String(jobErr.Error()), maxJobError)
 	var perm *sink.PermanentError
-	if errors.As(jobErr, &perm) || job.Attempts >= m.Cfg.Lifecycle.MaxAttempts {
+	if errors.As(jobErr, &perm) || job.Attempts >= o.MaxAttempts {
 		job.State = ledger.JobParked
 		_ = tx.AddEvent(ctx, "job.parked", job.SessionID, "", fmt.Sprintf("%s g%d %s: %s", job.Kind, job.Generation, job.Sink, job.LastError))
 	} else {
@@ -143,8 +200,9 @@ const (
 // maxJobError bounds the error a job keeps.
 const maxJobError = 400
 
-// settleGeneration marks a generation committed once every sink's job is done.
-func (m *Manager) settleGeneration(ctx context.Context, tx *ledger.Tx, sessionID string, gen int) error {
+// settle marks a generation committed (Settle) once every sink's commit
+// job is done.
+func (o *Outbox) settle(ctx context.Context, tx *ledger.Tx, sessionID string, gen int) error {
 	jobs, err := tx.GenerationJobs(ctx, sessionID, gen)
 	if err != nil {
 		return err
@@ -154,33 +212,22 @@ func (m *Manager) settleGeneration(ctx context.Context, tx *ledger.Tx, sessionID
 			return nil
 		}
 	}
-	if err := tx.SetGenerationStatus(ctx, sessionID, gen, ledger.Committed); err != nil {
-		return err
+	if o.Settle == nil {
+		return nil
 	}
-	s, err := tx.Session(ctx, sessionID)
-	if err != nil {
-		return err
-	}
-	if s.Generation == gen && s.Status == ledger.Ended {
-		s.Status = ledger.Committed
-		if err := tx.PutSession(ctx, s); err != nil {
-			return err
-		}
-	}
-	return tx.AddEvent(ctx, "generation.committed", sessionID, s.RunID, fmt.Sprintf("g%d", gen))
+	return o.Settle(ctx, tx, sessionID, gen)
 }
 
-func (m *Manager) commitJob(ctx context.Context, job ledger.Job) error {
+func (o *Outbox) commitJob(ctx context.Context, job ledger.Job) error {
 	if job.Kind == JobEnd {
 		// What the hook would have ended: whatever is live once caught up.
-		_, err := m.End(ctx, job.SessionID, job.Detail, EndOptions{})
-		return err
+		return o.End(ctx, job.SessionID, job.Detail)
 	}
-	sk, ok := m.Sinks[job.Sink]
+	sk, ok := o.Sinks[job.Sink]
 	if !ok {
 		return &sink.PermanentError{Err: fmt.Errorf("sink %q is not available in this cx", job.Sink)}
 	}
-	s, err := m.DB.Session(ctx, job.SessionID)
+	s, err := o.DB.Session(ctx, job.SessionID)
 	if err != nil {
 		return err
 	}
@@ -190,7 +237,7 @@ func (m *Manager) commitJob(ctx context.Context, job ledger.Job) error {
 		}
 		return nil
 	}
-	gens, err := m.DB.Generations(ctx, job.SessionID)
+	gens, err := o.DB.Generations(ctx, job.SessionID)
 	if err != nil {
 		return err
 	}
@@ -203,39 +250,16 @@ func (m *Manager) commitJob(ctx context.Context, job ledger.Job) error {
 	if g == nil {
 		return &sink.PermanentError{Err: fmt.Errorf("generation %d of %s is not recorded", job.Generation, job.SessionID)}
 	}
-	stored, err := m.DB.Turns(ctx, job.SessionID, job.Generation)
+	stored, err := o.DB.Turns(ctx, job.SessionID, job.Generation)
 	if err != nil {
 		return err
 	}
-	turns := make([]rollout.Turn, 0, len(stored))
-	for _, st := range stored {
-		var t rollout.Turn
-		if err := json.Unmarshal([]byte(st.Data), &t); err == nil {
-			turns = append(turns, t)
-		}
-	}
-	cp, err := m.DB.GenerationCheckpoint(ctx, job.SessionID, job.Generation)
+	turns := sink.Turns(stored)
+	cp, err := o.DB.GenerationCheckpoint(ctx, job.SessionID, job.Generation)
 	if err != nil {
 		return err
 	}
 	return sk.Commit(ctx, sink.Request{Session: s, Generation: *g, Turns: turns, Job: job, Checkpoint: cp})
-}
-
-// redactTurn removes secrets from everything a turn carries.
-func redactTurn(t rollout.Turn) rollout.Turn {
-	t.User = redact.String(t.User)
-	for i := range t.Assistant {
-		t.Assistant[i] = redact.String(t.Assistant[i])
-	}
-	for i := range t.Tools {
-		t.Tools[i].Input = redact.String(t.Tools[i].Input)
-		t.Tools[i].Command = redact.String(t.Tools[i].Command)
-		t.Tools[i].Output = redact.String(t.Tools[i].Output)
-	}
-	for i := range t.Plan {
-		t.Plan[i].Step = redact.String(t.Plan[i].Step)
-	}
-	return t
 }
 
 // Retried is what Retry did: parked jobs put back in the outbox, and
@@ -248,9 +272,9 @@ type Retried struct {
 // backoff due now (those named by ids, or all): after a backend comes
 // back, a retry by hand does not wait for a backoff grown long in the
 // outage. Each starts its count of attempts over.
-func (m *Manager) Retry(ctx context.Context, ids []int64, all bool) (Retried, error) {
+func (o *Outbox) Retry(ctx context.Context, ids []int64, all bool) (Retried, error) {
 	var r Retried
-	err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+	err := o.DB.Tx(ctx, func(tx *ledger.Tx) error {
 		parked, err := tx.ParkedJobs(ctx)
 		if err != nil {
 			return err

@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/codextest"
-	"cx/internal/openviking/ovfake"
 	"cx/internal/proc"
+	"cx/internal/testing/codextest"
+	"cx/internal/testing/ovfake"
 
 	_ "modernc.org/sqlite" // the local archive read back with SQL
 )

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/codextest"
 	"cx/internal/proc"
+	"cx/internal/testing/codextest"
 )
 
 // BenchmarkIdleCPU: the real Codex TUI through cx, one turn done, then idle

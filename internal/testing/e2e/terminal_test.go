@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/codextest"
+	"cx/internal/testing/codextest"
 )
 
 // A cx SIGKILLed at a shell's prompt leaves the shell's line editing as

@@ -23,9 +23,9 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/codextest"
-	"cx/internal/mockmodel"
 	"cx/internal/readmodel"
+	"cx/internal/testing/codextest"
+	"cx/internal/testing/mockmodel"
 )
 
 // Model is the model name the harness configures: one for which Codex

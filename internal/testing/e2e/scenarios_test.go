@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"cx/internal/checkpoint"
-	"cx/internal/codextest"
 	"cx/internal/ledger"
 	"cx/internal/proc"
+	"cx/internal/testing/codextest"
 
 	_ "modernc.org/sqlite"
 )
@@ -114,7 +114,7 @@ func committedOnce(t *testing.T, h *H) map[string]SessionState {
 // rollout up to the generation's end.
 func sameCheckpoints(t *testing.T, h *H, states map[string]SessionState) {
 	t.Helper()
-	db, err := ledger.Open(context.Background(), filepath.Join(h.CXHome, ledger.FileName), ledger.Options{})
+	db, err := ledger.Open(context.Background(), ledger.Path(h.CXHome), ledger.Options{})
 	if err != nil {
 		t.Errorf("open the ledger: %v", err)
 		return

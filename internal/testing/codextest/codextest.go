@@ -134,7 +134,7 @@ func CX(t testing.TB) string {
 
 func moduleRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
 // RemoveBuilt deletes the cx binary CX built; call it from TestMain.

@@ -12,8 +12,6 @@
 // then an error or a dropped connection), an answer after the client's
 // timeout with the work done, and a session lock held past the client's
 // timeout (the work done after the client gave up).
-//
-// It imports only the standard library (tests only).
 package ovfake
 
 import (

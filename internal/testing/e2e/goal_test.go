@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"cx/internal/codextest"
+	"cx/internal/testing/codextest"
 )
 
 // The start-time context keeps the goal and says each fact once (issue:
