@@ -148,7 +148,7 @@ func (m *Manager) Outbox() *outbox.Outbox { return m.outbox }
 // host is what the sinks may use of the manager (its clock and environment
 // read at each call, so a test's replacement holds).
 func (m *Manager) host() sink.Host {
-	return sink.Host{DB: m.DB, Cfg: m.Cfg, Log: m.Log,
+	return sink.Host{Store: m.DB.SinkStore(), Cfg: m.Cfg, Log: m.Log,
 		Getenv: func(k string) (string, bool) { return m.Getenv(k) },
 		Now:    func() time.Time { return m.Now() }}
 }

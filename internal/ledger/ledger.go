@@ -5,21 +5,23 @@
 // connection zeroes what it deletes (secure_delete), and Scrub takes the
 // rest out of the files.
 //
-// Its tables, each in the file named for it, and who writes them:
+// Its tables, each in the file named for it, and the packages that write
+// them (TestLedgerWritersAreTheDocumented fails when another does; history
+// writes every table that holds what a session said, to forget it):
 //
-//	runs                      runs.go        lifecycle: a cx process supervising a Codex
-//	sessions                  sessions.go    lifecycle (hooks, capture, ends, recovery), history (import)
-//	generations               generations.go lifecycle: one row per end — the primary key referees racing enders
-//	jobs                      jobs.go        lifecycle: the outbox (commits, appends, deferred ends), leased and settled
-//	events                    events.go      whoever changes a run or session: the log `cx ctl show` prints
-//	turns, session_folds      turns.go       lifecycle's capture: turns by generation, the checkpoint folded so far
-//	archives                  turns.go       the local sink: committed generations
-//	sink_turns, sink_commits,
-//	sink_sessions             sinkstate.go   the OpenViking sink: how far each turn, commit and remote session got
-//	recall_turns, recall_words,
-//	recall_text (being emptied) recall.go    internal/recall (through the local sink): the search index (FTS5)
-//	recall_given              recall_prompt.go internal/recall (per-prompt recall): the turns given to each thread
-//	meta                      meta.go        migrations (schema version) and Scrub (a scrub due)
+//	runs                 runs.go           lifecycle; history (forget) — a cx process supervising a Codex
+//	sessions             sessions.go       lifecycle; history (forget) — hooks, capture, ends, recovery
+//	generations          generations.go    lifecycle; history (forget) — one row per end: the primary key referees racing enders
+//	jobs                 jobs.go           lifecycle; internal/outbox; history (forget) — enqueued with the end that causes them, leased and settled by the outbox
+//	events               events.go         lifecycle; internal/outbox; internal/sink/openviking; history — the log `cx ctl show` prints (forget blanks a detail)
+//	turns, session_folds  turns.go         lifecycle; history (forget) — capture: turns by generation, the checkpoint folded so far
+//	archives             turns.go          internal/sink/local; history (forget) — committed generations (SinkStore.PutArchive)
+//	sink_turns, sink_commits, sink_sessions  sinkstate.go  internal/sink/openviking — how far each turn, commit and remote session got (SinkStore)
+//	recall_turns, recall_words, recall_text  recall.go  internal/sink/local; internal/recall; history (forget) — the search index (FTS5): a committed archive's rows, the backfill of older ones
+//	recall_given         recall_prompt.go  internal/recall; history (forget) — the turns per-prompt recall gave each thread
+//	meta                 meta.go           internal/ledger; internal/recall; history — migrations (schema version), the recall backfill's keys, a scrub due
+//
+// A sink gets a SinkStore (sinkstore.go), never the DB.
 //
 // Errors are told apart by SQLite's result codes (IsDamaged, CannotWrite,
 // query errors), never by their text. history's forget deletes from every

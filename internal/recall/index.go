@@ -49,9 +49,9 @@ func (p *Projects) Of(dir string) string {
 	return id
 }
 
-// docs are the index rows of a generation's archived turns: numbered on
+// Docs are the index rows of a generation's archived turns: numbered on
 // from the turns of the generations before it, each field redacted.
-func docs(sessionID string, gen, before int, turns []rollout.Turn, cwd, project string, fallback time.Time) []ledger.RecallDoc {
+func Docs(sessionID string, gen, before int, turns []rollout.Turn, cwd, project string, fallback time.Time) []ledger.RecallDoc {
 	docs := make([]ledger.RecallDoc, 0, len(turns))
 	for i, t := range turns {
 		at, err := time.Parse(time.RFC3339Nano, t.Time)
@@ -114,7 +114,7 @@ func IndexGeneration(ctx context.Context, tx *ledger.Tx, sessionID string, gen i
 	if err != nil {
 		return fmt.Errorf("index %s g%d: %w", sessionID, gen, err)
 	}
-	return tx.IndexGeneration(ctx, sessionID, gen, docs(sessionID, gen, before, turns, cwd, project, at))
+	return tx.IndexGeneration(ctx, sessionID, gen, Docs(sessionID, gen, before, turns, cwd, project, at))
 }
 
 // backfillBatch is how many archives one backfill transaction indexes, so

@@ -68,7 +68,7 @@ func (e *PermanentError) Unwrap() error { return e.Err }
 
 // Host is what a sink may use of cx.
 type Host struct {
-	DB     *ledger.DB
+	Store  ledger.SinkStore // what the sink may read and write of the ledger
 	Cfg    config.Config
 	Log    *logs.Logger
 	Getenv func(string) (string, bool)

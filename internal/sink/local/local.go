@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"time"
 
 	"cx/internal/checkpoint"
 	"cx/internal/codex"
@@ -69,11 +70,8 @@ func (l *Sink) Commit(ctx context.Context, req sink.Request) error {
 			cont = wt
 		}
 	}
-	return l.h.DB.Tx(ctx, func(tx *ledger.Tx) error {
-		if err := tx.PutArchive(ctx, req.Session.ID, req.Generation.Generation, string(turns), cpJSON, cont); err != nil {
-			return err
-		}
-		return recall.IndexGeneration(ctx, tx, req.Session.ID, req.Generation.Generation, req.Turns, cwd, id.ProjectID, tx.Now())
+	return l.h.Store.PutArchive(ctx, req.Session.ID, req.Generation.Generation, string(turns), cpJSON, cont, func(before int, at time.Time) []ledger.RecallDoc {
+		return recall.Docs(req.Session.ID, req.Generation.Generation, before, req.Turns, cwd, id.ProjectID, at)
 	})
 }
 

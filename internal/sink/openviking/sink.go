@@ -113,7 +113,7 @@ func (o *Sink) Append(ctx context.Context, s ledger.Session, upTo int) error {
 // be, establishing them on first contact: the session is created (or
 // patched) with the server's auto-commit off, so every commit is cx's.
 func (o *Sink) remote(ctx context.Context, sessionID, sid string) (ledger.SinkSession, error) {
-	rs, ok, err := o.h.DB.SinkSession(ctx, sessionID, ovSink)
+	rs, ok, err := o.h.Store.SinkSession(ctx, sessionID, ovSink)
 	if err != nil || ok {
 		return rs, err
 	}
@@ -139,7 +139,7 @@ func (o *Sink) remote(ctx context.Context, sessionID, sid string) (ledger.SinkSe
 	if ac == ov.AutoCommitUnsupported {
 		o.h.Log.Printf("openviking %s: the server has no per-session auto-commit setting (an older server: it does not auto-commit)", sid)
 	}
-	return rs, o.save(ctx, sessionID, &rs, func(*ledger.Tx) error { return nil })
+	return rs, o.h.Store.SaveSinkSession(ctx, sessionID, ovSink, rs)
 }
 
 // counter reads the counter rs tracks from the server's info.
@@ -196,7 +196,7 @@ func (o *Sink) arrived(ctx context.Context, sid string, rs ledger.SinkSession, p
 // commit is not settled: turns after it wait, so each commit archives its
 // own generation (0: none).
 func (o *Sink) commitBarrier(ctx context.Context, sessionID string, upTo int) (int, error) {
-	gens, err := o.h.DB.Generations(ctx, sessionID)
+	gens, err := o.h.Store.Generations(ctx, sessionID)
 	if err != nil {
 		return 0, err
 	}
@@ -206,7 +206,7 @@ func (o *Sink) commitBarrier(ctx context.Context, sessionID string, upTo int) (i
 		if g.Generation >= upTo || !slices.Contains(g.Sinks, ovSink) || g.Status == ledger.Live || g.Status == ledger.Empty {
 			continue
 		}
-		c, err := o.h.DB.SinkCommit(ctx, sessionID, ovSink, g.Generation)
+		c, err := o.h.Store.SinkCommit(ctx, sessionID, ovSink, g.Generation)
 		if err != nil {
 			return 0, err
 		}
@@ -224,11 +224,11 @@ func (o *Sink) append(ctx context.Context, s ledger.Session, upTo int) error {
 	} else if b > 0 {
 		upTo = b
 	}
-	stored, err := o.h.DB.TurnsUpTo(ctx, s.ID, upTo)
+	stored, err := o.h.Store.TurnsUpTo(ctx, s.ID, upTo)
 	if err != nil {
 		return err
 	}
-	progress, err := o.h.DB.SinkTurns(ctx, s.ID, ovSink)
+	progress, err := o.h.Store.SinkTurns(ctx, s.ID, ovSink)
 	if err != nil {
 		return err
 	}
@@ -297,20 +297,7 @@ func (o *Sink) append(ctx context.Context, s ledger.Session, upTo int) error {
 }
 
 func (o *Sink) putTurn(ctx context.Context, sessionID, key string, st ledger.SinkTurn, rs *ledger.SinkSession) error {
-	return o.save(ctx, sessionID, rs, func(tx *ledger.Tx) error { return tx.PutSinkTurn(ctx, sessionID, ovSink, key, st) })
-}
-
-// save records a step and, with it, the session's counters (rs may be nil).
-func (o *Sink) save(ctx context.Context, sessionID string, rs *ledger.SinkSession, step func(*ledger.Tx) error) error {
-	return o.h.DB.Tx(ctx, func(tx *ledger.Tx) error {
-		if err := step(tx); err != nil {
-			return err
-		}
-		if rs != nil {
-			return tx.PutSinkSession(ctx, sessionID, ovSink, *rs)
-		}
-		return nil
-	})
+	return o.h.Store.SaveSinkTurn(ctx, sessionID, ovSink, key, st, rs)
 }
 
 // Commit sends what is left of the generation's turns, then commits it
@@ -322,7 +309,7 @@ func (o *Sink) Commit(ctx context.Context, req sink.Request) error {
 	}
 	defer unlock()
 	g := req.Generation.Generation
-	prev, err := o.h.DB.SinkCommit(ctx, req.Session.ID, ovSink, g)
+	prev, err := o.h.Store.SinkCommit(ctx, req.Session.ID, ovSink, g)
 	if err != nil {
 		return err
 	}
@@ -373,9 +360,7 @@ func (o *Sink) Commit(ctx context.Context, req sink.Request) error {
 		// cx's own commits it is the server committing by itself.
 		o.h.Log.Printf("openviking %s: the server committed the session by itself (commit_count %d, cx made %d); its auto-commit is %q",
 			sid, info.CommitCount, rs.Commits, rs.AutoCommit)
-		_ = o.h.DB.Tx(ctx, func(tx *ledger.Tx) error {
-			return tx.AddEvent(ctx, "ov.server_commit", req.Session.ID, "", fmt.Sprintf("commit_count %d > %d", info.CommitCount, rs.Commits))
-		})
+		_ = o.h.Store.AddEvent(ctx, "ov.server_commit", req.Session.ID, fmt.Sprintf("commit_count %d > %d", info.CommitCount, rs.Commits))
 		rs.Commits = info.CommitCount
 	}
 	rec := ledger.SinkCommit{State: ledger.SinkSending, RemoteBefore: rs.Commits, LiveBefore: info.MessageCount, TotalBefore: -1, SentAt: o.h.Now()}
@@ -431,7 +416,7 @@ func (o *Sink) commitArrived(rs ledger.SinkSession, prev ledger.SinkCommit, info
 }
 
 func (o *Sink) putCommit(ctx context.Context, sessionID string, gen int, c ledger.SinkCommit, rs *ledger.SinkSession) error {
-	return o.save(ctx, sessionID, rs, func(tx *ledger.Tx) error { return tx.PutSinkCommit(ctx, sessionID, ovSink, gen, c) })
+	return o.h.Store.SaveSinkCommit(ctx, sessionID, ovSink, gen, c, rs)
 }
 
 // ResumeOverview is the context a resumed session gets from OpenViking:
@@ -446,7 +431,7 @@ func (o *Sink) ResumeOverview(ctx context.Context, codexID string, maxChars int)
 		return "" // not committed yet, or still being summarised by the server
 	}
 	where := "OpenViking session " + sid
-	if uri, _ := o.h.DB.LatestArchiveURI(ctx, codexID, ovSink); uri != "" {
+	if uri, _ := o.h.Store.LatestArchiveURI(ctx, codexID, ovSink); uri != "" {
 		where += "; latest archive " + uri
 	}
 	head := fmt.Sprintf("OpenViking archive of this session (%s):\n", where)
