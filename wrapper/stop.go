@@ -23,7 +23,7 @@ const (
 // stopper turns signals received by the supervisor into the stop policy,
 // resizes and job control. It runs in one goroutine; no locking needed.
 type stopper struct {
-	s        *supervisor
+	s        *childRun
 	received os.Signal
 	step     stopStep
 	tick     *time.Ticker
@@ -33,7 +33,7 @@ type stopper struct {
 	ownStop bool
 }
 
-func newStopper(s *supervisor) *stopper { return &stopper{s: s} }
+func newStopper(s *childRun) *stopper { return &stopper{s: s} }
 
 func (st *stopper) loop(ctx context.Context, exited <-chan struct{}) {
 	defer st.stopTimers()

@@ -17,7 +17,7 @@ func TestStopperIgnoresCancelAfterExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	s := &supervisor{mode: ModePTY, ptmx: w, spec: Spec{Stop: StopPolicy{Keys: []byte{0x03}}}}
+	s := &childRun{mode: ModePTY, ptmx: w, spec: Spec{Stop: StopPolicy{Keys: []byte{0x03}}}}
 	exited := make(chan struct{})
 	close(exited)
 	for range 500 {

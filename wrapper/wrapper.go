@@ -205,7 +205,7 @@ func Run(ctx context.Context, spec Spec) (Exit, error) {
 	if len(cmd.Env) == 0 {
 		cmd.Env = os.Environ()
 	}
-	s := &supervisor{spec: spec, mode: mode, cmd: cmd, sigc: sigc}
+	s := &childRun{spec: spec, mode: mode, cmd: cmd, sigc: sigc}
 	return s.run(ctx)
 }
 

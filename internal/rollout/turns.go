@@ -1,136 +1,16 @@
 package rollout
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 )
-
-// SessionMeta is the file's identity: its first session_meta.
-type SessionMeta struct {
-	ID           string `json:"id"`
-	Cwd          string `json:"cwd"`
-	Originator   string `json:"originator"`
-	CLIVersion   string `json:"cli_version"`
-	Source       string `json:"-"`
-	ForkedFromID string `json:"forked_from_id"`
-	Timestamp    string `json:"timestamp"`
-}
-
-// Turn is one user request and what the agent did for it.
-type Turn struct {
-	Key       string     `json:"key"`    // Codex's turn id ("id/2" for the task's second message), or "offset:N"
-	Offset    int64      `json:"offset"` // where the turn's first record starts
-	Time      string     `json:"time"`
-	User      string     `json:"user"`
-	Assistant []string   `json:"assistant,omitempty"`
-	Tools     []ToolCall `json:"tools,omitempty"`
-	Files     []FileEdit `json:"files,omitempty"`
-	Plan      []PlanStep `json:"plan,omitempty"` // the turn's last plan update
-	Aborted   bool       `json:"aborted,omitempty"`
-	Complete  bool       `json:"complete,omitempty"` // task_complete (or turn_aborted) seen, or the task's next message
-}
-
-// Map returns the turn with f applied to everything it carries that
-// someone said or ran (the prompt, the replies, tool inputs, commands and
-// outputs, plan steps): redaction before it is stored.
-func (t Turn) Map(f func(string) string) Turn {
-	t.User = f(t.User)
-	t.Assistant = slices.Clone(t.Assistant)
-	for i := range t.Assistant {
-		t.Assistant[i] = f(t.Assistant[i])
-	}
-	t.Tools = slices.Clone(t.Tools)
-	for i := range t.Tools {
-		t.Tools[i].Input, t.Tools[i].Command, t.Tools[i].Output = f(t.Tools[i].Input), f(t.Tools[i].Command), f(t.Tools[i].Output)
-	}
-	t.Plan = slices.Clone(t.Plan)
-	for i := range t.Plan {
-		t.Plan[i].Step = f(t.Plan[i].Step)
-	}
-	return t
-}
-
-// ToolCall is one tool call with its (bounded) input and output.
-type ToolCall struct {
-	CallID   string `json:"call_id"`
-	Name     string `json:"name"`
-	Input    string `json:"input,omitempty"`
-	Command  string `json:"command,omitempty"` // shell tools: the command line
-	Output   string `json:"output,omitempty"`
-	ExitCode *int   `json:"exit_code,omitempty"`
-	Done     bool   `json:"done,omitempty"` // its output was seen
-	// After is how many of the turn's assistant messages came before the
-	// call: with it, messages and calls replay in the order they happened.
-	After int `json:"after,omitempty"`
-}
-
-// FileEdit is a file written by a patch.
-type FileEdit struct {
-	Path   string `json:"path"` // relative to the session cwd when inside it
-	Op     string `json:"op"`   // add | update | delete
-	MoveTo string `json:"move_to,omitempty"`
-	Hash   string `json:"hash,omitempty"` // content hash the patch implies, when known (add)
-	OK     *bool  `json:"ok,omitempty"`   // the patch applied
-}
-
-// PlanStep is one update_plan step.
-type PlanStep struct {
-	Step   string `json:"step"`
-	Status string `json:"status"` // pending | in_progress | completed
-}
-
-// Placeholder is a line that could not be used.
-type Placeholder struct {
-	Kind   string `json:"kind"`
-	Offset int64  `json:"offset"`
-	Size   int64  `json:"size"`
-}
-
-// Capture is what one incremental read of a rollout yields.
-type Capture struct {
-	// Cursor is where the next read starts: after the last complete turn, so
-	// an open turn is read again (and completed) next time.
-	Cursor       Cursor
-	Rewritten    bool
-	Meta         *SessionMeta
-	Turns        []Turn // turns starting at or after the read's start, in order; the last may be open
-	Compactions  int
-	Aborted      int
-	Placeholders []Placeholder
-	Records      int
-	Bytes        int64
-	// Sections are the cx context sections (their hashes) in the lines read:
-	// what a resumed session already holds.
-	Sections []string
-}
-
-// Options bound what capture keeps.
-type Options struct {
-	MaxLineBytes int // default defaultMaxLine
-	MaxToolChars int // default 2000
-}
-
-func (o Options) withDefaults() Options {
-	if o.MaxLineBytes <= 0 {
-		o.MaxLineBytes = defaultMaxLine
-	}
-	if o.MaxToolChars <= 0 {
-		o.MaxToolChars = 2000
-	}
-	return o
-}
 
 // CaptureFile reads a rollout from cur and assembles its turns.
 // meta is the file's identity when already known (it is needed to keep
@@ -278,48 +158,6 @@ func (a *assembler) resumeAt() int64 {
 var sectionsRE = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`<cx-context source=\\?"[^"\\]*\\?" sections=\\?"([^"\\]*)\\?"`)
 })
-
-// SectionsIn finds the section hashes of the cx context blocks in b (a
-// rollout's bytes, its JSON escapes and all).
-func SectionsIn(b []byte) []string {
-	if !bytes.Contains(b, []byte("<cx-context ")) {
-		return nil
-	}
-	var out []string
-	for _, m := range sectionsRE().FindAllSubmatch(b, -1) {
-		for _, h := range strings.Split(string(m[1]), ",") {
-			if h != "" {
-				out = append(out, h)
-			}
-		}
-	}
-	return out
-}
-
-var turnIDUUID = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-})
-
-// uuidV7Time is the creation time a UUIDv7 carries.
-func uuidV7Time(id string) (time.Time, bool) {
-	if !turnIDUUID().MatchString(id) {
-		return time.Time{}, false
-	}
-	b, err := hex.DecodeString(strings.ReplaceAll(id, "-", "")[:12])
-	if err != nil {
-		return time.Time{}, false
-	}
-	var ms int64
-	for _, x := range b {
-		ms = ms<<8 | int64(x)
-	}
-	return time.UnixMilli(ms), true
-}
-
-func parseTime(s string) time.Time {
-	t, _ := time.Parse(time.RFC3339Nano, s)
-	return t
-}
 
 func (a *assembler) add(r Record, end int64) {
 	fresh := r.Offset >= a.seen // not counted by an earlier read
@@ -554,27 +392,9 @@ func (a *assembler) closeTask() {
 
 var contextPrefixes = []string{"<environment_context>", "<user_instructions>", "# AGENTS.md", "<turn_aborted>", "<permissions instructions>", "<cx-context", "<user_shell_command>", "<skill"}
 
-func isContextText(s string) bool {
-	t := strings.TrimSpace(s)
-	for _, p := range contextPrefixes {
-		if strings.HasPrefix(t, p) {
-			return true
-		}
-	}
-	return false
-}
-
 var injectedRE = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`(?s)<cx-context\b[^>]*>.*?</cx-context>\s*`)
 })
-
-// StripInjected removes cx's own injected blocks from a text.
-func StripInjected(s string) string {
-	if !strings.Contains(s, "<cx-context") {
-		return s
-	}
-	return strings.TrimSpace(injectedRE().ReplaceAllString(s, ""))
-}
 
 type contentPart struct {
 	Type string `json:"type"`
@@ -658,63 +478,6 @@ func (a *assembler) item(r Record) {
 	}
 }
 
-// outputText is a tool output's text: a string, or content items' text.
-func outputText(raw []byte) string {
-	if len(raw) > 0 && raw[0] == '"' {
-		return str(raw)
-	}
-	var parts []contentPart
-	if json.Unmarshal(raw, &parts) == nil {
-		var b strings.Builder
-		for _, p := range parts {
-			b.WriteString(p.Text)
-		}
-		return b.String()
-	}
-	var obj struct {
-		Content string `json:"content"`
-	}
-	if json.Unmarshal(raw, &obj) == nil {
-		return obj.Content
-	}
-	return string(raw)
-}
-
-// shellCommand is the command line of a shell tool call, if it is one.
-func shellCommand(name, input string, action json.RawMessage) string {
-	var args struct {
-		Cmd     string          `json:"cmd"`
-		Command json.RawMessage `json:"command"`
-	}
-	src := input
-	if name == "local_shell" {
-		src = string(action)
-	}
-	switch name {
-	case "exec_command", "shell", "shell_command", "local_shell", "container.exec":
-	default:
-		return ""
-	}
-	if json.Unmarshal([]byte(src), &args) != nil {
-		return ""
-	}
-	if args.Cmd != "" {
-		return args.Cmd
-	}
-	var s string
-	if json.Unmarshal(args.Command, &s) == nil {
-		return s
-	}
-	var argv []string
-	if json.Unmarshal(args.Command, &argv) == nil {
-		if len(argv) == 3 && (argv[1] == "-lc" || argv[1] == "-c") {
-			return argv[2]
-		}
-		return strings.Join(argv, " ")
-	}
-	return ""
-}
-
 func (a *assembler) patch(body string) {
 	for _, pf := range parsePatch(body) {
 		fe := FileEdit{Path: a.rel(pf.Path), Op: pf.Op}
@@ -771,56 +534,3 @@ func (a *assembler) plan(args string) {
 		a.cur.Plan = m.Plan
 	}
 }
-
-// OneLine is s on one line (runs of whitespace, newlines included, become
-// one space) of at most n runes, the last an ellipsis when cut.
-func OneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
-}
-
-// Bound cuts s to at most n characters (runes), marking the cut.
-func Bound(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	i, count := 0, 0
-	for i = range s {
-		if count == n {
-			break
-		}
-		count++
-	}
-	return s[:i] + fmt.Sprintf("… [%d chars cut]", utf8.RuneCountInString(s[i:]))
-}
-
-// maxMetaLine bounds the first line ReadMeta reads: 0.169's session_meta
-// carries the base instructions (tens of KiB).
-const maxMetaLine = 1 << 20
-
-// ReadMeta reads a rollout's identity, its first line's session_meta,
-// without reading the rest of the file.
-func ReadMeta(path string) (SessionMeta, error) {
-	f, err := Open(path)
-	if err != nil {
-		return SessionMeta{}, fmt.Errorf("read rollout %s: %w", path, err)
-	}
-	defer f.Close()
-	line, err := bufio.NewReaderSize(io.LimitReader(f, maxMetaLine), 64<<10).ReadBytes('\n')
-	if err != nil {
-		return SessionMeta{}, fmt.Errorf("read rollout %s: no complete first line: %w", path, err)
-	}
-	a := newAssembler(Options{}.withDefaults(), nil)
-	a.add(parseLine(Line{Data: bytes.TrimSuffix(line, []byte("\n")), Size: int64(len(line) - 1)}), int64(len(line)))
-	if a.meta == nil {
-		return SessionMeta{}, fmt.Errorf("read rollout %s: the first line is not a session_meta", path)
-	}
-	return *a.meta, nil
-}
-
-// IDTime is the creation time a thread id carries (Codex's ids are
-// UUIDv7s); false when the id is no UUIDv7.
-func IDTime(id string) (time.Time, bool) { return uuidV7Time(id) }

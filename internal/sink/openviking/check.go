@@ -10,7 +10,7 @@ import (
 
 	"cx/internal/config"
 	"cx/internal/health"
-	ov "cx/internal/openviking"
+	"cx/internal/ovclient"
 )
 
 // Check tells doctor whether the server the sink talks to answers, and
@@ -38,9 +38,9 @@ func (o *Sink) Check(ctx context.Context) health.Check {
 		settings = append(settings, "account/user not sent (an api_key server takes the identity from the key)")
 	}
 	_, err = c.Session(hctx, health.DoctorPrefix+"probe")
-	var oe *ov.Error
+	var oe *ovclient.Error
 	switch {
-	case err == nil, errors.Is(err, ov.ErrNotFound):
+	case err == nil, errors.Is(err, ovclient.ErrNotFound):
 		return health.Check{Name: "openviking", OK: true, Detail: fmt.Sprintf("%s; a session route takes cx's identity; %s", server, strings.Join(settings, ", "))}
 	case errors.As(err, &oe) && oe.Status == 403:
 		return health.Check{Name: "openviking", Detail: fmt.Sprintf("%s, but a session route refused the key: %v", server, err),
@@ -66,7 +66,7 @@ func orUnknown(s string) string {
 // the same "cx-<id>" sessions as this sink; found is false when it is not
 // there.
 func PluginCheck(cfg config.Config, codexHome string, getenv func(string) (string, bool)) (c health.Check, found bool) {
-	p := ov.DetectPlugin(codexHome, getenv)
+	p := ovclient.DetectPlugin(codexHome, getenv)
 	if !p.Active() {
 		return health.Check{}, false
 	}
@@ -81,5 +81,5 @@ func PluginCheck(cfg config.Config, codexHome string, getenv func(string) (strin
 		return health.Check{Name: "ov plugin", OK: true, Detail: "the OpenViking Codex plugin is active (" + where + ") and [openviking] allow_with_plugin is set: both write the same cx-<id> session, each turn twice"}, true
 	}
 	return health.Check{Name: "ov plugin", Detail: "the OpenViking Codex plugin is active (" + where + ") and writes the same cx-<id> sessions as cx's openviking sink; the sink is refused until you choose",
-		Fix: ov.PluginChoices}, true
+		Fix: ovclient.PluginChoices}, true
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	ov "cx/internal/openviking"
+	"cx/internal/ovclient"
 	"cx/internal/rollout"
 )
 
@@ -45,7 +45,7 @@ func TestMessagesFollowTheRollout(t *testing.T) {
 					case p.Type == "tool" && m.Role == "assistant":
 						calls++
 						got = append(got, "call:"+p.ToolID)
-						if p.ToolStatus != ov.ToolRunning || p.ToolInput == nil {
+						if p.ToolStatus != ovclient.ToolRunning || p.ToolInput == nil {
 							t.Fatalf("call %+v", p)
 						}
 						if i+1 >= len(msgs) || msgs[i+1].Role != "user" || msgs[i+1].Parts[0].ToolID != p.ToolID {

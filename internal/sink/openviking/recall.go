@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"cx/internal/config"
-	ov "cx/internal/openviking"
+	"cx/internal/ovclient"
 	"cx/internal/recall"
 	"cx/internal/rollout"
 )
@@ -20,12 +20,12 @@ const maxMemoryChars = 500
 
 // clientFor is the OpenViking client cx's config and the user's own
 // OpenViking settings describe.
-func clientFor(cfg config.Config, getenv func(string) (string, bool)) (*ov.Client, ov.Source) {
+func clientFor(cfg config.Config, getenv func(string) (string, bool)) (*ovclient.Client, ovclient.Source) {
 	c := cfg.OpenViking
 	home, _ := config.UserHome(getenv) // ~/.openviking/ovcli.conf
-	s, src := ov.Resolve(ov.Settings{URL: c.URL, Account: c.Account, User: c.User, Peer: c.Peer, Timeout: c.Timeout.Duration},
+	s, src := ovclient.Resolve(ovclient.Settings{URL: c.URL, Account: c.Account, User: c.User, Peer: c.Peer, Timeout: c.Timeout.Duration},
 		c.APIKeyEnv, getenv, home)
-	return ov.New(s), src
+	return ovclient.New(s), src
 }
 
 // RecallSource is per-prompt recall's remote half where the OpenViking

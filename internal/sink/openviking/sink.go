@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"cx/internal/ledger"
-	ov "cx/internal/openviking"
+	"cx/internal/ovclient"
 	"cx/internal/rollout"
 	"cx/internal/sink"
 	"cx/internal/testpoint"
@@ -46,8 +46,8 @@ var (
 type Sink struct {
 	h      sink.Host
 	once   sync.Once
-	client *ov.Client
-	source ov.Source
+	client *ovclient.Client
+	source ovclient.Source
 }
 
 // Name is the sink's name in cx's config and the ledger.
@@ -61,13 +61,13 @@ func New(h sink.Host) *Sink { return &Sink{h: h} }
 
 // Client is the sink's OpenViking client, built from cx's config and what
 // the user already has for OpenViking.
-func (o *Sink) Client() *ov.Client {
+func (o *Sink) Client() *ovclient.Client {
 	o.once.Do(func() { o.client, o.source = clientFor(o.h.Cfg, o.h.Getenv) })
 	return o.client
 }
 
 func classify(err error) error {
-	if err == nil || ov.Retryable(err) {
+	if err == nil || ovclient.Retryable(err) {
 		return err
 	}
 	return &sink.PermanentError{Err: err}
@@ -79,7 +79,7 @@ func (o *Sink) hold() time.Duration {
 	if d := o.h.Cfg.OpenViking.ServerHold.Duration; d > 0 {
 		return d
 	}
-	return ov.ServerHold
+	return ovclient.ServerHold
 }
 
 // refuseWithPlugin parks the sink's jobs while the OpenViking Codex plugin
@@ -88,12 +88,12 @@ func (o *Sink) refuseWithPlugin(s ledger.Session) error {
 	if o.h.Cfg.OpenViking.AllowWithPlugin {
 		return nil
 	}
-	p := ov.DetectPlugin(s.CodexHome, o.h.Getenv)
+	p := ovclient.DetectPlugin(s.CodexHome, o.h.Getenv)
 	if !p.Capturing() {
 		return nil
 	}
 	return &sink.PermanentError{Err: fmt.Errorf("the OpenViking Codex plugin is active (%s) and writes the same session %s: %s",
-		strings.Join(p.Where, "; "), ov.SessionID(s.ID), ov.PluginChoices)}
+		strings.Join(p.Where, "; "), ovclient.SessionID(s.ID), ovclient.PluginChoices)}
 }
 
 // Append sends the turns of generations up to upTo not yet sent.
@@ -120,7 +120,7 @@ func (o *Sink) remote(ctx context.Context, sessionID, sid string) (ledger.SinkSe
 	c := o.Client()
 	info, err := c.Session(ctx, sid)
 	exists := err == nil
-	if err != nil && !errors.Is(err, ov.ErrNotFound) {
+	if err != nil && !errors.Is(err, ovclient.ErrNotFound) {
 		return rs, classify(err)
 	}
 	ac, err := c.Prepare(ctx, sid, exists)
@@ -136,14 +136,14 @@ func (o *Sink) remote(ctx context.Context, sessionID, sid string) (ledger.SinkSe
 	if info.TotalMessageCount != nil {
 		rs.Counter, rs.Expected = ledger.CounterTotal, *info.TotalMessageCount
 	}
-	if ac == ov.AutoCommitUnsupported {
+	if ac == ovclient.AutoCommitUnsupported {
 		o.h.Log.Printf("openviking %s: the server has no per-session auto-commit setting (an older server: it does not auto-commit)", sid)
 	}
 	return rs, o.h.Store.SaveSinkSession(ctx, sessionID, ovSink, rs)
 }
 
 // counter reads the counter rs tracks from the server's info.
-func counter(rs ledger.SinkSession, info ov.Info) int {
+func counter(rs ledger.SinkSession, info ovclient.Info) int {
 	if rs.Counter == ledger.CounterTotal && info.TotalMessageCount != nil {
 		return *info.TotalMessageCount
 	}
@@ -173,7 +173,7 @@ func (o *Sink) arrived(ctx context.Context, sid string, rs ledger.SinkSession, p
 		return 0, err
 	}
 	info, err := o.Client().Session(ctx, sid)
-	if errors.Is(err, ov.ErrNotFound) {
+	if errors.Is(err, ovclient.ErrNotFound) {
 		return 0, nil
 	}
 	if err != nil {
@@ -218,7 +218,7 @@ func (o *Sink) commitBarrier(ctx context.Context, sessionID string, upTo int) (i
 }
 
 func (o *Sink) append(ctx context.Context, s ledger.Session, upTo int) error {
-	sid := ov.SessionID(s.ID)
+	sid := ovclient.SessionID(s.ID)
 	if b, err := o.commitBarrier(ctx, s.ID, upTo); err != nil {
 		return err
 	} else if b > 0 {
@@ -274,7 +274,7 @@ func (o *Sink) append(ctx context.Context, s ledger.Session, upTo int) error {
 			done, err := o.Client().AddMessages(ctx, sid, msgs[from:])
 			if err != nil {
 				rec := ledger.SinkTurn{State: ledger.SinkSending, Messages: len(msgs), RemoteBefore: before}
-				if ov.Unanswered(err) {
+				if ovclient.Unanswered(err) {
 					rec.SentAt = o.h.Now() // the server may still be acting on it
 				} else {
 					// Answered: the server is done with it, whatever it did
@@ -327,10 +327,10 @@ func (o *Sink) Commit(ctx context.Context, req sink.Request) error {
 	if err := o.append(ctx, req.Session, g); err != nil {
 		return err
 	}
-	sid := ov.SessionID(req.Session.ID)
+	sid := ovclient.SessionID(req.Session.ID)
 	c := o.Client()
 	info, err := c.Session(ctx, sid)
-	if errors.Is(err, ov.ErrNotFound) {
+	if errors.Is(err, ovclient.ErrNotFound) {
 		// Nothing was ever appended: nothing to archive.
 		return o.putCommit(ctx, req.Session.ID, g, ledger.SinkCommit{State: ledger.SinkSkipped, RemoteBefore: -1, LiveBefore: -1, TotalBefore: -1,
 			Detail: "no session on the server"}, nil)
@@ -373,7 +373,7 @@ func (o *Sink) Commit(ctx context.Context, req sink.Request) error {
 	testpoint.Crash("committing")
 	res, err := c.Commit(ctx, sid)
 	if err != nil {
-		if !ov.Unanswered(err) {
+		if !ovclient.Unanswered(err) {
 			rec.SentAt = time.Time{} // answered: ask the server at once next time
 			if perr := o.putCommit(ctx, req.Session.ID, g, rec, nil); perr != nil {
 				return perr
@@ -399,7 +399,7 @@ func (o *Sink) Commit(ctx context.Context, req sink.Request) error {
 // accepted: commit_count rose past what it was before (the background
 // phase ended), or the live messages cx had sent are no longer live (the
 // archive phase, done before the answer, took them).
-func (o *Sink) commitArrived(rs ledger.SinkSession, prev ledger.SinkCommit, info ov.Info) bool {
+func (o *Sink) commitArrived(rs ledger.SinkSession, prev ledger.SinkCommit, info ovclient.Info) bool {
 	if prev.RemoteBefore >= 0 && info.CommitCount > prev.RemoteBefore {
 		return true
 	}
@@ -424,8 +424,8 @@ func (o *Sink) putCommit(ctx context.Context, sessionID string, gen int, c ledge
 // that the server's raw messages do not crowd it out, cut to maxChars, with
 // a pointer to the archive. "" when the server has none yet.
 func (o *Sink) ResumeOverview(ctx context.Context, codexID string, maxChars int) string {
-	sid := ov.SessionID(codexID)
-	text, err := o.Client().Overview(ctx, sid, ov.OverviewBudget)
+	sid := ovclient.SessionID(codexID)
+	text, err := o.Client().Overview(ctx, sid, ovclient.OverviewBudget)
 	text = strings.TrimSpace(text)
 	if err != nil || text == "" {
 		return "" // not committed yet, or still being summarised by the server
@@ -443,18 +443,18 @@ func (o *Sink) ResumeOverview(ctx context.Context, codexID string, maxChars int)
 // then the assistant's texts and its tool calls, each call an assistant
 // message with a running tool part, each result a user message with the
 // completed (or error) tool part; every message with the peer.
-func (o *Sink) messages(t rollout.Turn) []ov.Message {
+func (o *Sink) messages(t rollout.Turn) []ovclient.Message {
 	return Messages(t, o.Client().Settings().Peer, o.h.Cfg.OpenViking.MaxToolChars)
 }
 
 // Messages is the mapping of one turn (see Sink.messages).
-func Messages(t rollout.Turn, peer string, maxToolChars int) []ov.Message {
-	var out []ov.Message
-	msg := func(role string, parts ...ov.Part) {
-		out = append(out, ov.Message{Role: role, TurnID: t.Key, CreatedAt: t.Time, PeerID: peer, Parts: parts})
+func Messages(t rollout.Turn, peer string, maxToolChars int) []ovclient.Message {
+	var out []ovclient.Message
+	msg := func(role string, parts ...ovclient.Part) {
+		out = append(out, ovclient.Message{Role: role, TurnID: t.Key, CreatedAt: t.Time, PeerID: peer, Parts: parts})
 	}
 	if strings.TrimSpace(t.User) != "" {
-		msg("user", ov.Part{Type: "text", Text: t.User})
+		msg("user", ovclient.Part{Type: "text", Text: t.User})
 	}
 	tools := append([]rollout.ToolCall(nil), t.Tools...)
 	sort.SliceStable(tools, func(i, j int) bool { return tools[i].After < tools[j].After })
@@ -466,18 +466,18 @@ func Messages(t rollout.Turn, peer string, maxToolChars int) []ov.Message {
 			if json.Unmarshal([]byte(tc.Input), &input) != nil || len(input) == 0 {
 				input = map[string]any{"input": tc.Input}
 			}
-			msg("assistant", ov.Part{Type: "tool", ToolID: tc.CallID, ToolName: tc.Name, ToolInput: input, ToolStatus: ov.ToolRunning})
-			status, output := ov.ToolCompleted, tc.Output
+			msg("assistant", ovclient.Part{Type: "tool", ToolID: tc.CallID, ToolName: tc.Name, ToolInput: input, ToolStatus: ovclient.ToolRunning})
+			status, output := ovclient.ToolCompleted, tc.Output
 			switch {
 			case !tc.Done:
-				status, output = ov.ToolError, "[no output: the turn ended before the tool returned]"
+				status, output = ovclient.ToolError, "[no output: the turn ended before the tool returned]"
 			case tc.ExitCode != nil && *tc.ExitCode != 0:
-				status = ov.ToolError
+				status = ovclient.ToolError
 			}
-			msg("user", ov.Part{Type: "tool", ToolID: tc.CallID, ToolName: tc.Name, ToolOutput: rollout.Bound(output, maxToolChars), ToolStatus: status})
+			msg("user", ovclient.Part{Type: "tool", ToolID: tc.CallID, ToolName: tc.Name, ToolOutput: rollout.Bound(output, maxToolChars), ToolStatus: status})
 		}
 		if i < len(t.Assistant) && strings.TrimSpace(t.Assistant[i]) != "" {
-			msg("assistant", ov.Part{Type: "text", Text: t.Assistant[i]})
+			msg("assistant", ovclient.Part{Type: "text", Text: t.Assistant[i]})
 		}
 	}
 	return out

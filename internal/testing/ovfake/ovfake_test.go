@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/openviking"
+	"cx/internal/ovclient"
 	"cx/internal/testing/ovfake"
 )
 
@@ -24,14 +24,14 @@ func start(t *testing.T, o ovfake.Options) *ovfake.Server {
 	return s
 }
 
-func client(s *ovfake.Server, key string, timeout time.Duration) *openviking.Client {
-	return openviking.New(openviking.Settings{URL: s.URL, APIKey: key, Timeout: timeout})
+func client(s *ovfake.Server, key string, timeout time.Duration) *ovclient.Client {
+	return ovclient.New(ovclient.Settings{URL: s.URL, APIKey: key, Timeout: timeout})
 }
 
-func msgs(texts ...string) []openviking.Message {
-	var out []openviking.Message
+func msgs(texts ...string) []ovclient.Message {
+	var out []ovclient.Message
 	for _, t := range texts {
-		out = append(out, openviking.Message{Role: "user", Parts: []openviking.Part{{Type: "text", Text: t}}})
+		out = append(out, ovclient.Message{Role: "user", Parts: []ovclient.Part{{Type: "text", Text: t}}})
 	}
 	return out
 }
@@ -67,7 +67,7 @@ func TestCounters(t *testing.T) {
 	s := start(t, ovfake.Options{Summarize: 150 * time.Millisecond})
 	c := client(s, "", time.Second)
 	ctx := context.Background()
-	if _, err := c.Session(ctx, "x"); !errors.Is(err, openviking.ErrNotFound) {
+	if _, err := c.Session(ctx, "x"); !errors.Is(err, ovclient.ErrNotFound) {
 		t.Fatalf("unknown session: %v", err)
 	}
 	if n, err := c.AddMessages(ctx, "x", msgs("a", "b")); err != nil || n != 2 {
@@ -211,9 +211,9 @@ func TestOverviewBudget(t *testing.T) {
 	if err != nil || small != "" {
 		t.Fatalf("budget 2000 kept the overview: %q %v", small, err)
 	}
-	big, _ := c.Overview(ctx, "x", openviking.OverviewBudget)
+	big, _ := c.Overview(ctx, "x", ovclient.OverviewBudget)
 	if !strings.Contains(big, "archive_001") || len(strings.Fields(big)) < 1000 {
-		t.Fatalf("budget %d: %d words", openviking.OverviewBudget, len(strings.Fields(big)))
+		t.Fatalf("budget %d: %d words", ovclient.OverviewBudget, len(strings.Fields(big)))
 	}
 }
 
@@ -223,7 +223,7 @@ func TestStallDoesTheWorkAfterTheClientGaveUp(t *testing.T) {
 	s := start(t, ovfake.Options{})
 	s.Inject(ovfake.Fault{Route: "/messages", Stall: 300 * time.Millisecond})
 	_, err := client(s, "", 100*time.Millisecond).AddMessages(context.Background(), "x", msgs("a"))
-	if !openviking.Unanswered(err) {
+	if !ovclient.Unanswered(err) {
 		t.Fatalf("want an unanswered request, got %v", err)
 	}
 	if st, _ := s.Session("x"); len(st.Messages) != 0 {
@@ -249,7 +249,7 @@ func TestLegacyAndAutoCommit(t *testing.T) {
 	if info, _ := c.Session(ctx, "x"); info.TotalMessageCount != nil || info.MessageCount != 2 {
 		t.Fatalf("legacy info: %+v", info)
 	}
-	if ac, err := c.Prepare(ctx, "x", true); err != nil || ac != openviking.AutoCommitUnsupported {
+	if ac, err := c.Prepare(ctx, "x", true); err != nil || ac != ovclient.AutoCommitUnsupported {
 		t.Fatal(ac, err)
 	}
 	cur := start(t, ovfake.Options{AutoCommitAfter: 2})
@@ -258,7 +258,7 @@ func TestLegacyAndAutoCommit(t *testing.T) {
 	if st, _ := cur.Session("auto"); st.ServerCommits != 1 || st.Live != 0 {
 		t.Fatalf("auto-commit: %+v", st)
 	}
-	if ac, err := c.Prepare(ctx, "fresh", false); err != nil || ac != openviking.AutoCommitOff {
+	if ac, err := c.Prepare(ctx, "fresh", false); err != nil || ac != ovclient.AutoCommitOff {
 		t.Fatal(ac, err)
 	}
 	c.AddMessages(ctx, "fresh", msgs("a", "b", "c"))
@@ -273,7 +273,7 @@ func TestClientIdentityHeaders(t *testing.T) {
 	ctx := context.Background()
 	for _, o := range []ovfake.Options{{APIKey: "k"}, {Trusted: true}} {
 		s := start(t, o)
-		c := openviking.New(openviking.Settings{URL: s.URL, APIKey: "k", Account: "acme", User: "ana", Timeout: time.Second})
+		c := ovclient.New(ovclient.Settings{URL: s.URL, APIKey: "k", Account: "acme", User: "ana", Timeout: time.Second})
 		if n, err := c.AddMessages(ctx, "x", msgs("a")); err != nil || n != 1 {
 			t.Fatalf("%+v: %d %v", o, n, err)
 		}

@@ -5,7 +5,7 @@
 // (the rule of OpenViking's own Codex plugin). It also resolves the
 // settings the user already has for OpenViking and detects its Codex
 // plugin.
-package openviking
+package ovclient
 
 import (
 	"bytes"

@@ -26,7 +26,8 @@ func unixSignalName(s syscall.Signal) string {
 // errChildExited ends the actor group: only the child's exit may end it.
 var errChildExited = errors.New("child exited")
 
-type supervisor struct {
+// childRun is one child supervised from start to exit.
+type childRun struct {
 	spec Spec
 	mode Mode
 	cmd  *exec.Cmd
@@ -57,7 +58,7 @@ type supervisor struct {
 
 // guard restores the terminal before a panic in any goroutine takes the
 // process down, so the user's shell is never left in raw mode.
-func (s *supervisor) guard() {
+func (s *childRun) guard() {
 	if r := recover(); r != nil {
 		if s.raw != nil {
 			_ = s.raw.Restore()
@@ -72,7 +73,7 @@ func (s *supervisor) guard() {
 	}
 }
 
-func (s *supervisor) run(ctx context.Context) (ex Exit, err error) {
+func (s *childRun) run(ctx context.Context) (ex Exit, err error) {
 	defer s.guard()
 	if err := s.start(); err != nil {
 		ex = startExit(err)
@@ -204,7 +205,7 @@ func (s *supervisor) run(ctx context.Context) (ex Exit, err error) {
 	return ex, err
 }
 
-func (s *supervisor) start() error {
+func (s *childRun) start() error {
 	if s.mode == ModePipe && s.spec.Tap != nil {
 		return s.startTapped()
 	}
@@ -268,7 +269,7 @@ func (s *supervisor) start() error {
 // stands between the supervisor and the child. The child gets a process
 // group of its own, so forwarded signals reach its helpers too and the
 // terminal's own signals reach it only through cx (never twice).
-func (s *supervisor) startPiped() error {
+func (s *childRun) startPiped() error {
 	s.cmd.SysProcAttr = withParentDeath(&syscall.SysProcAttr{Setpgid: true}, s.spec.ParentDeathSignal)
 	if err := s.cmd.Start(); err != nil {
 		return err
@@ -294,7 +295,7 @@ type leaderPipes struct {
 // With termios (the user's terminal settings before raw mode, encoded) the
 // leader also holds the user's terminal, to give it back should the
 // supervisor die in raw mode. Without a leader it does nothing.
-func (s *supervisor) withLeader(termios string) (*leaderPipes, error) {
+func (s *childRun) withLeader(termios string) (*leaderPipes, error) {
 	if s.spec.Leader == "" {
 		return nil, nil
 	}
@@ -327,7 +328,7 @@ func (s *supervisor) withLeader(termios string) (*leaderPipes, error) {
 // leaderStarted finishes a start (startErr is how it went): the pids, and
 // with a leader its report of the child's pid; the supervisor keeps the
 // lifeline's write end until it ends.
-func (s *supervisor) leaderStarted(l *leaderPipes, startErr error) error {
+func (s *childRun) leaderStarted(l *leaderPipes, startErr error) error {
 	if l != nil {
 		l.statusW.Close()
 		l.lifeR.Close()
@@ -355,7 +356,7 @@ func (s *supervisor) leaderStarted(l *leaderPipes, startErr error) error {
 
 // awaitLeader waits for the leader to report the child's pid (or why it
 // could not start it) and keeps listening for its job-control reports.
-func (s *supervisor) awaitLeader(statusR *os.File) error {
+func (s *childRun) awaitLeader(statusR *os.File) error {
 	ls := readLeader(statusR)
 	fail := func(err error) error {
 		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
@@ -386,7 +387,7 @@ func (s *supervisor) awaitLeader(statusR *os.File) error {
 // childExit is how the child ended: the leader's wait status, which is
 // the child's, unless the leader said the child died of a signal it
 // could not die of itself.
-func (s *supervisor) childExit() Exit {
+func (s *childRun) childExit() Exit {
 	ex := exitOf(s.state)
 	if s.leader == nil {
 		return ex
@@ -403,7 +404,7 @@ func (s *supervisor) childExit() Exit {
 
 // startTapped starts the child with pipes of the supervisor's own for stdin
 // and stdout, relayed byte for byte to and from the caller's.
-func (s *supervisor) startTapped() error {
+func (s *childRun) startTapped() error {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return err
@@ -436,7 +437,7 @@ func (s *supervisor) startTapped() error {
 }
 
 // resize gives the PTY the user's current terminal size (skipping 0×0).
-func (s *supervisor) resize() {
+func (s *childRun) resize() {
 	if s.ptmx == nil {
 		return
 	}

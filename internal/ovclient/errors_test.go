@@ -1,4 +1,4 @@
-package openviking
+package ovclient
 
 import (
 	"context"

@@ -1,0 +1,120 @@
+package rollout
+
+import (
+	"slices"
+)
+
+// SessionMeta is the file's identity: its first session_meta.
+type SessionMeta struct {
+	ID           string `json:"id"`
+	Cwd          string `json:"cwd"`
+	Originator   string `json:"originator"`
+	CLIVersion   string `json:"cli_version"`
+	Source       string `json:"-"`
+	ForkedFromID string `json:"forked_from_id"`
+	Timestamp    string `json:"timestamp"`
+}
+
+// Turn is one user request and what the agent did for it.
+type Turn struct {
+	Key       string     `json:"key"`    // Codex's turn id ("id/2" for the task's second message), or "offset:N"
+	Offset    int64      `json:"offset"` // where the turn's first record starts
+	Time      string     `json:"time"`
+	User      string     `json:"user"`
+	Assistant []string   `json:"assistant,omitempty"`
+	Tools     []ToolCall `json:"tools,omitempty"`
+	Files     []FileEdit `json:"files,omitempty"`
+	Plan      []PlanStep `json:"plan,omitempty"` // the turn's last plan update
+	Aborted   bool       `json:"aborted,omitempty"`
+	Complete  bool       `json:"complete,omitempty"` // task_complete (or turn_aborted) seen, or the task's next message
+}
+
+// Map returns the turn with f applied to everything it carries that
+// someone said or ran (the prompt, the replies, tool inputs, commands and
+// outputs, plan steps): redaction before it is stored.
+func (t Turn) Map(f func(string) string) Turn {
+	t.User = f(t.User)
+	t.Assistant = slices.Clone(t.Assistant)
+	for i := range t.Assistant {
+		t.Assistant[i] = f(t.Assistant[i])
+	}
+	t.Tools = slices.Clone(t.Tools)
+	for i := range t.Tools {
+		t.Tools[i].Input, t.Tools[i].Command, t.Tools[i].Output = f(t.Tools[i].Input), f(t.Tools[i].Command), f(t.Tools[i].Output)
+	}
+	t.Plan = slices.Clone(t.Plan)
+	for i := range t.Plan {
+		t.Plan[i].Step = f(t.Plan[i].Step)
+	}
+	return t
+}
+
+// ToolCall is one tool call with its (bounded) input and output.
+type ToolCall struct {
+	CallID   string `json:"call_id"`
+	Name     string `json:"name"`
+	Input    string `json:"input,omitempty"`
+	Command  string `json:"command,omitempty"` // shell tools: the command line
+	Output   string `json:"output,omitempty"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Done     bool   `json:"done,omitempty"` // its output was seen
+	// After is how many of the turn's assistant messages came before the
+	// call: with it, messages and calls replay in the order they happened.
+	After int `json:"after,omitempty"`
+}
+
+// FileEdit is a file written by a patch.
+type FileEdit struct {
+	Path   string `json:"path"` // relative to the session cwd when inside it
+	Op     string `json:"op"`   // add | update | delete
+	MoveTo string `json:"move_to,omitempty"`
+	Hash   string `json:"hash,omitempty"` // content hash the patch implies, when known (add)
+	OK     *bool  `json:"ok,omitempty"`   // the patch applied
+}
+
+// PlanStep is one update_plan step.
+type PlanStep struct {
+	Step   string `json:"step"`
+	Status string `json:"status"` // pending | in_progress | completed
+}
+
+// Placeholder is a line that could not be used.
+type Placeholder struct {
+	Kind   string `json:"kind"`
+	Offset int64  `json:"offset"`
+	Size   int64  `json:"size"`
+}
+
+// Capture is what one incremental read of a rollout yields.
+type Capture struct {
+	// Cursor is where the next read starts: after the last complete turn, so
+	// an open turn is read again (and completed) next time.
+	Cursor       Cursor
+	Rewritten    bool
+	Meta         *SessionMeta
+	Turns        []Turn // turns starting at or after the read's start, in order; the last may be open
+	Compactions  int
+	Aborted      int
+	Placeholders []Placeholder
+	Records      int
+	Bytes        int64
+	// Sections are the cx context sections (their hashes) in the lines read:
+	// what a resumed session already holds.
+	Sections []string
+}
+
+// Options bound what capture keeps.
+type Options struct {
+	MaxLineBytes int // default defaultMaxLine
+	MaxToolChars int // default 2000
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxLineBytes <= 0 {
+		o.MaxLineBytes = defaultMaxLine
+	}
+	if o.MaxToolChars <= 0 {
+		o.MaxToolChars = 2000
+	}
+	return o
+}

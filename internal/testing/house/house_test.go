@@ -1,0 +1,142 @@
+// Package house checks the shape of the repository against what its README
+// says of it: the code map's imports, and test support kept out of cx.
+package house
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// goList runs `go list` in the module root with args.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", append([]string{"list"}, args...)...)
+	cmd.Dir = root(t)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+func root(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+		t.Fatalf("module root: %v", err)
+	}
+	return dir
+}
+
+const module = "cx/"
+
+// TestCodeMap holds the README's code map to the code: a row for every
+// package, each row naming exactly the packages of cx its own import, and
+// every import pointing down the table (test support aside).
+func TestCodeMap(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(root(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(readme), "## Layout (code map)")
+	if !ok {
+		t.Fatal("README has no code map (## Layout (code map))")
+	}
+	if i := strings.Index(table, "\n| package"); i >= 0 {
+		table = table[i+1:]
+	}
+	table, _, _ = strings.Cut(table, "\n\n") // the table ends at the first blank line
+	tick := regexp.MustCompile("`([^`]+)`")
+	row := map[string]int{}           // package → its row
+	named := map[int]map[string]bool{} // row → the packages of cx it says it imports
+	n := 0
+	for _, line := range strings.Split(table, "\n") {
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		if !strings.HasPrefix(line, "| `") || len(cells) != 3 {
+			continue
+		}
+		for _, m := range tick.FindAllStringSubmatch(cells[0], -1) {
+			row[m[1]] = n
+		}
+		named[n] = map[string]bool{}
+		for _, m := range tick.FindAllStringSubmatch(cells[2], -1) {
+			named[n][m[1]] = true
+		}
+		n++
+	}
+	imports := map[string]map[string]bool{} // package → the packages of cx it imports
+	for _, line := range goList(t, "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...") {
+		f := strings.Fields(line)
+		p := strings.TrimPrefix(f[0], module)
+		imports[p] = map[string]bool{}
+		for _, q := range f[1:] {
+			if strings.HasPrefix(q, module) {
+				imports[p][strings.TrimPrefix(q, module)] = true
+			}
+		}
+	}
+	for p, qs := range imports {
+		r, ok := row[p]
+		if !ok {
+			t.Errorf("package %s has no row in the README's code map", p)
+			continue
+		}
+		for q := range qs {
+			if row[q] == r {
+				continue // a row of several packages
+			}
+			if !named[r][q] {
+				t.Errorf("%s imports %s; its row in the code map does not say so", p, q)
+			}
+			if row[q] < r && !strings.HasPrefix(p, "internal/testing/") {
+				t.Errorf("%s imports %s, a row above it: imports point down the table", p, q)
+			}
+		}
+	}
+	for p, r := range row {
+		if _, ok := imports[p]; !ok {
+			t.Errorf("the code map has a row for %s, which is no package", p)
+			continue
+		}
+		for q := range named[r] {
+			if _, isPkg := imports[q]; isPkg && row[q] != r && !slices.ContainsFunc(packagesOf(row, r), func(p string) bool { return imports[p][q] }) {
+				t.Errorf("the code map says %s imports %s, which it does not", p, q)
+			}
+		}
+	}
+}
+
+func packagesOf(row map[string]int, r int) []string {
+	var out []string
+	for p, pr := range row {
+		if pr == r {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestTestSupportIsNotLinked: nothing under internal/testing is in the cx
+// binary.
+func TestTestSupportIsNotLinked(t *testing.T) {
+	for _, p := range goList(t, "-deps", "./cmd/cx") {
+		if strings.HasPrefix(p, module+"internal/testing/") {
+			t.Errorf("cx links %s: test support must stay out of the binary", p)
+		}
+	}
+}
