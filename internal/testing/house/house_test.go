@@ -62,7 +62,7 @@ func TestCodeMap(t *testing.T) {
 	}
 	table, _, _ = strings.Cut(table, "\n\n") // the table ends at the first blank line
 	tick := regexp.MustCompile("`([^`]+)`")
-	row := map[string]int{}           // package → its row
+	row := map[string]int{}            // package → its row
 	named := map[int]map[string]bool{} // row → the packages of cx it says it imports
 	n := 0
 	for _, line := range strings.Split(table, "\n") {
