@@ -201,34 +201,39 @@ func (in *Installer) writeState(st state) error {
 	return fsutil.WriteAtomic(in.statePath(), data, 0o600)
 }
 
-// trustOurs asks Codex's app-server for the hooks it sees and trusts cx's.
-func (in *Installer) trustOurs(ctx context.Context) ([]string, error) {
+// withHooks starts Codex's app-server, lists the hooks it sees and runs f
+// with both: the one way install, doctor and uninstall ask Codex.
+func (in *Installer) withHooks(ctx context.Context, f func(c *codex.Client, hooks []codex.Hook) error) error {
 	c, err := codex.Start(ctx, in.Codex, in.CodexEnv)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer c.Close()
 	hooks, err := c.ListHooks(ctx, "")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var ours []codex.Hook
-	var keys []string
-	for _, h := range hooks {
-		if h.SourcePath == in.HooksPath() && isOurs(h.Command, codex.EventName(h.EventName)) {
-			keys = append(keys, h.Key)
-			if h.TrustStatus != "trusted" {
-				ours = append(ours, h)
+	return f(c, hooks)
+}
+
+// trustOurs asks Codex's app-server for the hooks it sees and trusts cx's.
+func (in *Installer) trustOurs(ctx context.Context) (keys []string, err error) {
+	err = in.withHooks(ctx, func(c *codex.Client, hooks []codex.Hook) error {
+		var ours []codex.Hook
+		for _, h := range hooks {
+			if h.SourcePath == in.HooksPath() && isOurs(h.Command, codex.EventName(h.EventName)) {
+				keys = append(keys, h.Key)
+				if h.TrustStatus != "trusted" {
+					ours = append(ours, h)
+				}
 			}
 		}
-	}
-	if len(keys) == 0 {
-		return nil, fmt.Errorf("cx's hooks from %s are not in the list Codex gives", in.HooksPath())
-	}
-	if err := c.Trust(ctx, ours); err != nil {
-		return nil, err
-	}
-	return keys, nil
+		if len(keys) == 0 {
+			return fmt.Errorf("cx's hooks from %s are not in the list Codex gives", in.HooksPath())
+		}
+		return c.Trust(ctx, ours)
+	})
+	return keys, err
 }
 
 // Status is what doctor reports about cx's hooks.
@@ -246,22 +251,16 @@ func (in *Installer) inspect(ctx context.Context) (Status, error) {
 		return st, err
 	}
 	if in.Trust && len(st.Installed) > 0 {
-		c, err := codex.Start(ctx, in.Codex, in.CodexEnv)
-		if err != nil {
-			return st, err
-		}
-		defer c.Close()
-		hooks, err := c.ListHooks(ctx, "")
-		if err != nil {
-			return st, err
-		}
-		for _, h := range hooks {
-			if h.SourcePath == in.HooksPath() && isOurs(h.Command, codex.EventName(h.EventName)) {
-				st.Trust[codex.EventName(h.EventName)] = h.TrustStatus
+		err = in.withHooks(ctx, func(_ *codex.Client, hooks []codex.Hook) error {
+			for _, h := range hooks {
+				if h.SourcePath == in.HooksPath() && isOurs(h.Command, codex.EventName(h.EventName)) {
+					st.Trust[codex.EventName(h.EventName)] = h.TrustStatus
+				}
 			}
-		}
+			return nil
+		})
 	}
-	return st, nil
+	return st, err
 }
 
 // inspectFile is inspect from hooks.json alone.
@@ -432,13 +431,9 @@ func (in *Installer) RemoveEmptyConfig() error {
 	return os.Remove(in.ConfigPath())
 }
 
-func (in *Installer) listHooks(ctx context.Context) ([]codex.Hook, error) {
-	c, err := codex.Start(ctx, in.Codex, in.CodexEnv)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	return c.ListHooks(ctx, "")
+func (in *Installer) listHooks(ctx context.Context) (hooks []codex.Hook, err error) {
+	err = in.withHooks(ctx, func(_ *codex.Client, hs []codex.Hook) error { hooks = hs; return nil })
+	return hooks, err
 }
 
 // keepTrust re-records trust for hooks that were trusted before cx's
@@ -453,22 +448,15 @@ func (in *Installer) keepTrust(ctx context.Context, before []codex.Hook) error {
 	if len(wasTrusted) == 0 {
 		return nil
 	}
-	c, err := codex.Start(ctx, in.Codex, in.CodexEnv)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	after, err := c.ListHooks(ctx, "")
-	if err != nil {
-		return err
-	}
-	var fix []codex.Hook
-	for _, h := range after {
-		if h.TrustStatus != "trusted" && wasTrusted[h.EventName+"\x00"+h.Command+"\x00"+h.CurrentHash] {
-			fix = append(fix, h)
+	return in.withHooks(ctx, func(c *codex.Client, after []codex.Hook) error {
+		var fix []codex.Hook
+		for _, h := range after {
+			if h.TrustStatus != "trusted" && wasTrusted[h.EventName+"\x00"+h.Command+"\x00"+h.CurrentHash] {
+				fix = append(fix, h)
+			}
 		}
-	}
-	return c.Trust(ctx, fix)
+		return c.Trust(ctx, fix)
+	})
 }
 
 // trustTables lists which of the trust tables config.toml declares now.

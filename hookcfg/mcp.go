@@ -1,9 +1,7 @@
 package hookcfg
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -193,57 +191,32 @@ func (in *Installer) MCPCheck(ctx context.Context) health.Check {
 func probeMCP(ctx context.Context, s codex.MCPServer) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, s.Command, s.Args...)
+	cmd := exec.Command(s.Command, s.Args...)
 	cmd.Env = os.Environ()
 	for k, v := range s.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	stdin, err := cmd.StdinPipe()
+	c, err := codex.StartRPC(cmd, "the server", mcpproto.JSONRPC)
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
+	defer c.Close()
+	if err := c.Call(ctx, "initialize", map[string]any{"protocolVersion": mcpproto.ProbeVersion,
+		"capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "cx-doctor", "version": "1"}}, nil); err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	if err := c.Notify("notifications/initialized", nil); err != nil {
 		return nil, err
 	}
-	defer func() { stdin.Close(); _ = cmd.Wait() }()
-	enc := json.NewEncoder(stdin) // one message per line
-	for _, req := range []mcpproto.Request{
-		{JSONRPC: mcpproto.JSONRPC, ID: json.RawMessage("1"), Method: "initialize", Params: map[string]any{"protocolVersion": mcpproto.ProbeVersion,
-			"capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "cx-doctor", "version": "1"}}},
-		{JSONRPC: mcpproto.JSONRPC, Method: "notifications/initialized"},
-		{JSONRPC: mcpproto.JSONRPC, ID: json.RawMessage("2"), Method: "tools/list", Params: map[string]any{}},
-	} {
-		if err := enc.Encode(req); err != nil {
-			return nil, err
-		}
+	var list struct {
+		Tools []struct{ Name string } `json:"tools"`
 	}
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		var m struct {
-			mcpproto.Response
-			Result struct {
-				Tools []struct{ Name string } `json:"tools"`
-			} `json:"result"`
-		}
-		if json.Unmarshal(sc.Bytes(), &m) != nil || string(m.ID) != "2" {
-			continue
-		}
-		if m.Error != nil {
-			return nil, errors.New(m.Error.Message)
-		}
-		var names []string
-		for _, t := range m.Result.Tools {
-			names = append(names, t.Name)
-		}
-		return names, nil
+	if err := c.Call(ctx, "tools/list", map[string]any{}, &list); err != nil {
+		return nil, err
 	}
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
+	names := make([]string, 0, len(list.Tools))
+	for _, t := range list.Tools {
+		names = append(names, t.Name)
 	}
-	return nil, errors.New("it closed its output without listing its tools")
+	return names, nil
 }

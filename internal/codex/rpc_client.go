@@ -9,7 +9,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -17,16 +16,19 @@ import (
 	"time"
 )
 
-// Client is one running `codex app-server`.
+// Client is one running `codex app-server`, or another child that speaks
+// newline-delimited JSON-RPC on its stdin and stdout (StartRPC).
 type Client struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	mu     sync.Mutex
-	nextID int
-	waits  map[int]chan response
-	done   chan struct{}
-	err    error
-	stderr *limitedBuffer
+	name    string // what the child is called in errors
+	jsonrpc string // the "jsonrpc" member of every message ("" for none)
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	mu      sync.Mutex
+	nextID  int
+	waits   map[int]chan response
+	done    chan struct{}
+	err     error
+	stderr  *limitedBuffer
 }
 
 type response struct {
@@ -46,23 +48,12 @@ func (e *RPCError) Error() string { return fmt.Sprintf("app-server error %d: %s"
 // Start runs `bin app-server` with env (nil: inherit) and performs the
 // initialize handshake.
 func Start(ctx context.Context, bin string, env []string, extraArgs ...string) (*Client, error) {
-	args := append([]string{"app-server"}, extraArgs...)
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(bin, append([]string{"app-server"}, extraArgs...)...)
 	cmd.Env = env
-	stdin, err := cmd.StdinPipe()
+	c, err := StartRPC(cmd, "app-server", "")
 	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	c := &Client{cmd: cmd, stdin: stdin, waits: map[int]chan response{}, done: make(chan struct{}), stderr: &limitedBuffer{max: 8 << 10}}
-	cmd.Stderr = c.stderr
-	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s app-server: %w", bin, err)
 	}
-	go c.readLoop(stdout)
 	var init json.RawMessage
 	if err := c.Call(ctx, "initialize", map[string]any{
 		"clientInfo": map[string]any{"name": "cx", "title": "cx", "version": "1"},
@@ -74,6 +65,28 @@ func Start(ctx context.Context, bin string, env []string, extraArgs ...string) (
 		c.Close()
 		return nil, err
 	}
+	return c, nil
+}
+
+// StartRPC starts cmd and talks newline-delimited JSON-RPC with it over its
+// stdin and stdout (its stderr kept, bounded, for errors); name is what it
+// is called in errors, jsonrpc the "jsonrpc" member every message carries
+// ("2.0" for MCP; Codex's app-server has none).
+func StartRPC(cmd *exec.Cmd, name, jsonrpc string) (*Client, error) {
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{name: name, jsonrpc: jsonrpc, cmd: cmd, stdin: stdin, waits: map[int]chan response{}, done: make(chan struct{}), stderr: &limitedBuffer{max: 8 << 10}}
+	cmd.Stderr = c.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go c.readLoop(stdout)
 	return c, nil
 }
 
@@ -102,9 +115,9 @@ func (c *Client) readLoop(r io.Reader) {
 		}
 	}
 	c.mu.Lock()
-	c.err = errors.New("app-server closed its output")
+	c.err = fmt.Errorf("%s closed its output", c.name)
 	if err := sc.Err(); err != nil {
-		c.err = fmt.Errorf("read app-server output: %w", err)
+		c.err = fmt.Errorf("read %s output: %w", c.name, err)
 	}
 	c.mu.Unlock()
 	close(c.done)
@@ -119,6 +132,9 @@ func (c *Client) Call(ctx context.Context, method string, params any, out any) e
 	c.waits[id] = ch
 	c.mu.Unlock()
 	msg := map[string]any{"id": id, "method": method}
+	if c.jsonrpc != "" {
+		msg["jsonrpc"] = c.jsonrpc
+	}
 	if params != nil {
 		msg["params"] = params
 	}
@@ -151,6 +167,9 @@ func (c *Client) Call(ctx context.Context, method string, params any, out any) e
 // Notify sends a notification.
 func (c *Client) Notify(method string, params any) error {
 	msg := map[string]any{"method": method}
+	if c.jsonrpc != "" {
+		msg["jsonrpc"] = c.jsonrpc
+	}
 	if params != nil {
 		msg["params"] = params
 	}
@@ -165,12 +184,12 @@ func (c *Client) write(msg any) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, err := c.stdin.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("write to app-server: %w", err)
+		return fmt.Errorf("write to %s: %w", c.name, err)
 	}
 	return nil
 }
 
-// Close ends the app-server: stdin closed, then SIGTERM, then kill.
+// Close ends the child: stdin closed, then SIGTERM, then kill.
 func (c *Client) Close() error {
 	_ = c.stdin.Close()
 	exited := make(chan struct{})
