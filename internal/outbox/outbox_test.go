@@ -184,7 +184,10 @@ func TestEndAndAppendJobs(t *testing.T) {
 	var settled []int
 	o := newOutbox(db, map[string]sink.Sink{"remote": remote}, &settled)
 	var endedWith []string
-	o.End = func(ctx context.Context, id, reason string) error { endedWith = append(endedWith, id+" "+reason); return nil }
+	o.End = func(ctx context.Context, id, reason string) error {
+		endedWith = append(endedWith, id+" "+reason)
+		return nil
+	}
 	if n, err := o.Work(ctx, nil); n != 2 || err != nil {
 		t.Fatalf("worked %d, %v", n, err)
 	}
