@@ -369,6 +369,15 @@ func runWait(cmd *exec.Cmd, d time.Duration) error {
 	}
 }
 
+// waitLog waits until cx.log has a line with substr.
+func (e *env) waitLog(substr string) {
+	e.t.Helper()
+	waitFor(e.t, "cx.log to say "+substr, func() bool {
+		log, _ := os.ReadFile(filepath.Join(e.cxHome, "logs", "cx.log"))
+		return strings.Contains(string(log), substr)
+	})
+}
+
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -433,7 +442,10 @@ func TestRunRecordedAfterLockedStart(t *testing.T) {
 			_ = runWait(cmd, 10*time.Second)
 		}
 	})
-	time.Sleep(5 * time.Second) // past the open and the first try, each 2 s busy at most
+	// Held until the fake Codex, which waits 6 s before it starts its
+	// thread, has written its rollout: the run's open and first try to
+	// record itself (2 s busy each at most) have failed by then.
+	e.oneRollout()
 	release()
 	waitFor(t, "turn recorded", func() bool { s, ok := e.sessions()["A"]; return ok && s.Turns == 1 })
 	var run ledger.Run
@@ -564,8 +576,8 @@ func TestDiscoveryOutlastsLockedLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Past the thread's start (1.5 s) and discovery's busy timeout (2 s).
-	time.Sleep(4 * time.Second)
+	// Held until discovery, having found the thread, failed to record it.
+	e.waitLog("discover session")
 	release()
 	if err := runWait(cmd, 30*time.Second); err != nil {
 		t.Fatalf("cx: %v", err)

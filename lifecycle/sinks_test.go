@@ -439,7 +439,8 @@ func TestExecSuccessOutlastsLockedLedger(t *testing.T) {
 			return
 		}
 		os.WriteFile(locked, nil, 0o600)
-		time.Sleep(3 * time.Second) // past the 2 s busy timeout
+		// Held until recording the success has met the lock and waits.
+		e.waitLog("trying again")
 		release()
 		held <- nil
 	}()

@@ -149,10 +149,13 @@ func (o *Outbox) runJob(ctx context.Context, job ledger.Job) {
 		// ends (an exec sink's command runs twice): a ledger locked past its
 		// busy timeout, or a disk full for a moment, is waited out a while.
 		// A failure not recorded costs nothing but the lease.
-		stop := make(chan struct{})
-		t := time.AfterFunc(recordRetry, func() { close(stop) })
-		_, terr = o.DB.TxRetry(rctx, stop, recordPause, record)
-		t.Stop()
+		if terr = o.DB.Tx(rctx, record); terr != nil && ledger.Passing(terr) {
+			o.Log.Printf("record job %d's success: %v; trying again for up to %v", job.ID, terr, recordRetry)
+			stop := make(chan struct{})
+			t := time.AfterFunc(recordRetry, func() { close(stop) })
+			_, terr = o.DB.TxRetry(rctx, stop, recordPause, record)
+			t.Stop()
+		}
 	} else {
 		terr = o.DB.Tx(rctx, record)
 	}
