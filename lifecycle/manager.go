@@ -2,7 +2,8 @@
 // hook events and from the Codex process a run supervises, captures their
 // turns from the rollout, ends each generation exactly once (whoever ends it
 // first: Codex's SessionEnd, /new or /clear, compaction, the wrapper's exit,
-// a sweep), and works the outbox of commit jobs to the configured sinks.
+// a sweep), and hands the commit jobs each end enqueues to the outbox
+// (internal/outbox), settling a generation once they are done.
 //
 // Every decision that reads and then writes the ledger happens inside one
 // immediate transaction, so any number of processes may race to end the
@@ -23,14 +24,14 @@
 //	SessionEnd                  2: capture + the end and its commit jobs (a long history: the end job, for the sweeper)
 //	PostCompact, Interrupt      1
 //
-// Every end (End) is one transaction with its capture; the outbox then
-// settles each job in one.
+// Every end (End) is one transaction with its capture and its jobs; the
+// outbox then records each job's outcome in one.
 //
 // It offers operations, not fields: HandleHook and InjectRequest to the
 // hook server, runs (BeginRun, ChildStarted, Stopping, Finish, the
 // app-server threads) to the supervisor, End and Learn to history,
-// CommitNow, Sweep, Retry and WorkOutbox to cmd/cx. The sinks are packages
-// of their own behind internal/sink.
+// CommitNow, Sweep and the Outbox to cmd/cx. The sinks are packages of
+// their own behind internal/sink, wired in internal/sinks.
 package lifecycle
 
 import (
