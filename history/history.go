@@ -69,7 +69,7 @@ func Import(ctx context.Context, m *lifecycle.Manager, o ImportOptions) (ImportR
 	now := m.Now()
 	var until time.Time
 	for id, path := range rollouts {
-		if _, err := m.DB.Session(ctx, id); err == nil {
+		if _, err := m.Ledger().Session(ctx, id); err == nil {
 			res.Known++
 			continue
 		} else if !errors.Is(err, ledger.ErrNotFound) {
@@ -113,7 +113,7 @@ func Import(ctx context.Context, m *lifecycle.Manager, o ImportOptions) (ImportR
 		if _, err := m.End(ctx, id, ReasonImport, lifecycle.EndOptions{}); err != nil {
 			return res, fmt.Errorf("import %s: %w", id, err)
 		}
-		if n, err := m.DB.TotalTurns(ctx, id); err == nil && n == 0 {
+		if n, err := m.Ledger().TotalTurns(ctx, id); err == nil && n == 0 {
 			res.Empty++
 		}
 		res.Imported++
@@ -141,7 +141,7 @@ func Forget(ctx context.Context, m *lifecycle.Manager, id string) (int, error) {
 	n := 0
 	var prompts, commands []string
 	var cwd string
-	err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+	err := m.Ledger().Tx(ctx, func(tx *ledger.Tx) error {
 		s, err := tx.Session(ctx, id)
 		if errors.Is(err, ledger.ErrNotFound) {
 			return fmt.Errorf("%w: %s", readmodel.ErrNoSession, id)
@@ -209,7 +209,7 @@ func sessionWords(ctx context.Context, tx *ledger.Tx, id string) (prompts, comma
 // ProjectSessions lists the sessions whose working directory belongs to
 // dir's project (the identity continuity uses).
 func ProjectSessions(ctx context.Context, m *lifecycle.Manager, dir string) ([]string, error) {
-	all, err := m.DB.Sessions(ctx)
+	all, err := m.Ledger().Sessions(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +250,7 @@ func ForgetAll(ctx context.Context, m *lifecycle.Manager, ids []string, each fun
 		r.Forgotten[id] = n
 	}
 	if len(r.Forgotten) > 0 {
-		if _, err := m.DB.Scrub(ctx); err != nil {
+		if _, err := m.Ledger().Scrub(ctx); err != nil {
 			r.Scrubbed, r.ScrubErr = false, err
 			r.Failed++
 		}

@@ -35,7 +35,7 @@ func TestForget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	db := m.DB
+	db := m.Ledger()
 	err = db.Tx(ctx, func(tx *ledger.Tx) error {
 		now := tx.Now()
 		for _, s := range []ledger.Session{

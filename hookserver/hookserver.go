@@ -187,7 +187,7 @@ func Serve(ctx context.Context, c HookCall) (code int) {
 			if len(items) > 0 && m != nil {
 				// Recorded here, after the hook's own transaction, on its
 				// connection: the recall's own would wait on the write lock.
-				if err := recall.MarkGiven(wctx, m.DB, p.SessionID, items); err != nil {
+				if err := recall.MarkGiven(wctx, m.Ledger(), p.SessionID, items); err != nil {
 					logger.Printf("recall %s: record what was given: %v (it may be given again)", p.SessionID, err)
 				}
 			}

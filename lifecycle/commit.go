@@ -9,7 +9,7 @@ import (
 // CommitNow ends the session's live generation now (reason manual, `cx
 // ctl commit`) and works the outbox.
 func (m *Manager) CommitNow(ctx context.Context, id string) (readmodel.CommitView, error) {
-	if _, err := readmodel.Lookup(ctx, m.DB, id); err != nil {
+	if _, err := readmodel.Lookup(ctx, m.db, id); err != nil {
 		return readmodel.CommitView{}, err
 	}
 	ended, err := m.End(ctx, id, ReasonManual, EndOptions{})
@@ -23,10 +23,10 @@ func (m *Manager) CommitNow(ctx context.Context, id string) (readmodel.CommitVie
 	if ended {
 		out.Reason = ReasonManual
 	}
-	s, err := m.DB.Session(ctx, id)
+	s, err := m.db.Session(ctx, id)
 	if err != nil {
 		return out, err
 	}
-	out.Session = readmodel.Session(ctx, m.DB, s)
+	out.Session = readmodel.Session(ctx, m.db, s)
 	return out, nil
 }

@@ -88,7 +88,7 @@ func (m *Manager) recordHook(ctx context.Context, h Hook) (hookRecord, error) {
 	if rec.owned {
 		hint.RunID, hint.Sinks, hint.CodexHome = rec.run.ID, rec.run.Sinks, rec.run.CodexHome
 	}
-	err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+	err := m.db.Tx(ctx, func(tx *ledger.Tx) error {
 		rec.ends = nil
 		s, _, err := m.ensureSession(ctx, tx, hint)
 		if err != nil {
@@ -270,7 +270,7 @@ func (m *Manager) onSessionEnd(ctx context.Context, s ledger.Session, res *HookR
 	reason := m.endReason(ctx, s.RunID, reasonSessionEnd)
 	if backlog(s) > m.hookBacklog {
 		res.CatchUpDeferred = true
-		return m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		return m.db.Tx(ctx, func(tx *ledger.Tx) error {
 			_, err := tx.EnqueueDetail(ctx, outbox.JobEnd, s.ID, s.Generation, "", reason)
 			return err
 		})
@@ -286,7 +286,7 @@ func (m *Manager) AfterHook(ctx context.Context, event string) (sweepDue bool) {
 	if _, err := m.recoverOrphans(ctx); err != nil {
 		m.Log.Printf("hook %s: orphan recovery: %v", event, err)
 	}
-	due, _ := m.DB.DueJobs(ctx, m.Now())
+	due, _ := m.db.DueJobs(ctx, m.Now())
 	return due
 }
 
@@ -305,12 +305,12 @@ func lockSweeper(home string) (func(), error) { return fsutil.Lock(sweepLockPath
 // itself (own: resume, compaction) — its checkpoint as of its last capture,
 // from the ledger, and on resume the overview of a remote sink it goes to.
 func (m *Manager) InjectRequest(ctx context.Context, p codex.HookPayload, own bool) inject.Request {
-	req := inject.Request{Home: m.Cfg.Home, Ledger: m.DB, Source: p.Source, SessionID: p.SessionID, Cwd: p.Cwd,
+	req := inject.Request{Home: m.Cfg.Home, Ledger: m.db, Source: p.Source, SessionID: p.SessionID, Cwd: p.Cwd,
 		TranscriptPath: p.TranscriptPath, MaxChars: m.Cfg.Inject.MaxChars}
 	if !own {
 		return req
 	}
-	if cp, present, ok, err := checkpointOf(ctx, m.DB, p.SessionID); err != nil {
+	if cp, present, ok, err := checkpointOf(ctx, m.db, p.SessionID); err != nil {
 		m.Log.Printf("checkpoint of %s from the ledger: %v", p.SessionID, err)
 	} else if ok {
 		req.Checkpoint, req.Present = &cp, present
@@ -322,7 +322,7 @@ func (m *Manager) InjectRequest(ctx context.Context, p codex.HookPayload, own bo
 	if p.Source != "resume" {
 		return req
 	}
-	s, err := m.DB.Session(ctx, p.SessionID)
+	s, err := m.db.Session(ctx, p.SessionID)
 	if err != nil {
 		return req
 	}
@@ -375,7 +375,7 @@ func (m *Manager) endReason(ctx context.Context, runID, own string) string {
 	if runID == "" {
 		return own
 	}
-	if run, err := m.DB.Run(ctx, runID); err == nil && run.EndedAt == nil && strings.HasPrefix(run.EndReason, "signal:") {
+	if run, err := m.db.Run(ctx, runID); err == nil && run.EndedAt == nil && strings.HasPrefix(run.EndReason, "signal:") {
 		return run.EndReason
 	}
 	return own
@@ -417,7 +417,7 @@ func (m *Manager) attribute(ctx context.Context, runID string, ppid int) (ledger
 	// may arrive first.
 	deadline := time.Now().Add(time.Second)
 	for {
-		run, err = m.DB.Run(ctx, runID)
+		run, err = m.db.Run(ctx, runID)
 		if err == nil && run.CodexPID != 0 {
 			break
 		}

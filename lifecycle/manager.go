@@ -71,7 +71,7 @@ const (
 
 // Manager owns the ledger for one cx process.
 type Manager struct {
-	DB    *ledger.DB
+	db    *ledger.DB
 	Cfg   config.Config
 	Sinks map[string]sink.Sink
 	Log   *logs.Logger
@@ -110,19 +110,9 @@ func Open(ctx context.Context, cfg config.Config, opts Options) (*Manager, error
 	return newManager(cfg, db), nil
 }
 
-// OpenReader opens the ledger for the commands that only read it
-// (sessions, status, show): read only when CX_HOME cannot be written.
-func OpenReader(ctx context.Context, cfg config.Config) (*Manager, error) {
-	db, _, err := ledger.OpenForReading(ctx, ledger.Path(cfg.Home), ledger.Options{Now: nowUTC})
-	if err != nil {
-		return nil, err
-	}
-	return newManager(cfg, db), nil
-}
-
 func newManager(cfg config.Config, db *ledger.DB) *Manager {
 	m := &Manager{
-		DB:          db,
+		db:          db,
 		Cfg:         cfg,
 		Log:         logs.New(cfg.Home),
 		Now:         nowUTC,
@@ -143,13 +133,24 @@ func newManager(cfg config.Config, db *ledger.DB) *Manager {
 	return m
 }
 
+// Ledger is the manager's ledger, for the packages its package doc names
+// writers of tables beside lifecycle (history's forget; per-prompt recall's
+// record of what it gave, on the hook's connection). Views read their own
+// (readmodel.Open).
+func (m *Manager) Ledger() *ledger.DB { return m.db }
+
+// ResolveSession is the ledger's session id for a prefix of one.
+func (m *Manager) ResolveSession(ctx context.Context, prefix string) (string, error) {
+	return m.db.ResolveSession(ctx, prefix)
+}
+
 // Outbox is the outbox the manager's ends go to.
 func (m *Manager) Outbox() *outbox.Outbox { return m.outbox }
 
 // host is what the sinks may use of the manager (its clock and environment
 // read at each call, so a test's replacement holds).
 func (m *Manager) host() sink.Host {
-	return sink.Host{Store: m.DB.SinkStore(), Cfg: m.Cfg, Log: m.Log,
+	return sink.Host{Store: m.db.SinkStore(), Cfg: m.Cfg, Log: m.Log,
 		Getenv: func(k string) (string, bool) { return m.Getenv(k) },
 		Now:    func() time.Time { return m.Now() }}
 }
@@ -175,10 +176,10 @@ func settleGeneration(ctx context.Context, tx *ledger.Tx, sessionID string, gen 
 
 // Close closes the ledger.
 func (m *Manager) Close() error {
-	if m.DB == nil {
+	if m.db == nil {
 		return nil
 	}
-	return m.DB.Close()
+	return m.db.Close()
 }
 
 // ensureSession returns the session, creating it live (generation 1) when
@@ -238,14 +239,14 @@ type afterCapture func(ctx context.Context, tx *ledger.Tx, s *ledger.Session) er
 // 0) are unread, reporting it deferred, and runs then (when not nil and
 // not deferred) in the transaction that stores what it read.
 func (m *Manager) capture(ctx context.Context, id string, limit int64, then afterCapture) (ledger.Session, bool, error) {
-	s, err := m.DB.Session(ctx, id)
+	s, err := m.db.Session(ctx, id)
 	if err != nil {
 		return s, false, err
 	}
 	path := codex.FindRollout(s.CodexHome, s.ID, s.TranscriptPath)
 	if path == "" { // no rollout yet: a session with no turn
 		if then != nil {
-			err = m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+			err = m.db.Tx(ctx, func(tx *ledger.Tx) error {
 				if s, err = tx.Session(ctx, id); err != nil {
 					return err
 				}
@@ -268,7 +269,7 @@ func (m *Manager) capture(ctx context.Context, id string, limit int64, then afte
 		return s, false, fmt.Errorf("capture %s: %w", id, err)
 	}
 	testpoint.Crash("capture")
-	err = m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+	err = m.db.Tx(ctx, func(tx *ledger.Tx) error {
 		s, err = tx.Session(ctx, id)
 		if err != nil {
 			return err
@@ -444,7 +445,7 @@ type EndOptions struct {
 // (false: not live, or another ender won).
 func (m *Manager) endLive(ctx context.Context, id, reason string, o EndOptions) (bool, error) {
 	ended := false
-	err := m.DB.Tx(ctx, func(tx *ledger.Tx) (err error) {
+	err := m.db.Tx(ctx, func(tx *ledger.Tx) (err error) {
 		ended, err = m.endInTx(ctx, tx, id, reason, o)
 		return err
 	})
@@ -541,7 +542,7 @@ func (m *Manager) End(ctx context.Context, id, reason string, o EndOptions) (boo
 // generation, with an event of kind (and detail) beside the one that says
 // it was learned; a known session only has its empty fields filled.
 func (m *Manager) Learn(ctx context.Context, hint ledger.Session, kind, detail string) error {
-	return m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+	return m.db.Tx(ctx, func(tx *ledger.Tx) error {
 		s, created, err := m.ensureSession(ctx, tx, hint)
 		if err == nil && created {
 			err = tx.AddEvent(ctx, kind, s.ID, "", detail)

@@ -49,7 +49,7 @@ func (m *Manager) recoverUnrecorded(ctx context.Context, codexHome string) (int,
 		}
 	}
 	if recovered > 0 {
-		err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		err := m.db.Tx(ctx, func(tx *ledger.Tx) error {
 			return tx.AddEvent(ctx, "rollouts.recovered", "", "", fmt.Sprintf("%d session(s) in %s", recovered, codexHome))
 		})
 		if err != nil {
@@ -62,7 +62,7 @@ func (m *Manager) recoverUnrecorded(ctx context.Context, codexHome string) (int,
 // recoverThread records and ends one thread a breadcrumb names; wait is
 // true when it is still being written.
 func (m *Manager) recoverThread(ctx context.Context, codexHome, id, kind string, now time.Time) (n int, wait bool, err error) {
-	s, err := m.DB.Session(ctx, id)
+	s, err := m.db.Session(ctx, id)
 	recorded := err == nil
 	switch {
 	case recorded && (s.RunID != "" || s.Status != ledger.Live):

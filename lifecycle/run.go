@@ -101,7 +101,7 @@ func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
 		// timeout) is tried again until it goes or the run finishes — a
 		// daemon started on a full disk runs on for hours (the chaos run,
 		// 0.128: an app-server's thread left live, owned by no run).
-		tries, err := m.DB.TxRetry(ctx, r.finishing, recordRunPause, func(tx *ledger.Tx) error {
+		tries, err := m.db.TxRetry(ctx, r.finishing, recordRunPause, func(tx *ledger.Tx) error {
 			return tx.PutRun(ctx, ledger.Run{ID: info.ID, PID: os.Getpid(), PIDStart: proc.StartTime(os.Getpid()),
 				CodexHome: info.CodexHome, CodexVersion: info.CodexVersion, Cwd: info.Cwd, Args: redact.Strings(info.Args),
 				Sinks: info.Sinks, Mode: info.Mode, StartedAt: r.started.UTC()}) // Codex's launch, not this later write: a dead run's threads are those born since
@@ -150,7 +150,7 @@ func (r *Run) ChildStarted(pid int) {
 // whether it could (after a ledger locked past its timeout, or a full
 // disk, discovery tries again).
 func (r *Run) recordCodex(ctx context.Context, pid int, start uint64) bool {
-	err := r.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+	err := r.m.db.Tx(ctx, func(tx *ledger.Tx) error {
 		run, err := tx.Run(ctx, r.info.ID)
 		if err != nil {
 			return err
@@ -221,7 +221,7 @@ func (r *Run) learn(ctx context.Context, found map[string]string) bool {
 		}
 		r.known[id], r.paths[id], learned = true, path, true
 		testpoint.Crash("learn")
-		err := r.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		err := r.m.db.Tx(ctx, func(tx *ledger.Tx) error {
 			run, err := tx.Run(ctx, r.info.ID)
 			if err != nil {
 				return err
@@ -250,7 +250,7 @@ func (r *Run) writtenUnseen(ctx context.Context, pid int) map[string]string {
 		if r.known[id] {
 			return true
 		}
-		_, err := r.m.DB.Session(ctx, id)
+		_, err := r.m.db.Session(ctx, id)
 		return err == nil // recorded by whoever ran it
 	})
 }
@@ -284,7 +284,7 @@ func (r *Run) recordStopping(reason string) {
 		return
 	}
 	ctx := context.Background()
-	err := r.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+	err := r.m.db.Tx(ctx, func(tx *ledger.Tx) error {
 		run, err := tx.Run(ctx, r.info.ID)
 		if err != nil || run.EndedAt != nil {
 			return err
@@ -334,7 +334,7 @@ func (r *Run) Finish(ctx context.Context, ex ExitInfo) error {
 			r.m.Log.Printf("end %s at exit of %s: %v", s.ID, r.info.ID, err)
 		}
 	}
-	err = r.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+	err = r.m.db.Tx(ctx, func(tx *ledger.Tx) error {
 		run, err := tx.Run(ctx, r.info.ID)
 		if err != nil {
 			return err
@@ -366,7 +366,7 @@ func (r *Run) Finish(ctx context.Context, ex ExitInfo) error {
 
 func (r *Run) sessions(ctx context.Context) ([]ledger.Session, error) {
 	var out []ledger.Session
-	err := r.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+	err := r.m.db.Tx(ctx, func(tx *ledger.Tx) error {
 		var err error
 		out, err = tx.RunSessions(ctx, r.info.ID)
 		return err

@@ -97,7 +97,7 @@ func (m *Manager) leasedElsewhere(ctx context.Context) ([]readmodel.JobView, err
 // reused by another process), as `orphan`, and closes those runs.
 func (m *Manager) recoverOrphans(ctx context.Context) (SweepResult, error) {
 	var res SweepResult
-	runs, err := m.DB.Runs(ctx, true)
+	runs, err := m.db.Runs(ctx, true)
 	if err != nil {
 		return res, err
 	}
@@ -113,7 +113,7 @@ func (m *Manager) recoverOrphans(ctx context.Context) (SweepResult, error) {
 		res.Orphans++
 		m.learnOrphaned(ctx, r)
 		var sessions []ledger.Session
-		if err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		if err := m.db.Tx(ctx, func(tx *ledger.Tx) error {
 			sessions, err = tx.RunSessions(ctx, r.ID)
 			return err
 		}); err != nil {
@@ -128,7 +128,7 @@ func (m *Manager) recoverOrphans(ctx context.Context) (SweepResult, error) {
 				res.Ended++
 			}
 		}
-		err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		err := m.db.Tx(ctx, func(tx *ledger.Tx) error {
 			cur, err := tx.Run(ctx, r.ID)
 			if err != nil || cur.EndedAt != nil {
 				return err
@@ -161,7 +161,7 @@ func (m *Manager) Sweep(ctx context.Context) (SweepResult, error) {
 	// have left turns to commit): never every session ever recorded. An
 	// older session Codex resumes is learned again by its hooks or by the
 	// next start's recovery.
-	sessions, err := m.DB.SweepCandidates(ctx, m.Now().Add(-24*time.Hour))
+	sessions, err := m.db.SweepCandidates(ctx, m.Now().Add(-24*time.Hour))
 	if err != nil {
 		return res, err
 	}
@@ -186,7 +186,7 @@ func (m *Manager) Sweep(ctx context.Context) (SweepResult, error) {
 			// generation to end.
 			reason = ReasonRecovered
 		case s.RunID != "":
-			run, err := m.DB.Run(ctx, s.RunID)
+			run, err := m.db.Run(ctx, s.RunID)
 			if err == nil && run.EndedAt == nil {
 				m.catchUpDeferred(ctx, s)
 			}
@@ -247,11 +247,11 @@ func (m *Manager) learnOrphaned(ctx context.Context, r ledger.Run) {
 	defer logs.Close()
 	// Known as a run's, or ended: not this dead run's to take.
 	taken := func(id string) bool {
-		s, err := m.DB.Session(ctx, id)
+		s, err := m.db.Session(ctx, id)
 		return err == nil && (s.RunID != "" || s.Status != ledger.Live)
 	}
 	for id, path := range codex.OwnThreads(r.CodexHome, r.CodexPID, r.StartedAt, cwd, logs, taken) {
-		err := m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+		err := m.db.Tx(ctx, func(tx *ledger.Tx) error {
 			claimed, err := m.claim(ctx, tx, r, id, path, reasonOrphan)
 			if err != nil || !claimed {
 				return err
@@ -294,7 +294,7 @@ func SweepNow(ctx context.Context, cfg config.Config, o SweepOptions) (SweepResu
 	}
 	// Archives from before the recall index: indexed once, by whoever gets
 	// there first (a sweep, a search).
-	if _, err := recall.Backfill(sctx, m.DB, cfg.Home); err != nil {
+	if _, err := recall.Backfill(sctx, m.db, cfg.Home); err != nil {
 		m.Log.Printf("sweep: %v", err)
 	}
 	if o.Background {
@@ -325,7 +325,7 @@ func (m *Manager) heldByNone(s ledger.Session) bool {
 // endQueued reports whether an end a hook left to the outbox waits for the
 // session: that end, with its reason, is the one to make.
 func (m *Manager) endQueued(ctx context.Context, id string) bool {
-	jobs, err := m.DB.SessionJobs(ctx, id)
+	jobs, err := m.db.SessionJobs(ctx, id)
 	if err != nil {
 		return true // unknown: leave it to the outbox and the next sweep
 	}

@@ -14,7 +14,7 @@ import (
 // LearnThread records a thread of this app-server as a session of the run; a
 // resumed one is live again (its next turns are the next generation).
 func (r *Run) LearnThread(ctx context.Context, th codex.AppThread, resume bool) {
-	err := r.m.DB.Tx(ctx, func(tx *ledger.Tx) error {
+	err := r.m.db.Tx(ctx, func(tx *ledger.Tx) error {
 		run, err := tx.Run(ctx, r.info.ID)
 		if err != nil {
 			return err

@@ -184,7 +184,7 @@ func (a *app) ctlImport(ctx context.Context, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	return a.withLedger(ctx, false, func(m *lifecycle.Manager) error {
+	return a.withLedger(ctx, func(m *lifecycle.Manager) error {
 		res, err := history.Import(ctx, m, o)
 		if err != nil {
 			return fmt.Errorf("import: %v", err)
@@ -214,10 +214,10 @@ func (a *app) ctlForget(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return a.withLedger(ctx, false, func(m *lifecycle.Manager) error {
+	return a.withLedger(ctx, func(m *lifecycle.Manager) error {
 		ids := pos
 		if len(pos) == 1 {
-			id, err := resolveSession(ctx, m.DB.ResolveSession, pos[0])
+			id, err := resolveSession(ctx, m.ResolveSession, pos[0])
 			if err != nil && asJSON {
 				a.errorf("%v", err)
 				a.printJSON(history.ForgetReport{Forgotten: map[string]int{}, Failed: 1})

@@ -36,28 +36,34 @@ func resolveSession(ctx context.Context, resolve func(context.Context, string) (
 	return full, err
 }
 
-// withLedger runs a ctl command's f with the ledger open; a command that
-// only reads it (readOnly) reads a read-only CX_HOME too.
-func (a *app) withLedger(ctx context.Context, readOnly bool, f func(*lifecycle.Manager) error) error {
-	load := a.loadConfig
-	if readOnly {
-		load = a.loadConfigToRead
-	}
-	cfg, err := load()
+// withLedger runs a ctl command's f with the state machine open on the
+// ledger.
+func (a *app) withLedger(ctx context.Context, f func(*lifecycle.Manager) error) error {
+	cfg, err := a.loadConfig()
 	if err != nil {
 		return err
 	}
-	var m *lifecycle.Manager
-	if readOnly {
-		m, err = lifecycle.OpenReader(ctx, cfg)
-	} else {
-		m, err = lifecycle.Open(ctx, cfg, lifecycle.Options{})
-	}
+	m, err := lifecycle.Open(ctx, cfg, lifecycle.Options{})
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 	return f(m)
+}
+
+// withViews runs a command that only reads the ledger (status, sessions,
+// show): a read-only CX_HOME is read too.
+func (a *app) withViews(ctx context.Context, f func(*ledger.DB) error) error {
+	cfg, err := a.loadConfigToRead()
+	if err != nil {
+		return err
+	}
+	db, err := readmodel.Open(ctx, cfg.Home)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return f(db)
 }
 
 func (a *app) printJSON(v any) {
@@ -72,8 +78,8 @@ func (a *app) ctlSessions(ctx context.Context, args []string) error {
 	if _, err := a.args(cli.Spec{Name: "sessions", Define: cli.JSONFlag(&asJSON)}, args); err != nil {
 		return err
 	}
-	return a.withLedger(ctx, true, func(m *lifecycle.Manager) error {
-		out, err := readmodel.Sessions(ctx, m.DB)
+	return a.withViews(ctx, func(db *ledger.DB) error {
+		out, err := readmodel.Sessions(ctx, db)
 		if err != nil {
 			return fmt.Errorf("sessions: %v", err)
 		}
@@ -91,8 +97,8 @@ func (a *app) ctlStatus(ctx context.Context, args []string) error {
 	if _, err := a.args(cli.Spec{Name: "status", Define: cli.JSONFlag(&asJSON)}, args); err != nil {
 		return err
 	}
-	return a.withLedger(ctx, true, func(m *lifecycle.Manager) error {
-		out, err := readmodel.Status(ctx, m.DB)
+	return a.withViews(ctx, func(db *ledger.DB) error {
+		out, err := readmodel.Status(ctx, db)
 		if err != nil {
 			return fmt.Errorf("status: %v", err)
 		}
@@ -127,12 +133,12 @@ func (a *app) ctlShow(ctx context.Context, args []string) error {
 	if turn != 0 {
 		return a.showTurn(ctx, pos[0], turn, asJSON)
 	}
-	return a.withLedger(ctx, true, func(m *lifecycle.Manager) error {
-		id, err := resolveSession(ctx, m.DB.ResolveSession, pos[0])
+	return a.withViews(ctx, func(db *ledger.DB) error {
+		id, err := resolveSession(ctx, db.ResolveSession, pos[0])
 		if err != nil {
 			return err
 		}
-		out, err := readmodel.Show(ctx, m.DB, id)
+		out, err := readmodel.Show(ctx, db, id)
 		if err != nil {
 			return sessionFailed("show", id, err)
 		}
@@ -151,8 +157,8 @@ func (a *app) ctlCommit(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return a.withLedger(ctx, false, func(m *lifecycle.Manager) error {
-		id, err := resolveSession(ctx, m.DB.ResolveSession, pos[0])
+	return a.withLedger(ctx, func(m *lifecycle.Manager) error {
+		id, err := resolveSession(ctx, m.ResolveSession, pos[0])
 		if err != nil {
 			return err
 		}
@@ -253,7 +259,7 @@ func (a *app) ctlRetry(ctx context.Context, args []string) error {
 	if _, err := a.args(spec, args); err != nil {
 		return err
 	}
-	return a.withLedger(ctx, false, func(m *lifecycle.Manager) error {
+	return a.withLedger(ctx, func(m *lifecycle.Manager) error {
 		r, err := m.Outbox().Retry(ctx, ids, all)
 		if err != nil {
 			return fmt.Errorf("retry: %v", err)

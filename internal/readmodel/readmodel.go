@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"cx/internal/ledger"
+	"cx/internal/testpoint"
 	"cx/internal/proc"
 )
 
@@ -280,4 +281,11 @@ type CommitView struct {
 	Ended   bool        `json:"ended"`
 	Reason  string      `json:"reason,omitempty"`
 	Session SessionView `json:"session"`
+}
+
+// Open opens the ledger in CX_HOME home for the views: read only when the
+// home cannot be written (status, sessions and show still answer).
+func Open(ctx context.Context, home string) (*ledger.DB, error) {
+	db, _, err := ledger.OpenForReading(ctx, ledger.Path(home), ledger.Options{Now: testpoint.Now})
+	return db, err
 }
