@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"cx/internal/ledger"
-	"cx/internal/testpoint"
 	"cx/internal/proc"
+	"cx/internal/testpoint"
 )
 
 // ErrNoSession is returned for a session the ledger does not know.
