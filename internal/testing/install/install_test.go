@@ -1,0 +1,231 @@
+// Package install tests scripts/install.sh, the installer a user without
+// Go runs, against release archives served from 127.0.0.1: a good install,
+// an upgrade in place, and every refusal (one line, nothing written).
+package install
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func root(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// buildCX builds cx reporting version.
+func buildCX(t *testing.T, version string) []byte {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "cx")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w -X main.version="+version, "-o", out, "./cmd/cx")
+	cmd.Dir = root(t)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build cx: %v\n%s", err, b)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// archive is a release archive as the release config lays it out: cx and
+// the README at its top.
+func archive(t *testing.T, cx []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, f := range []struct {
+		name string
+		mode int64
+		data []byte
+	}{{"cx", 0o755, cx}, {"README.md", 0o644, []byte("# cx\n")}} {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data)), ModTime: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write(f.data)
+	}
+	tw.Close()
+	zw.Close()
+	return buf.Bytes()
+}
+
+// release serves files from 127.0.0.1; they may be replaced between runs.
+type release struct {
+	mu    sync.Mutex
+	files map[string][]byte
+	srv   *httptest.Server
+}
+
+func newRelease(t *testing.T) *release {
+	r := &release{files: map[string][]byte{}}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		data, ok := r.files[strings.TrimPrefix(req.URL.Path, "/")]
+		r.mu.Unlock()
+		if !ok {
+			http.NotFound(w, req)
+			return
+		}
+		w.Write(data)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+// publish makes archive the machine's release, with checksums.txt listing
+// sums (nil: the archive's own).
+func (r *release) publish(name string, archive []byte, sums []byte) {
+	if sums == nil {
+		sum := sha256.Sum256(archive)
+		sums = fmt.Appendf(nil, "%s  %s\n%s  cx_plan9_amd64.tar.gz\n", hex.EncodeToString(sum[:]), name, strings.Repeat("0", 64))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.files = map[string][]byte{name: archive, "checksums.txt": sums}
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// install runs the installer with dash (POSIX sh, no bash-isms) the way a
+// user does: a HOME, a PATH without cx, the release's base URL.
+func install(t *testing.T, r *release, home string, extra []string, args ...string) result {
+	t.Helper()
+	shell := "dash"
+	if _, err := exec.LookPath(shell); err != nil {
+		shell = "sh"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, shell, append([]string{filepath.Join(root(t), "scripts", "install.sh")}, args...)...)
+	cmd.Env = append([]string{"HOME=" + home, "PATH=/usr/local/bin:/usr/bin:/bin", "CX_INSTALL_BASE_URL=" + r.srv.URL,
+		"CX_HOME=" + filepath.Join(home, "cx-home"), "CODEX_HOME=" + filepath.Join(home, "codex"), "CX_CODEX_BIN=/nonexistent"}, extra...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code, stdout.String(), stderr.String()}
+}
+
+func version(t *testing.T, cx string) string {
+	t.Helper()
+	out, err := exec.Command(cx, "ctl", "version").Output()
+	if err != nil {
+		t.Fatalf("%s ctl version: %v", cx, err)
+	}
+	return string(out)
+}
+
+func TestInstallScript(t *testing.T) {
+	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
+		t.Skip("the releases are for Linux and macOS")
+	}
+	name := fmt.Sprintf("cx_%s_%s.tar.gz", runtime.GOOS, runtime.GOARCH)
+	first, second := archive(t, buildCX(t, "9.0.1-test")), archive(t, buildCX(t, "9.0.2-test"))
+	r := newRelease(t)
+
+	t.Run("install, then upgrade in place", func(t *testing.T) {
+		home := t.TempDir()
+		r.publish(name, first, nil)
+		res := install(t, r, home, nil)
+		cx := filepath.Join(home, ".local", "bin", "cx")
+		if res.code != 0 || !strings.Contains(version(t, cx), "9.0.1-test") {
+			t.Fatalf("install: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+		}
+		for _, want := range []string{"cx installed: " + cx, "is not on your PATH", "export PATH=", "codex"} {
+			if !strings.Contains(res.stdout, want) {
+				t.Errorf("the installer's output lacks %q (the PATH advice, then doctor):\n%s", want, res.stdout)
+			}
+		}
+		r.publish(name, second, nil)
+		if res := install(t, r, home, nil); res.code != 0 || !strings.Contains(version(t, cx), "9.0.2-test") {
+			t.Fatalf("second run: exit %d, %s\n%s", res.code, version(t, cx), res.stderr)
+		}
+		if left, _ := filepath.Glob(filepath.Join(home, ".local", "bin", ".cx.new.*")); len(left) != 0 {
+			t.Errorf("left behind: %v", left)
+		}
+	})
+
+	t.Run("a prefix", func(t *testing.T) {
+		home, prefix := t.TempDir(), filepath.Join(t.TempDir(), "opt")
+		r.publish(name, first, nil)
+		if res := install(t, r, home, []string{"PATH=" + filepath.Join(prefix, "bin") + ":/usr/bin:/bin"}, "--prefix", prefix); res.code != 0 ||
+			strings.Contains(res.stdout, "is not on your PATH") {
+			t.Fatalf("--prefix: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+		}
+		version(t, filepath.Join(prefix, "bin", "cx"))
+	})
+
+	corrupt := append([]byte(nil), first...)
+	corrupt[len(corrupt)/2] ^= 0xff
+	blocker := filepath.Join(t.TempDir(), "a-file")
+	os.WriteFile(blocker, nil, 0o600)
+	for _, c := range []struct {
+		name    string
+		archive []byte
+		sums    []byte
+		env     []string
+		args    []string
+		says    string
+	}{
+		{"a corrupted archive", corrupt, []byte(fmt.Sprintf("%x  %s\n", sha256.Sum256(first), name)), nil, nil, "does not match its checksum"},
+		{"no checksum line", first, []byte(strings.Repeat("0", 64) + "  cx_plan9_amd64.tar.gz\n"), nil, nil, "no line for " + name},
+		{"an unsupported architecture", first, nil, []string{"CX_INSTALL_ARCH=mips64"}, nil, "no cx release for"},
+		{"an unsupported system", first, nil, []string{"CX_INSTALL_OS=FreeBSD"}, nil, "no cx release for FreeBSD"},
+		{"a prefix that cannot be written", first, nil, nil, []string{"--prefix", filepath.Join(blocker, "opt")}, "cannot write to"},
+		{"no release there", nil, []byte{}, []string{"CX_INSTALL_BASE_URL=http://127.0.0.1:9/none"}, nil, "cannot download"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			home := t.TempDir()
+			r.publish(name, c.archive, c.sums)
+			res := install(t, r, home, c.env, c.args...)
+			if res.code == 0 || strings.Count(strings.TrimSpace(res.stderr), "\n") != 0 || !strings.Contains(res.stderr, c.says) {
+				t.Errorf("exit %d, stderr %q: want one line saying %q", res.code, res.stderr, c.says)
+			}
+			var written []string
+			filepath.Walk(home, func(p string, fi os.FileInfo, err error) error {
+				if err == nil && p != home {
+					written = append(written, p)
+				}
+				return nil
+			})
+			if _, err := os.Stat(filepath.Join(blocker, "opt")); err == nil {
+				written = append(written, filepath.Join(blocker, "opt"))
+			}
+			if len(written) != 0 {
+				t.Errorf("written despite the refusal: %v", written)
+			}
+		})
+	}
+}
