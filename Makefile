@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: all build install test test-deps vet vet-darwin dist dist-check bench chaos demo clean
+.PHONY: all build install test test-deps vet vet-darwin cross dist dist-check bench chaos demo clean
 
 all: build
 
@@ -11,9 +11,9 @@ install:
 	$(GO) install -buildvcs=true ./cmd/cx
 
 # The one test command (README, .ci/run): installs what the tests need
-# (tmux, the pinned real Codex CLI versions), then vets and runs every test
-# with the race detector.
-test: test-deps vet dist-check
+# (tmux, the pinned real Codex CLI versions), then vets, links cx for every
+# release target and runs every test with the race detector.
+test: test-deps vet cross
 	$(GO) test -race -count=1 -timeout 60m ./...
 
 test-deps:
@@ -37,15 +37,24 @@ vet-darwin:
 	GOOS=darwin GOARCH=arm64 $(GO) vet ./...
 	GOOS=darwin GOARCH=amd64 $(GO) vet ./...
 
-# Release binaries for Linux and macOS, version stamped, with SHA-256 sums.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# cx links for every platform a release builds (what `make dist` builds,
+# without GoReleaser's own build, which is minutes on a fresh machine).
 DIST_TARGETS = linux/amd64 linux/arm64 darwin/arm64 darwin/amd64
-dist:
-	VERSION=$(VERSION) bash scripts/dist.sh $(DIST_TARGETS)
+cross:
+	@for t in $(DIST_TARGETS); do echo "link cx for $$t"; CGO_ENABLED=0 GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build -trimpath -o /dev/null ./cmd/cx || exit 1; done
 
-# The linux/amd64 binary dist built runs and says its version.
+# The release, as a snapshot into dist/ (.goreleaser.yaml: archives,
+# checksums.txt, deb and rpm, the Homebrew formula); nothing is published.
+# GoReleaser is pinned and run from the Go module proxy, as staticcheck is.
+GORELEASER ?= github.com/goreleaser/goreleaser/v2@v2.15.1
+dist:
+	$(GO) run $(GORELEASER) release --snapshot --clean
+
+# The snapshot as a user meets it (scripts/release-check.sh): checksums,
+# the archive's cx and its version, the installer from dist/, the formula's
+# sums, the deb.
 dist-check: dist
-	bash scripts/dist.sh --check
+	bash scripts/release-check.sh
 
 # A first session through cx and a second one that starts where it stopped,
 # with the real Codex CLI against a local mock model.

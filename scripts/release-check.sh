@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Checks the snapshot `make dist` (GoReleaser) left in dist/ the way a user
+# meets it: the checksums hold; the archive for this machine holds a cx
+# that reports the snapshot's version; scripts/install.sh installs it from
+# dist/ into a fresh prefix and cx ctl doctor runs; the Homebrew formula
+# names each archive with its checksum; the deb holds a cx that runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dist=dist
+version=$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' "$dist/metadata.json")
+[ -n "$version" ] || { echo "release-check: no version in $dist/metadata.json" >&2; exit 1; }
+(cd "$dist" && sha256sum --check --quiet checksums.txt)
+
+os=$(go env GOOS)
+arch=$(go env GOARCH)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+tar -xzf "$dist/cx_${os}_${arch}.tar.gz" -C "$tmp"
+export CX_HOME="$tmp/cx-home" CODEX_HOME="$tmp/codex" CX_CODEX_BIN=/nonexistent
+got=$("$tmp/cx" ctl version --json | sed -n 's/.*"version": *"\([^"]*\)".*/\1/p')
+[ "$got" = "$version" ] || { echo "release-check: the archive's cx says version '$got', want '$version'" >&2; exit 1; }
+
+HOME="$tmp/home" CX_INSTALL_BASE_URL="file://$PWD/$dist" sh scripts/install.sh --prefix "$tmp/prefix" >"$tmp/install.out"
+grep -q "cx installed: $tmp/prefix/bin/cx" "$tmp/install.out" || { cat "$tmp/install.out"; exit 1; }
+"$tmp/prefix/bin/cx" ctl version --json | grep -q "\"$version\""
+
+formula="$dist/homebrew/Formula/cx.rb"
+for a in cx_darwin_amd64 cx_darwin_arm64 cx_linux_amd64 cx_linux_arm64; do
+  sum=$(awk -v f="$a.tar.gz" '$2 == f { print $1 }' "$dist/checksums.txt")
+  grep -A1 "url \".*/$a.tar.gz\"" "$formula" | grep -q "sha256 \"$sum\"" ||
+    { echo "release-check: the formula does not name $a.tar.gz with its checksum $sum" >&2; exit 1; }
+done
+
+if command -v dpkg-deb >/dev/null; then
+  dpkg-deb -x "$dist/cx_${os}_${arch}.deb" "$tmp/deb"
+  "$tmp/deb/usr/bin/cx" ctl version --json | grep -q "\"$version\""
+fi
+echo "release-check: cx $version — checksums, archive, installer, formula and deb hold"
