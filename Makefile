@@ -44,11 +44,13 @@ cross:
 	@for t in $(DIST_TARGETS); do echo "link cx for $$t"; CGO_ENABLED=0 GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build -trimpath -o /dev/null ./cmd/cx || exit 1; done
 
 # The release, as a snapshot into dist/ (.goreleaser.yaml: archives,
-# checksums.txt, deb and rpm, the Homebrew formula); nothing is published.
+# checksums.txt, deb and rpm, the Homebrew formula; then the npm packages
+# built from the archives, dist/npm); nothing is published.
 # GoReleaser is pinned and run from the Go module proxy, as staticcheck is.
 GORELEASER ?= github.com/goreleaser/goreleaser/v2@v2.15.1
 dist:
 	$(GO) run $(GORELEASER) release --snapshot --clean
+	bash scripts/npm-packages.sh dist dist/npm "$$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' dist/metadata.json)"
 
 # The snapshot as a user meets it (scripts/release-check.sh): checksums,
 # the archive's cx and its version, the installer from dist/, the formula's

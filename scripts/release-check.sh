@@ -3,7 +3,8 @@
 # meets it: the checksums hold; the archive for this machine holds a cx
 # that reports the snapshot's version; scripts/install.sh installs it from
 # dist/ into a fresh prefix and cx ctl doctor runs; the Homebrew formula
-# names each archive with its checksum; the deb holds a cx that runs.
+# names each archive with its checksum; npm installs cx from the packages
+# offline and runs it through its shim; the deb holds a cx that runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dist=dist
@@ -31,8 +32,13 @@ for a in cx_darwin_amd64 cx_darwin_arm64 cx_linux_amd64 cx_linux_arm64; do
     { echo "release-check: the formula does not name $a.tar.gz with its checksum $sum" >&2; exit 1; }
 done
 
+npmv=${version%%+*}
+npm_config_cache="$tmp/npm-cache" npm install -g --prefix "$tmp/npm" --offline --no-audit --no-fund \
+  "$dist/npm/cx-cli-cx-$npmv.tgz" "$dist/npm/cx-cli-cx-$os-$(case $arch in amd64) echo x64 ;; *) echo "$arch" ;; esac)-$npmv.tgz" >/dev/null
+"$tmp/npm/bin/cx" ctl version --json | grep -q "\"$version\""
+
 if command -v dpkg-deb >/dev/null; then
   dpkg-deb -x "$dist/cx_${os}_${arch}.deb" "$tmp/deb"
   "$tmp/deb/usr/bin/cx" ctl version --json | grep -q "\"$version\""
 fi
-echo "release-check: cx $version — checksums, archive, installer, formula and deb hold"
+echo "release-check: cx $version — checksums, archive, installer, formula, npm and deb hold"

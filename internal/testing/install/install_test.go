@@ -229,3 +229,68 @@ func TestInstallScript(t *testing.T) {
 		})
 	}
 }
+
+// cx through npm, the way Codex ships: the packages scripts/npm-packages.sh
+// builds from release archives, installed globally into a prefix from the
+// tarballs, offline; cx runs through npm's shim with its exit status, and
+// without its platform package the shim names the package that is missing.
+func TestNPMPackages(t *testing.T) {
+	if _, err := exec.LookPath("npm"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("npm is not installed (scripts/install-test-deps.sh installs Node.js for the real Codex)")
+		}
+		t.Skip("npm is not installed")
+	}
+	cpu := map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]
+	if cpu == "" || (runtime.GOOS != "linux" && runtime.GOOS != "darwin") {
+		t.Skip("no npm package is built for this platform")
+	}
+	dist, out := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(dist, fmt.Sprintf("cx_%s_%s.tar.gz", runtime.GOOS, runtime.GOARCH)), archive(t, buildCX(t, "9.1.0-test+abc")), 0o644)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	npmEnv := append(os.Environ(), "npm_config_cache="+filepath.Join(t.TempDir(), "npm-cache"), "npm_config_update_notifier=false")
+	run := func(name string, args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Env = npmEnv
+		b, err := cmd.CombinedOutput()
+		return string(b), err
+	}
+	if b, err := run("bash", filepath.Join(root(t), "scripts", "npm-packages.sh"), dist, out, "9.1.0-test+abc"); err != nil {
+		t.Fatalf("npm-packages.sh: %v\n%s", err, b)
+	}
+	main := filepath.Join(out, "cx-cli-cx-9.1.0-test.tgz")
+	native := filepath.Join(out, fmt.Sprintf("cx-cli-cx-%s-%s-9.1.0-test.tgz", runtime.GOOS, cpu))
+	for _, f := range []string{main, native} {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatalf("not packed: %v", err)
+		}
+	}
+	install := func(tarballs ...string) string {
+		prefix := t.TempDir()
+		if b, err := run("npm", append([]string{"install", "-g", "--prefix", prefix, "--offline", "--no-audit", "--no-fund"}, tarballs...)...); err != nil {
+			t.Fatalf("npm install: %v\n%s", err, b)
+		}
+		return filepath.Join(prefix, "bin", "cx")
+	}
+	cxEnv := []string{"CX_HOME=" + filepath.Join(t.TempDir(), "cx-home"), "CX_CODEX_BIN=/nonexistent", "PATH=" + os.Getenv("PATH")}
+	cx := install(main, native)
+	cmd := exec.Command(cx, "ctl", "version")
+	cmd.Env = cxEnv
+	if b, err := cmd.Output(); err != nil || !strings.Contains(string(b), "9.1.0-test+abc") {
+		t.Fatalf("cx ctl version through npm's shim: %v\n%s", err, b)
+	}
+	cmd = exec.Command(cx, "ctl", "no-such-command")
+	cmd.Env = cxEnv
+	if err := cmd.Run(); err == nil || cmd.ProcessState.ExitCode() != 2 {
+		t.Errorf("a usage error through the shim: %v (exit %d), want cx's exit status 2", err, cmd.ProcessState.ExitCode())
+	}
+	cx = install(main)
+	cmd = exec.Command(cx, "ctl", "version")
+	cmd.Env = cxEnv
+	b, err := cmd.CombinedOutput()
+	want := fmt.Sprintf("the package @cx-cli/cx-%s-%s", runtime.GOOS, cpu)
+	if err == nil || !strings.Contains(string(b), want) || strings.Count(strings.TrimSpace(string(b)), "\n") != 0 {
+		t.Errorf("without the platform package: %v, %q: want one line naming %s", err, b, want)
+	}
+}
