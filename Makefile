@@ -22,12 +22,15 @@ test-deps:
 # staticcheck, pinned, from the Go module proxy (no go.mod entry: it is a
 # tool of the check, not a dependency of cx).
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# actionlint, pinned, the same way: the release workflow is linted, not run.
+ACTIONLINT ?= github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 
 vet: vet-darwin
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	$(GO) run $(ACTIONLINT) .github/workflows/*.yml
 	@bash scripts/check-platform-files.sh
 
 # macOS cannot run here, but it must compile: every package and its tests
