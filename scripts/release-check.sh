@@ -4,7 +4,8 @@
 # that reports the snapshot's version; scripts/install.sh installs it from
 # dist/ into a fresh prefix and cx ctl doctor runs; the Homebrew formula
 # names each archive with its checksum; npm installs cx from the packages
-# offline and runs it through its shim; the deb holds a cx that runs.
+# offline and runs it through its shim; dpkg -i installs the deb (into a
+# root of its own) and its cx runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dist=dist
@@ -37,8 +38,14 @@ npm_config_cache="$tmp/npm-cache" npm install -g --prefix "$tmp/npm" --offline -
   "$dist/npm/cx-cli-cx-$npmv.tgz" "$dist/npm/cx-cli-cx-$os-$(case $arch in amd64) echo x64 ;; *) echo "$arch" ;; esac)-$npmv.tgz" >/dev/null
 "$tmp/npm/bin/cx" ctl version --json | grep -q "\"$version\""
 
-if command -v dpkg-deb >/dev/null; then
-  dpkg-deb -x "$dist/cx_${os}_${arch}.deb" "$tmp/deb"
-  "$tmp/deb/usr/bin/cx" ctl version --json | grep -q "\"$version\""
+if command -v dpkg >/dev/null; then
+  # dpkg -i into a root of its own: the package installs as on a system,
+  # and this machine's is left alone.
+  root="$tmp/dpkg-root"
+  mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates"
+  touch "$root/var/lib/dpkg/status" "$root/var/lib/dpkg/available"
+  dpkg --root="$root" --admindir="$root/var/lib/dpkg" --force-script-chrootless --force-not-root --log=/dev/null \
+    -i "$dist/cx_${os}_${arch}.deb" >/dev/null
+  "$root/usr/bin/cx" ctl version --json | grep -q "\"$version\""
 fi
 echo "release-check: cx $version — checksums, archive, installer, formula, npm and deb hold"
