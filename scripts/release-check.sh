@@ -22,7 +22,7 @@ export CX_HOME="$tmp/cx-home" CODEX_HOME="$tmp/codex" CX_CODEX_BIN=/nonexistent
 got=$("$tmp/cx" ctl version --json | sed -n 's/.*"version": *"\([^"]*\)".*/\1/p')
 [ "$got" = "$version" ] || { echo "release-check: the archive's cx says version '$got', want '$version'" >&2; exit 1; }
 
-HOME="$tmp/home" CX_INSTALL_BASE_URL="file://$PWD/$dist" sh scripts/install.sh --prefix "$tmp/prefix" >"$tmp/install.out"
+PATH=/usr/bin:/bin HOME="$tmp/home" CX_INSTALL_BASE_URL="file://$PWD/$dist" sh scripts/install.sh --prefix "$tmp/prefix" >"$tmp/install.out"
 grep -q "cx installed: $tmp/prefix/bin/cx" "$tmp/install.out" || { cat "$tmp/install.out"; exit 1; }
 "$tmp/prefix/bin/cx" ctl version --json | grep -q "\"$version\""
 
