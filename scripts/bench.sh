@@ -26,6 +26,8 @@ go test -run '^$' -bench 'RecallSearch' -benchtime 1x -timeout 20m -v ./lifecycl
 # UserPromptSubmit with per-prompt recall on vs off over a 1 GB archive (CX_BENCH_RECALL_MB).
 go test -run '^$' -bench 'RecallQuality' -benchtime 1x -timeout 20m -v ./internal/recall
 go test -run '^$' -bench 'PromptRecall' -benchtime 1x -timeout 60m -v ./lifecycle
+# Per-prompt recall's word lists for a seldom-used project's window amid another's 40,000 turns.
+go test -run '^$' -bench 'RecallTermRowsSparse' -benchtime 1x -v ./internal/ledger
 go test -run '^$' -bench 'ReadReduce|StopCapture' -benchtime 1x -cpu 1 -count "${COUNT:-3}" ./internal/checkpoint
 go test -run '^$' -bench 'TapRelayLatency' -benchtime 1x -count "${COUNT:-3}" ./wrapper
 bash scripts/bench-terminal.sh

@@ -7,7 +7,7 @@ package ledger
 import (
 	"context"
 	"fmt"
-	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,32 +60,38 @@ func idSet(list string) (map[int64]bool, error) {
 
 // RecallTermRows are, for each FTS5 query of matches, the turns of window
 // it matches: how many turns of the window hold a word, and which. All the
-// queries are one statement, each answered as one list.
+// queries are one statement, each answered as one list per range of rows
+// the window lies in (windowRanges), so what is read stays near the
+// window's size wherever the window lies.
 func (db *DB) RecallTermRows(ctx context.Context, matches []string, window map[int64]bool) ([]map[int64]bool, error) {
+	return db.recallTermRowsIn(ctx, matches, window, windowRanges(window, maxWindowRanges))
+}
+
+// recallTermRowsIn is RecallTermRows reading the index in ranges (the
+// benchmark's baseline reads it in one).
+func (db *DB) recallTermRowsIn(ctx context.Context, matches []string, window map[int64]bool, ranges [][2]int64) ([]map[int64]bool, error) {
 	out := make([]map[int64]bool, len(matches))
 	for i := range out {
 		out[i] = map[int64]bool{}
 	}
-	if len(matches) == 0 || len(window) == 0 {
+	if len(matches) == 0 || len(ranges) == 0 {
 		return out, nil
-	}
-	minID := int64(math.MaxInt64)
-	for id := range window {
-		minID = min(minID, id)
 	}
 	tables, err := db.recallTables(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, table := range tables {
-		cols := make([]string, len(matches))
-		args := make([]any, 0, 2*len(matches))
-		for i, m := range matches {
-			cols[i] = `(SELECT coalesce(group_concat(rowid), '') FROM ` + table + ` WHERE ` + table + ` MATCH ? AND rowid >= ?)`
-			args = append(args, m, minID)
+		var cols []string
+		var args []any
+		for _, m := range matches {
+			for _, r := range ranges {
+				cols = append(cols, `(SELECT coalesce(group_concat(rowid), '') FROM `+table+` WHERE `+table+` MATCH ? AND rowid BETWEEN ? AND ?)`)
+				args = append(args, m, r[0], r[1])
+			}
 		}
-		lists := make([]string, len(matches))
-		dest := make([]any, len(matches))
+		lists := make([]string, len(cols))
+		dest := make([]any, len(cols))
 		for i := range lists {
 			dest[i] = &lists[i]
 		}
@@ -95,20 +101,67 @@ func (db *DB) RecallTermRows(ctx context.Context, matches []string, window map[i
 			}
 			return nil, err
 		}
-		for i, l := range lists {
+		for k, l := range lists {
 			ids, err := idSet(l)
 			if err != nil {
 				return nil, err
 			}
 			for id := range ids {
 				if window[id] {
-					out[i][id] = true
+					out[k/len(ranges)][id] = true
 				}
 			}
 		}
 	}
 	return out, nil
 }
+
+// maxWindowRanges bounds the rowid ranges a window is read in: each is a
+// search of its own, so few, but enough to step over the long stretches
+// other projects' turns fill.
+const maxWindowRanges = 8
+
+// windowRanges covers the window's ids with at most n rowid ranges. A
+// generation's turns are indexed together, so a project's turns come in
+// runs; the widest gaps between the runs — other projects' turns, often
+// most of the archive for a project seldom used — are left out, and the
+// narrow ones read through (one search costs more than a few rows). The
+// rows a term's lists hold stay near the window's size however the
+// archive grows.
+func windowRanges(window map[int64]bool, n int) [][2]int64 {
+	ids := make([]int64, 0, len(window))
+	for id := range window {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	if len(ids) == 0 {
+		return nil
+	}
+	type gap struct {
+		after int // index in ids of the last id before the gap
+		size  int64
+	}
+	var gaps []gap
+	for i := 1; i < len(ids); i++ {
+		if d := ids[i] - ids[i-1] - 1; d > minGap {
+			gaps = append(gaps, gap{i - 1, d})
+		}
+	}
+	sort.SliceStable(gaps, func(i, j int) bool { return gaps[i].size > gaps[j].size }) // ties: the older gap
+	gaps = gaps[:min(len(gaps), n-1)]
+	sort.Slice(gaps, func(i, j int) bool { return gaps[i].after < gaps[j].after })
+	var out [][2]int64
+	start := ids[0]
+	for _, g := range gaps {
+		out = append(out, [2]int64{start, ids[g.after]})
+		start = ids[g.after+1]
+	}
+	return append(out, [2]int64{start, ids[len(ids)-1]})
+}
+
+// minGap is the narrowest gap between a window's runs worth a search of
+// its own.
+const minGap = 64
 
 // RecallCandidates returns the indexed turns ids as hits with no score or
 // snippet, in the order asked, each with its length (Chars), and the turn

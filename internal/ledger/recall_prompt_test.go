@@ -146,3 +146,44 @@ func TestRecallCandidates(t *testing.T) {
 		t.Errorf("lengths read from the text %v, written %v", read, written)
 	}
 }
+
+func TestWindowRanges(t *testing.T) {
+	run := func(from, to int64) []int64 {
+		var ids []int64
+		for id := from; id <= to; id++ {
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	set := func(runs ...[]int64) map[int64]bool {
+		m := map[int64]bool{}
+		for _, r := range runs {
+			for _, id := range r {
+				m[id] = true
+			}
+		}
+		return m
+	}
+	cases := []struct {
+		name   string
+		window map[int64]bool
+		n      int
+		want   [][2]int64
+	}{
+		{"none", set(), 8, nil},
+		{"one run", set(run(100, 1099)), 8, [][2]int64{{100, 1099}}},
+		{"narrow gaps are read through", set(run(1, 10), run(40, 50), run(100, 120)), 8, [][2]int64{{1, 120}}},
+		// A project seldom used: its turns, then much of the archive, then
+		// its latest session.
+		{"a wide gap is left out", set(run(1, 300), run(50_000, 50_020)), 8, [][2]int64{{1, 300}, {50_000, 50_020}}},
+		{"the widest gaps are left out", set(run(1, 5), run(1_000, 1_005), run(100_000, 100_005), run(101_000, 101_005)), 3,
+			[][2]int64{{1, 5}, {1_000, 1_005}, {100_000, 101_005}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := windowRanges(c.window, c.n); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("windowRanges = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
