@@ -155,24 +155,13 @@ func Termios(fd uintptr) (*unix.Termios, error) {
 }
 
 // EncodeTermios writes a terminal's settings as text, for another process
-// of the same binary to restore (RestoreTermios): the supervisor's leader
+// of the same binary to restore (RestoreTermiosIfRaw): the supervisor's leader
 // gives the user's terminal back when the supervisor dies in raw mode.
 func EncodeTermios(t *unix.Termios) string {
 	return hex.EncodeToString(unsafe.Slice((*byte)(unsafe.Pointer(t)), unsafe.Sizeof(*t)))
 }
 
-// RestoreTermios sets the terminal on fd to settings EncodeTermios wrote.
-func RestoreTermios(fd int, encoded string) error {
-	t, err := decodeTermios(encoded)
-	if err != nil {
-		return err
-	}
-	if err := unix.IoctlSetTermios(fd, ioctlSetTermios, &t); err != nil {
-		return fmt.Errorf("restore terminal: %w", err)
-	}
-	return nil
-}
-
+// decodeTermios reads settings EncodeTermios wrote.
 func decodeTermios(encoded string) (unix.Termios, error) {
 	var t unix.Termios
 	b, err := hex.DecodeString(encoded)
@@ -187,11 +176,12 @@ func decodeTermios(encoded string) (unix.Termios, error) {
 // saved settings: someone (the shell) has set it since, and it is theirs.
 var ErrNotRaw = errors.New("the terminal left raw mode since: left as it is")
 
-// RestoreTermiosIfRaw is RestoreTermios only while the terminal is still in
-// the raw mode made from those settings (MakeRaw's): a shell whose job was
-// killed restores its own settings and then sets up its line editor, and
-// settings written after that would undo it (bash left in canonical mode
-// with echo). A terminal set otherwise since is left alone (ErrNotRaw).
+// RestoreTermiosIfRaw sets the terminal on fd to settings EncodeTermios
+// wrote, only while it is still in the raw mode made from them (MakeRaw's):
+// a shell whose job was killed restores its own settings and then sets up
+// its line editor, and settings written after that would undo it (bash left
+// in canonical mode with echo). A terminal set otherwise since is left alone
+// (ErrNotRaw).
 func RestoreTermiosIfRaw(fd int, encoded string) error {
 	saved, err := decodeTermios(encoded)
 	if err != nil {
