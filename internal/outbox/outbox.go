@@ -151,6 +151,10 @@ func (o *Outbox) runJob(ctx context.Context, job ledger.Job) {
 		// A failure not recorded costs nothing but the lease.
 		if terr = o.DB.Tx(rctx, record); terr != nil && ledger.Passing(terr) {
 			o.Log.Printf("record job %d's success: %v; trying again for up to %v", job.ID, terr, recordRetry)
+			select { // TxRetry tries at once: the pause comes first
+			case <-time.After(recordPause):
+			case <-rctx.Done():
+			}
 			stop := make(chan struct{})
 			t := time.AfterFunc(recordRetry, func() { close(stop) })
 			_, terr = o.DB.TxRetry(rctx, stop, recordPause, record)
