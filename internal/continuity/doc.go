@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"cx/internal/checkpoint"
@@ -232,7 +233,7 @@ func (d *Doc) applyWorktree(ev Evidence) {
 	for _, t := range ev.Turns {
 		if req := checkpoint.Classify(t.User); req.Kind == checkpoint.KindNote {
 			bullet := "- " + rollout.OneLine(redact.String(req.Text), maxGoal)
-			d.Sections[secNotes] = append(removeLine(d.Sections[secNotes], bullet), bullet)
+			d.Sections[secNotes] = append(slices.DeleteFunc(d.Sections[secNotes], func(l string) bool { return l == bullet }), bullet)
 		}
 	}
 	if len(d.Sections[secNotes]) > 0 {
@@ -293,17 +294,6 @@ func commandsAfterPlan(turns []rollout.Turn) bool {
 	return after
 }
 
-// removeLine is lines without line.
-func removeLine(lines []string, line string) []string {
-	out := lines[:0:0]
-	for _, l := range lines {
-		if l != line {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
 func firstLine(s string) string { return rollout.OneLine(checkpoint.FirstLine(s), 200) }
 
 // maxGoal bounds a goal: a sentence, not a prompt.
@@ -354,8 +344,7 @@ func (s *Said) WhatItSays(text string) {
 	if s.Files == nil {
 		s.Files, s.Commands, s.Notes = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	}
-	// The model's form (ForContext) heads its sections "###".
-	d := Parse(strings.ReplaceAll("\n"+text, "\n### ", "\n## "))
+	d := Parse(fromContext(text))
 	if g := trimBlank(d.Sections[secGoal]); len(g) > 0 && s.Goal == "" {
 		s.Goal = strings.TrimSpace(g[0])
 	}
@@ -386,13 +375,17 @@ func (s *Said) WhatItSays(text string) {
 // left out).
 func WithoutLines(text, prefix string) string {
 	var kept []string
-	for _, l := range strings.Split(strings.ReplaceAll("\n"+text, "\n### ", "\n## "), "\n") {
+	for _, l := range strings.Split(fromContext(text), "\n") {
 		if !strings.HasPrefix(l, prefix) {
 			kept = append(kept, l)
 		}
 	}
 	return ForContext(strings.Join(kept, "\n"))
 }
+
+// fromContext is a document in the model's form (ForContext, its sections
+// headed "###") in the file's form, for Parse.
+func fromContext(text string) string { return strings.ReplaceAll("\n"+text, "\n### ", "\n## ") }
 
 // ForContext is a continuity document as the model is given it: its known
 // sections that hold something, in order, and a person's own sections —
