@@ -27,9 +27,6 @@ type Threads struct {
 // "" when it has none yet) that known does not already know, reading its
 // open files when withFDs.
 func (d *Threads) Look(pid int, withFDs bool, known func(id string) bool) map[string]string {
-	if d.candidates == nil {
-		d.candidates = map[string]bool{}
-	}
 	found := map[string]string{}
 	if withFDs {
 		for _, f := range proc.OpenFiles(pid) {
@@ -45,7 +42,7 @@ func (d *Threads) Look(pid int, withFDs bool, known func(id string) bool) map[st
 	}
 	for _, id := range d.Logs.Threads(pid) {
 		if _, ok := found[id]; !ok && !known(id) {
-			d.candidates[id] = true
+			d.Again(id)
 		}
 	}
 	if len(d.candidates) > 0 {
@@ -70,8 +67,8 @@ func (d *Threads) Look(pid int, withFDs bool, known func(id string) bool) map[st
 	return found
 }
 
-// Again makes id a candidate again: it was found but could not be
-// recorded, and the next look finds it anew.
+// Again makes id a candidate: logged but not yet seen on disk, or found
+// but not recorded (the next look finds it anew).
 func (d *Threads) Again(id string) {
 	if d.candidates == nil {
 		d.candidates = map[string]bool{}
