@@ -53,7 +53,7 @@ cross:
 GORELEASER ?= github.com/goreleaser/goreleaser/v2@v2.15.1
 dist:
 	$(GO) run $(GORELEASER) release --snapshot --clean
-	bash scripts/npm-packages.sh dist dist/npm "$$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' dist/metadata.json)"
+	bash scripts/npm-packages.sh dist dist/npm
 
 # The snapshot as a user meets it (scripts/release-check.sh): checksums,
 # the archive's cx and its version, the installer from dist/, the formula's

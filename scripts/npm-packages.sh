@@ -4,11 +4,14 @@
 # (@cx-cli/cx-<os>-<cpu>), and the main package @cx-cli/cx, whose bin runs
 # the right one (npm/cx.js). Reads the release archives in DIST (the
 # snapshot `make dist` builds; tests give a directory of their own), writes
-# the packed tarballs to OUT. Nothing is published.
+# the packed tarballs to OUT. VERSION is the release's (default: the one
+# GoReleaser wrote in DIST/metadata.json). Nothing is published.
 #
-#   scripts/npm-packages.sh DIST OUT VERSION
+#   scripts/npm-packages.sh DIST OUT [VERSION]
 set -euo pipefail
-dist=$1 out=$2 version=${3%%+*} # npm drops build metadata
+dist=$1 out=$2
+version=${3:-$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' "$dist/metadata.json")}
+version=${version%%+*} # npm drops build metadata
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
