@@ -56,7 +56,9 @@ type DB struct {
 	// reindexed: the schema-8 index is known empty (nothing makes it hold
 	// rows again), so searches need not look there.
 	reindexed atomic.Bool
-	behind    bool // opened read only at an older schema
+	// readSchema is the schema version a read-only open found (0 for a
+	// writer, which migrates).
+	readSchema int
 }
 
 // Options tune Open.

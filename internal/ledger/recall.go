@@ -129,9 +129,14 @@ func (tx *Tx) DeleteMeta(ctx context.Context, key string) error {
 // RecallCurrent reports whether the ledger is at this build's schema with
 // no recall backfill or reindex pending: a reader then needs no write.
 func (db *DB) RecallCurrent(ctx context.Context) (bool, error) {
-	var v int
-	if err := db.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil || v != SchemaVersion {
-		return false, err
+	v := db.readSchema // read at a read-only open; a writer's is read here
+	if v == 0 {
+		if err := db.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+			return false, err
+		}
+	}
+	if v != SchemaVersion {
+		return false, nil
 	}
 	var pending int
 	err := db.db.QueryRowContext(ctx, `SELECT count(*) FROM meta WHERE key IN (?, ?)`, RecallBackfillKey, RecallReindexKey).Scan(&pending)
@@ -455,12 +460,12 @@ func OpenReadOnly(ctx context.Context, path string) (*DB, error) {
 		sdb.Close()
 		return nil, fmt.Errorf("ledger %s is at schema %d, before the recall index: run any `cx ctl` command once to upgrade it", path, v)
 	}
-	return &DB{db: sdb, Path: path, behind: v < SchemaVersion}, nil
+	return &DB{db: sdb, Path: path, readSchema: v}, nil
 }
 
 // Behind reports whether a ledger opened read only is at an older schema
 // than this build's (a writer has yet to migrate it).
-func (db *DB) Behind() bool { return db.behind }
+func (db *DB) Behind() bool { return db.readSchema != 0 && db.readSchema < SchemaVersion }
 
 // openRO opens path read only (with extra URI parameters) and reads its
 // schema version.
