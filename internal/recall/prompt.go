@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -50,6 +51,10 @@ type Item struct {
 	Time       string  `json:"time,omitempty"`
 	Score      float64 `json:"score"` // local: the share of the prompt's weighed terms the turn holds; remote: the server's
 	Text       string  `json:"text"`  // what the model is given for this item
+
+	// head and body are an item's text before fit puts it in a passage:
+	// where it came from, and what it holds.
+	head, body string
 }
 
 const (
@@ -61,8 +66,9 @@ const (
 	// maxItems bounds the turns one prompt is given (as many as the
 	// OpenViking plugin gives).
 	maxItems = 6
-	// maxItemChars bounds one item's text.
-	maxItemChars = 600
+	// maxItemChars bounds what one item holds, its heading aside (as the
+	// OpenViking plugin bounds its items).
+	maxItemChars = 500
 	// candidates is how many of search's best turns are weighed.
 	candidates = 12
 	// recallWindow is how many of the project's latest turns per-prompt
@@ -175,20 +181,62 @@ func (a *Archive) Recall(ctx context.Context, r PromptRequest) ([]Item, error) {
 
 // fit takes items from the two lists in turn, best first, within the
 // budget and maxItems (one that does not fit leaves room for a shorter one).
+// Archived turns next to each other in one session are given as one
+// passage, in their order, under one heading: the first is headed by where
+// it came from, each after it by its turn alone, so a turn and the one
+// that answers it cost one heading, not two.
 func fit(local, far []Item, budget int) []Item {
-	var out []Item
-	used := 0
-	for i := 0; len(out) < maxItems && (i < len(local) || i < len(far)); i++ {
+	type passage struct {
+		session string
+		items   []Item // in turn order
+	}
+	var passages []*passage // local ones in the order they began (best first); far ones alone
+	find := func(it Item) *passage {
+		for _, p := range passages {
+			if p.session == it.Session && it.Source == "local" && it.Turn >= p.items[0].Turn-1 && it.Turn <= p.items[len(p.items)-1].Turn+1 {
+				return p
+			}
+		}
+		return nil
+	}
+	used, n := 0, 0
+	for i := 0; n < maxItems && (i < len(local) || i < len(far)); i++ {
 		for _, list := range [][]Item{local, far} {
-			if i >= len(list) || len(out) == maxItems {
+			if i >= len(list) || n == maxItems {
 				continue
 			}
-			n := utf8.RuneCountInString(list[i].Text)
-			if used+n > budget {
+			it := list[i]
+			if it.head == "" && it.body == "" {
+				it.body = it.Text // a remote's memory: its text whole
+			}
+			p := find(it)
+			cost := utf8.RuneCountInString(it.body)
+			if p == nil {
+				cost += utf8.RuneCountInString(it.head)
+			} else {
+				cost += utf8.RuneCountInString(turnHead(it.Turn))
+			}
+			if used+cost > budget {
 				continue
 			}
-			used += n
-			out = append(out, list[i])
+			used, n = used+cost, n+1
+			if p == nil {
+				passages = append(passages, &passage{session: it.Session, items: []Item{it}})
+				continue
+			}
+			at, _ := slices.BinarySearchFunc(p.items, it.Turn, func(x Item, t int) int { return x.Turn - t })
+			p.items = slices.Insert(p.items, at, it)
+		}
+	}
+	var out []Item
+	for _, p := range passages {
+		for k, it := range p.items {
+			head := it.head
+			if k > 0 {
+				head = turnHead(it.Turn)
+			}
+			it.Text, it.head, it.body = head+it.body, "", ""
+			out = append(out, it)
 		}
 	}
 	return out
@@ -295,8 +343,11 @@ func (a *Archive) localItems(ctx context.Context, r PromptRequest, given map[str
 	}
 	sort.SliceStable(order, func(x, y int) bool {
 		i, j := order[x], order[y]
-		if hits[i].Score != hits[j].Score {
+		switch {
+		case hits[i].Score != hits[j].Score:
 			return hits[i].Score > hits[j].Score
+		case hits[i].SessionID == hits[j].SessionID:
+			return hits[i].Turn < hits[j].Turn // a turn before the one after it, which took its score
 		}
 		return hits[i].ID > hits[j].ID
 	})
@@ -322,7 +373,7 @@ func (a *Archive) localItems(ctx context.Context, r PromptRequest, given map[str
 	items := make([]Item, 0, len(keep))
 	for i, h := range keep {
 		items = append(items, Item{Source: "local", Session: h.SessionID, Turn: h.Turn, Generation: h.Generation, Time: h.At.Format(time.RFC3339),
-			Score: math.Round(keepCover[i]*100) / 100, Text: itemText(h, texts[h.ID])})
+			Score: math.Round(keepCover[i]*100) / 100, head: itemHead(h), body: itemBody(texts[h.ID])})
 	}
 	return items, nil
 }
@@ -435,11 +486,19 @@ const nextShare = 0.5
 // minArchive is the fewest turns coverage weighs words against.
 const minArchive = 1000
 
-// itemText is a recalled turn as the model reads it: where it came from
-// (and how to see it whole), then what was asked, answered and done.
-func itemText(h ledger.RecallHit, t ledger.RecallText) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "[session %s turn %d, %s — cx ctl show %s --turn %d]\n", h.SessionID, h.Turn, h.At.Format("2006-01-02"), h.SessionID, h.Turn)
+// itemHead heads a recalled turn: when it was, and the command that shows
+// it whole (which names its session and turn).
+func itemHead(h ledger.RecallHit) string {
+	return fmt.Sprintf("[%s · cx ctl show %s --turn %d]\n", h.At.Format("2006-01-02"), h.SessionID, h.Turn)
+}
+
+// turnHead heads a recalled turn given right after a neighbour of its
+// session, under that neighbour's heading.
+func turnHead(turn int) string { return fmt.Sprintf("[turn %d]\n", turn) }
+
+// itemBody is what a recalled turn holds, as the model reads it: what was
+// asked, answered and done, one line each, at most maxItemChars.
+func itemBody(t ledger.RecallText) string {
 	body := "› " + rollout.OneLine(t.Prompt, 300)
 	if t.Reply != "" {
 		body += "\n‹ " + rollout.OneLine(t.Reply, 300)
@@ -452,12 +511,10 @@ func itemText(h ledger.RecallHit, t ledger.RecallText) string {
 	if f := strings.Join(strings.Fields(t.Files), ", "); f != "" {
 		body += "\nfiles: " + rollout.OneLine(f, 160)
 	}
-	b.WriteString(body)
-	s := b.String()
-	if utf8.RuneCountInString(s) > maxItemChars {
-		s = string([]rune(s)[:maxItemChars-1]) + "…"
+	if utf8.RuneCountInString(body) > maxItemChars {
+		body = string([]rune(body)[:maxItemChars-1]) + "…"
 	}
-	return s
+	return body
 }
 
 // ItemsText renders recall's items for a terminal.

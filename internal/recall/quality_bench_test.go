@@ -304,6 +304,15 @@ func BenchmarkRecallQuality(b *testing.B) {
 	b.Logf("import: %.1f s: %s", took.Seconds(), bytes.TrimSpace(out))
 	b.ResetTimer()
 	var searchTimes, versionTimes []time.Duration
+	var trace *os.File
+	if p := os.Getenv("CX_BENCH_TRACE"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		trace = f
+	}
 	// measure asks each question of a set as typed, of search (top 5) and
 	// of per-prompt recall.
 	measure := func(qs []question) (m struct {
@@ -340,14 +349,21 @@ func BenchmarkRecallQuality(b *testing.B) {
 				m.given++
 			}
 			m.chars += n
+			held := false
 		holds:
 			for _, it := range items {
 				for _, w := range q.want {
 					if it.session == w.session && it.turn == w.turn {
 						m.recallFound++
+						held = true
 						break holds
 					}
 				}
+			}
+			if trace != nil { // CX_BENCH_TRACE: each question's outcome, to study the misses
+				line, _ := json.Marshal(map[string]any{"q": q.text, "project": filepath.Base(q.project), "want": fmt.Sprint(q.want),
+					"search": found, "recall": held, "items": fmt.Sprint(items)})
+				fmt.Fprintf(trace, "%s\n", line)
 			}
 		}
 		return m
@@ -395,6 +411,7 @@ func BenchmarkRecallQuality(b *testing.B) {
 type recalled struct {
 	session string
 	turn    int
+	score   float64
 }
 
 // recallItems is what `cx ctl recall` would add for prompt in project, and
@@ -404,9 +421,10 @@ func recallItems(b *testing.B, run func(...string) ([]byte, time.Duration), proj
 	out, _ := run("ctl", "recall", "--project", project, "--json", prompt)
 	var res struct {
 		Items []struct {
-			Session string `json:"session"`
-			Turn    int    `json:"turn"`
-			Text    string `json:"text"`
+			Session string  `json:"session"`
+			Turn    int     `json:"turn"`
+			Text    string  `json:"text"`
+			Score   float64 `json:"score"`
 		} `json:"items"`
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
@@ -415,7 +433,7 @@ func recallItems(b *testing.B, run func(...string) ([]byte, time.Duration), proj
 	var items []recalled
 	n := 0
 	for _, it := range res.Items {
-		items = append(items, recalled{it.Session, it.Turn})
+		items = append(items, recalled{it.Session, it.Turn, it.Score})
 		n += len([]rune(it.Text))
 	}
 	return items, n

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -339,5 +341,48 @@ func TestOpenForPromptWaitsForTheUpgrade(t *testing.T) {
 	items, err := r.Recall(ctx, PromptRequest{Prompt: "how do I fix the quokkaberry deploy?", Project: proj})
 	if err != nil || len(items) != 1 || items[0].Session != "s1" {
 		t.Fatalf("after the upgrade: %+v, %v", items, err)
+	}
+}
+
+// fit: turns next to each other in one session are one passage in their
+// order under one heading (the later ones under their turn alone, which is
+// what the budget counts), best passage first; a remote's memory stands
+// alone; what does not fit leaves room for what does.
+func TestFitGivesNeighboursAsOnePassage(t *testing.T) {
+	local := func(session string, turn int, body string) Item {
+		return Item{Source: "local", Session: session, Turn: turn, head: fmt.Sprintf("[%s %d]\n", session, turn), body: body}
+	}
+	far := Item{Source: "openviking", Session: "viking://m", Text: "memory"}
+	texts := func(items []Item) []string {
+		var out []string
+		for _, it := range items {
+			out = append(out, it.Text)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		local  []Item
+		far    []Item
+		budget int
+		want   []string
+	}{
+		{"the turn after the best one joins it", []Item{local("a", 4, "x"), local("b", 9, "y"), local("a", 5, "z")}, nil, 100,
+			[]string{"[a 4]\nx", "[turn 5]\nz", "[b 9]\ny"}},
+		{"a turn before comes first and takes the heading", []Item{local("a", 5, "z"), local("a", 4, "x")}, nil, 100,
+			[]string{"[a 4]\nx", "[turn 5]\nz"}},
+		{"another session's turn of that number stands alone", []Item{local("a", 4, "x"), local("b", 5, "y")}, nil, 100,
+			[]string{"[a 4]\nx", "[b 5]\ny"}},
+		{"a short heading is what the budget counts", []Item{local("a", 4, "xxxx"), local("c", 1, "yyyyyyyyyyyy"), local("a", 5, "zz")}, nil, len("[a 4]\nxxxx") + len("[turn 5]\nzz"),
+			[]string{"[a 4]\nxxxx", "[turn 5]\nzz"}},
+		{"remote memories in turn with the local ones", []Item{local("a", 4, "x"), local("a", 5, "z")}, []Item{far}, 100,
+			[]string{"[a 4]\nx", "[turn 5]\nz", "memory"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := fit(tc.local, tc.far, tc.budget)
+			if !slices.Equal(texts(got), tc.want) {
+				t.Fatalf("fit = %q, want %q", texts(got), tc.want)
+			}
+		})
 	}
 }
