@@ -18,6 +18,9 @@ arch=$(go env GOARCH)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 tar -xzf "$dist/cx_${os}_${arch}.tar.gz" -C "$tmp"
+for f in cx README.md $(ls LICENSE* 2>/dev/null); do
+  [ -f "$tmp/$f" ] || { echo "release-check: the archive holds no $f" >&2; exit 1; }
+done
 export CX_HOME="$tmp/cx-home" CODEX_HOME="$tmp/codex" CX_CODEX_BIN=/nonexistent
 got=$("$tmp/cx" ctl version --json | sed -n 's/.*"version": *"\([^"]*\)".*/\1/p')
 [ "$got" = "$version" ] || { echo "release-check: the archive's cx says version '$got', want '$version'" >&2; exit 1; }
