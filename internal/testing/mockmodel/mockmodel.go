@@ -126,17 +126,6 @@ func (r Request) LastUserText() string {
 	return ""
 }
 
-// EndsWithToolOutput reports whether the last input item is a tool's output
-// (Codex ran the tool the previous reply asked for).
-func (r Request) EndsWithToolOutput() bool {
-	items := r.Inputs()
-	if len(items) == 0 {
-		return false
-	}
-	t, _ := items[len(items)-1]["type"].(string)
-	return strings.HasSuffix(t, "_call_output")
-}
-
 func textOf(item map[string]any) string {
 	switch c := item["content"].(type) {
 	case string:
