@@ -50,18 +50,13 @@ esac
 archive="cx_${os}_${arch}.tar.gz"
 
 fetch() { # url file
-	case $1 in
-	file://*) cp "${1#file://}" "$2" 2>/dev/null ;;
-	*)
-		if command -v curl >/dev/null 2>&1; then
-			curl -fsL --proto '=https,http' -o "$2" "$1" 2>/dev/null
-		elif command -v wget >/dev/null 2>&1; then
-			wget -q -O "$2" "$1" 2>/dev/null
-		else
-			fail "neither curl nor wget is installed"
-		fi
-		;;
-	esac
+	if command -v curl >/dev/null 2>&1; then
+		curl -fsL --proto '=https,http' -o "$2" "$1" 2>/dev/null
+	elif command -v wget >/dev/null 2>&1; then
+		wget -q -O "$2" "$1" 2>/dev/null
+	else
+		fail "neither curl nor wget is installed"
+	fi
 }
 
 sha256() {

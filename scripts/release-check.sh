@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Checks the snapshot `make dist` (GoReleaser) left in dist/ the way a user
 # meets it: the checksums hold; the archive for this machine holds a cx
-# that reports the snapshot's version; scripts/install.sh installs it from
-# dist/ into a fresh prefix and cx ctl doctor runs; the Homebrew formula
+# that reports the snapshot's version; `curl <site>/install.sh | sh`
+# installs it from dist/ served on 127.0.0.1 into a fresh prefix, with no
+# Go on PATH, and cx ctl doctor runs; the Homebrew formula
 # names each archive with its checksum; npm installs cx from the packages
 # offline and runs it through its shim; dpkg -i installs the deb (into a
 # root of its own) and its cx runs.
@@ -25,8 +26,22 @@ export CX_HOME="$tmp/cx-home" CODEX_HOME="$tmp/codex" CX_CODEX_BIN=/nonexistent
 got=$("$tmp/cx" ctl version --json | sed -n 's/.*"version": *"\([^"]*\)".*/\1/p')
 [ "$got" = "$version" ] || { echo "release-check: the archive's cx says version '$got', want '$version'" >&2; exit 1; }
 
-PATH=/usr/bin:/bin HOME="$tmp/home" CX_INSTALL_BASE_URL="file://$PWD/$dist" sh scripts/install.sh --prefix "$tmp/prefix" >"$tmp/install.out"
-grep -q "cx installed: $tmp/prefix/bin/cx" "$tmp/install.out" || { cat "$tmp/install.out"; exit 1; }
+# The release's download site on 127.0.0.1 (the archives, checksums.txt and
+# install.sh, as the release publishes them), and the one-line install
+# from it, with neither Go nor the repository on PATH.
+site="$tmp/site"
+mkdir -p "$site"
+cp "$dist"/cx_*.tar.gz "$dist/checksums.txt" scripts/install.sh "$site/"
+go build -o "$tmp/servedir" ./internal/testing/install/servedir
+"$tmp/servedir" "$site" >"$tmp/url" &
+server=$!
+trap 'kill $server 2>/dev/null; rm -rf "$tmp"' EXIT
+for _ in $(seq 50); do [ -s "$tmp/url" ] && break; sleep 0.1; done
+url=$(head -n1 "$tmp/url")
+(cd "$tmp" && PATH=/usr/bin:/bin HOME="$tmp/home" sh -c "curl -fsSL $url/install.sh | CX_INSTALL_BASE_URL=$url sh -s -- --prefix $tmp/prefix") >"$tmp/install.out"
+for want in "cx installed: $tmp/prefix/bin/cx" "ok   config"; do # the install, then doctor's first check
+  grep -q "$want" "$tmp/install.out" || { echo "release-check: the install's output lacks '$want':" >&2; cat "$tmp/install.out" >&2; exit 1; }
+done
 "$tmp/prefix/bin/cx" ctl version --json | grep -q "\"$version\""
 
 formula="$dist/homebrew/Formula/cx.rb"
