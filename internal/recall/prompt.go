@@ -321,10 +321,10 @@ func (a *Archive) localItems(ctx context.Context, r PromptRequest, given map[str
 	hits = hits[:min(len(hits), candidates)]
 	// The turn after each candidate, at that candidate's coverage and rank
 	// when they are higher than its own.
-	at, kept := placesOf(hits), placesOf(hits)
+	at, kept := placesOf(hits), len(hits) // hits[:kept] are the candidates, the turns after them follow
 	for _, nh := range nexts {
-		_, after := kept[place{nh.SessionID, nh.Turn - 1}]
-		if _, ok := at[place{nh.SessionID, nh.Turn}]; !ok && after && window[nh.ID] {
+		j, after := at[place{nh.SessionID, nh.Turn - 1}]
+		if _, ok := at[place{nh.SessionID, nh.Turn}]; !ok && after && j < kept && window[nh.ID] {
 			at[place{nh.SessionID, nh.Turn}] = len(hits)
 			hits = append(hits, nh)
 		}
