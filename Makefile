@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: all build install test test-deps vet vet-darwin dist dist-check bench chaos demo clean
+.PHONY: all build install test test-deps vet vet-darwin dist dist-check release bench chaos demo clean
 
 all: build
 
@@ -55,6 +55,11 @@ GORELEASER ?= github.com/goreleaser/goreleaser/v2@v2.15.1
 dist:
 	$(GO) run $(GORELEASER) release --snapshot --clean
 	bash scripts/npm-packages.sh dist dist/npm
+
+# A tag's release, published (the release workflow runs it, with the
+# hosting's tokens): the same config and pin as the snapshot.
+release:
+	$(GO) run $(GORELEASER) release --clean
 
 # The snapshot as a user meets it (scripts/release-check.sh): checksums,
 # the archive's cx and its version, the installer from dist/, the formula's
