@@ -1,0 +1,85 @@
+// Package words splits text into the terms cx's recall matches on, the
+// way the recall index's FTS5 tokenizer does ('porter unicode61
+// remove_diacritics 2', see internal/ledger): runs of letters and digits,
+// lower-cased, Latin diacritics removed, each stemmed by Porter's
+// algorithm — so "failing" and "failed" are one term, "fail". Per-prompt
+// recall's window (internal/recall) is matched with these terms, without
+// the index; TestTermsAgreeWithTheIndex checks them against FTS5's own.
+package words
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Terms appends the terms of s to dst, in order, repeats included.
+func Terms(dst []string, s string) []string {
+	var b []byte
+	flush := func() {
+		if len(b) > 0 {
+			dst = append(dst, Stem(string(b)))
+			b = b[:0]
+		}
+	}
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf { // the common case, without decoding
+			switch {
+			case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+				b = append(b, c)
+			case 'A' <= c && c <= 'Z':
+				b = append(b, c+'a'-'A')
+			default:
+				flush()
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		i += n
+		if !isTokenRune(r) {
+			flush()
+			continue
+		}
+		b = utf8.AppendRune(b, fold(r))
+	}
+	flush()
+	return dst
+}
+
+// isTokenRune is unicode61's token character: a letter, a number, or a
+// private-use character (its default categories L*, N* and Co).
+func isTokenRune(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r)
+}
+
+// fold lower-cases r and removes a Latin diacritic (remove_diacritics 2
+// folds letters with a diacritic to their base letter).
+func fold(r rune) rune {
+	if r == 'µ' {
+		return 'μ' // the micro sign is the Greek letter, to FTS5
+	}
+	r = unicode.ToLower(r)
+	if r >= 0xe0 && r <= 0x17f {
+		if base, ok := latinBase[r]; ok {
+			return base
+		}
+	}
+	return r
+}
+
+// latinBase is the base letter of each lower-case letter with a
+// diacritic in Latin-1 and Latin Extended-A (the ones typed most; other
+// scripts are lower-cased only). Letters whose mark is part of them (đ,
+// ł, ø, ħ, ŧ, ı) stay, as FTS5 keeps them.
+var latinBase = func() map[rune]rune {
+	m := map[rune]rune{}
+	for _, group := range strings.Fields(`aàáâãäåāăą cçćĉċč dď eèéêëēĕėęě gĝğġģ hĥ iìíîïĩīĭį jĵ kķ lĺļľ nñńņň oòóôõöōŏő rŕŗř sśŝşš tţť uùúûüũūŭůűų wŵ yýÿŷ zźżž`) {
+		rs := []rune(group)
+		for _, r := range rs[1:] {
+			m[r] = rs[0]
+		}
+	}
+	return m
+}()

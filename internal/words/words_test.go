@@ -1,0 +1,105 @@
+package words
+
+import (
+	"database/sql"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	_ "modernc.org/sqlite"
+)
+
+func TestTerms(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"How did we fix the failing test?", "how did we fix the fail test"},
+		{"It failed; fixes FAILED", "it fail fix fail"},
+		{"parser_test.go", "parser test go"},
+		{"Café résumé naïve", "cafe resum naiv"},
+		{"don't 42 x", "don t 42 x"},
+		{"generalizations relational", "gener relat"},
+		{"", ""},
+	} {
+		if got := strings.Join(Terms(nil, tc.in), " "); got != tc.want {
+			t.Errorf("Terms(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestTermsAgreeWithTheIndex tokenizes a corpus with Terms and with the
+// recall index's own tokenizer (FTS5 'porter unicode61 remove_diacritics
+// 2', read back through fts5vocab), and wants the same terms: recall's
+// window and the index must agree on what a word is. The corpus is this
+// repository's Go source and documentation, and words chosen for every
+// rule of the stemmer.
+func TestTermsAgreeWithTheIndex(t *testing.T) {
+	var corpus []string
+	root := filepath.Join("..", "..")
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() && (d.Name() == "dist" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && p != root {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && (strings.HasSuffix(p, ".go") || strings.HasSuffix(p, ".md")) {
+			if data, err := os.ReadFile(p); err == nil {
+				corpus = append(corpus, string(data))
+			}
+		}
+		return nil
+	})
+	corpus = append(corpus, `caresses ponies ties caress cats feed agreed plastered bled motoring sing conflated troubled sized hopping tanned
+		falling hissing fizzed failing filing happy sky relational conditional rational valenci hesitanci digitizer conformabli radicalli
+		differentli vileli analogousli vietnamization predication operator feudalism decisiveness hopefulness callousness formaliti
+		sensitiviti sensibiliti triplicate formative formalize electriciti electrical hopeful goodness revival allowance inference airliner
+		gyroscopic adjustable defensible irritant replacement adjustment dependent adoption homologou communism activate angulariti homologous
+		effective bowdlerize probate rate cease controll roll generalizations oscillators archaeology apology geology ion lion agreement yes y
+		crying toying played syzygy ex mississippi a an it is bb abled blled izing`)
+	db, err := sql.Open("sqlite", ":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	for _, q := range []string{
+		`CREATE VIRTUAL TABLE doc USING fts5(x, tokenize = 'porter unicode61 remove_diacritics 2')`,
+		`CREATE VIRTUAL TABLE vocab USING fts5vocab(doc, 'instance')`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checked, differ := 0, 0
+	for i, text := range corpus {
+		if _, err := db.Exec(`INSERT INTO doc (rowid, x) VALUES (?, ?)`, i+1, text); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := db.Query(`SELECT term FROM vocab WHERE doc = ? ORDER BY offset`, i+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for rows.Next() {
+			var term string
+			rows.Scan(&term)
+			want = append(want, term)
+		}
+		rows.Close()
+		got := Terms(nil, text)
+		checked += len(want)
+		if !slices.Equal(got, want) {
+			for k := 0; k < min(len(got), len(want)); k++ {
+				if got[k] != want[k] {
+					if differ < 20 {
+						t.Errorf("term %d of text %d: Terms has %q, the index %q", k, i, got[k], want[k])
+					}
+					differ++
+					break
+				}
+			}
+			if len(got) != len(want) {
+				t.Errorf("text %d: Terms has %d terms, the index %d", i, len(got), len(want))
+			}
+		}
+	}
+	t.Logf("%d terms of %d texts compared", checked, len(corpus))
+}
