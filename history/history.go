@@ -172,8 +172,17 @@ func Forget(ctx context.Context, m *lifecycle.Manager, id string) (int, error) {
 		}
 		return tx.AddEvent(ctx, "session.forgotten", id, "", fmt.Sprintf("%d turn(s) removed from the archive and the index", n))
 	})
-	if err != nil || cwd == "" {
+	if err != nil {
 		return n, err
+	}
+	// Per-prompt recall's windows hold turns' text: they go, and are read
+	// again from the ledger (a window written meanwhile from before this
+	// forget removes itself, see internal/recall).
+	if err := recall.DropWindows(m.Cfg.Home); err != nil {
+		return n, fmt.Errorf("forget %s: %w", id, err)
+	}
+	if cwd == "" {
+		return n, nil
 	}
 	// What the session merged into its project's continuity files goes too.
 	store := continuity.Store{Home: m.Cfg.Home}

@@ -28,6 +28,7 @@ import (
 	"cx/internal/config"
 	"cx/internal/crumbs"
 	"cx/internal/health"
+	"cx/internal/ledger"
 	"cx/internal/logs"
 	"cx/internal/proc"
 	"cx/internal/recall"
@@ -152,22 +153,21 @@ func Serve(ctx context.Context, c HookCall) (code int) {
 	var injection string
 	wctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	// Per-prompt recall runs beside the hook's ledger work, so the prompt
-	// waits for the slower of the two, not their sum.
-	var recalled chan []recall.Item
+	// Per-prompt recall reads and ranks its window beside the hook's
+	// ledger work, so the prompt waits for the slower of the two, not their
+	// sum; it finishes on the hook's own connection after.
+	var prepared chan *recall.Prepared
 	if wantsRecall(ev, p, cfg) {
-		recalled = make(chan []recall.Item, 1)
-		rctx, rcancel := context.WithDeadline(wctx, c.Start.Add(recallBudget))
+		prepared = make(chan *recall.Prepared, 1)
 		go func() {
-			defer rcancel()
-			var items []recall.Item
+			var prep *recall.Prepared
 			defer func() {
 				if r := recover(); r != nil {
 					logger.Printf("hook %s %s: recall: panic: %v\n%s", ev, p.SessionID, r, debug.Stack())
 				}
-				recalled <- items
+				prepared <- prep
 			}()
-			items = promptRecall(rctx, cfg, c.Getenv, p, logger)
+			prep = prepareRecall(cfg, c.Getenv, p)
 		}()
 	}
 	var m *lifecycle.Manager
@@ -180,13 +180,21 @@ func Serve(ctx context.Context, c HookCall) (code int) {
 			}
 		}()
 		defer func() {
-			if recalled == nil {
+			if prepared == nil {
 				return
 			}
-			items := <-recalled
+			prep := <-prepared
+			if prep == nil {
+				return
+			}
+			rctx, rcancel := context.WithDeadline(wctx, c.Start.Add(recallBudget))
+			defer rcancel()
+			var db *ledger.DB
+			if m != nil {
+				db = m.Ledger()
+			}
+			items := finishRecall(rctx, cfg, prep, db, p, logger)
 			if len(items) > 0 && m != nil {
-				// Recorded here, after the hook's own transaction, on its
-				// connection: the recall's own would wait on the write lock.
 				if err := recall.MarkGiven(wctx, m.Ledger(), p.SessionID, items); err != nil {
 					logger.Printf("recall %s: record what was given: %v (it may be given again)", p.SessionID, err)
 				}

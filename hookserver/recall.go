@@ -6,6 +6,7 @@ import (
 
 	"cx/internal/codex"
 	"cx/internal/config"
+	"cx/internal/ledger"
 	"cx/internal/logs"
 	"cx/internal/recall"
 	ovsink "cx/internal/sink/openviking"
@@ -20,20 +21,29 @@ func wantsRecall(ev string, p codex.HookPayload, cfg config.Config) bool {
 	return ev == codex.HookUserPromptSubmit && cfg.Inject.Enabled && cfg.Recall.Enabled && cfg.Home != "" && !recall.Trivial(p.Prompt)
 }
 
-// promptRecall is per-prompt recall for one prompt: the items to add. It
-// runs beside the hook's own ledger work, on a connection of its own, and
-// only reads; whatever fails, the prompt goes on without it (logged).
-func promptRecall(ctx context.Context, cfg config.Config, getenv func(string) (string, bool), p codex.HookPayload, logger *logs.Logger) []recall.Item {
-	ar, err := recall.OpenForPrompt(ctx, cfg.Home)
-	if err != nil {
-		logger.Printf("recall %s: %v", p.SessionID, err)
-		return nil
-	}
-	// Not closed: closing takes half a millisecond the prompt would wait
-	// for, and the process exits right after the answer (as the hook's own
-	// connection, SQLite's WAL is safe without it).
-	items, err := ar.Recall(ctx, recall.PromptRequest{Prompt: p.Prompt, Project: p.Cwd, Session: p.SessionID,
+// prepareRecall is per-prompt recall's first half, run beside the hook's
+// own ledger work: the project's window read from its file and ranked,
+// the remote search started. It opens no ledger.
+func prepareRecall(cfg config.Config, getenv func(string) (string, bool), p codex.HookPayload) *recall.Prepared {
+	return recall.Prepare(recall.NewProjects(cfg.Home), recall.PromptRequest{Prompt: p.Prompt, Project: p.Cwd, Session: p.SessionID,
 		Budget: cfg.Recall.MaxChars, MinScore: cfg.Recall.MinScore, Remote: ovsink.RecallSource(cfg, getenv)})
+}
+
+// finishRecall is its second half, on db (the hook's own connection, after
+// its work; a read-only one of recall's own when the hook could not open
+// the ledger): the items to add. Whatever fails, the prompt goes on
+// without them (logged).
+func finishRecall(ctx context.Context, cfg config.Config, prep *recall.Prepared, db *ledger.DB, p codex.HookPayload, logger *logs.Logger) []recall.Item {
+	if db == nil {
+		ar, err := recall.OpenForPrompt(ctx, cfg.Home)
+		if err != nil {
+			logger.Printf("recall %s: %v", p.SessionID, err)
+			return nil
+		}
+		defer ar.Close()
+		db = ar.Ledger()
+	}
+	items, err := prep.Finish(ctx, db)
 	if err != nil {
 		// A remote that failed still leaves the local items.
 		logger.Printf("recall %s: %v", p.SessionID, err)

@@ -19,7 +19,7 @@
 //	sink_turns, sink_commits, sink_sessions  sinkstate.go  internal/sink/openviking — how far each turn, commit and remote session got (SinkStore)
 //	recall_turns, recall_words, recall_text  recall.go  internal/sink/local; internal/recall; history (forget) — the search index (FTS5): a committed archive's rows, the backfill of older ones
 //	recall_given         recall_prompt.go  internal/recall; history (forget) — the turns per-prompt recall gave each thread
-//	meta                 meta.go           internal/ledger; internal/recall; history — migrations (schema version), the recall backfill's keys, a scrub due
+//	meta                 meta.go           internal/ledger; internal/recall; internal/sink/local; history — migrations (schema version), the recall backfill's keys, a scrub due, the count of index removals (recall.go: its windows' stamp)
 //
 // A sink gets a SinkStore (sinkstore.go), never the DB.
 //

@@ -69,10 +69,37 @@ func (tx *Tx) unindex(ctx context.Context, where string, args ...any) error {
 			return fmt.Errorf("unindex: %w", err)
 		}
 	}
-	if _, err := tx.tx.ExecContext(ctx, `DELETE FROM recall_turns WHERE `+where, args...); err != nil {
+	res, err := tx.tx.ExecContext(ctx, `DELETE FROM recall_turns WHERE `+where, args...)
+	if err != nil {
 		return fmt.Errorf("unindex: %w", err)
 	}
+	// A removal may change a recall window without a newer row: counted,
+	// so a window read before it is known to be stale.
+	if n, _ := res.RowsAffected(); n > 0 {
+		if _, err := tx.tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, '1')
+			ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1`, RecallEpochKey); err != nil {
+			return fmt.Errorf("unindex: %w", err)
+		}
+	}
 	return nil
+}
+
+// readTx runs f in one read transaction (deferred: it takes no write lock,
+// even on a writer's connection), so what it reads is one state.
+func (db *DB) readTx(ctx context.Context, f func(querier) error) error {
+	c, err := db.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, `BEGIN DEFERRED`); err != nil {
+		return err
+	}
+	err = f(c)
+	if _, rerr := c.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`); err == nil {
+		err = rerr
+	}
+	return err
 }
 
 // TurnsBefore counts the turns of a session's generations before gen: the
@@ -163,7 +190,7 @@ type RecallHit struct {
 	Project    string
 	Score      float64 // bm25's, negated: higher is better
 	Snippet    string  // the best-matching field's text around the match, the match between « and »
-	Chars      int     // the turn's indexed length in characters, all fields (RecallCandidates only)
+	Chars      int     // the turn's indexed length in characters, all fields (RecallWindowTurns only)
 }
 
 // ErrQuery is a search the index could not parse.
@@ -177,7 +204,7 @@ const recallWeights = "2.0, 1.0, 1.0, 0.5"
 // While the schema-8 index still holds rows (RecallReindexKey) it is
 // searched too and the two merged by score.
 func (db *DB) Search(ctx context.Context, q RecallQuery) ([]RecallHit, error) {
-	tables, err := db.recallTables(ctx)
+	tables, err := db.recallTables(ctx, db.db)
 	if err != nil {
 		return nil, err
 	}
@@ -203,11 +230,11 @@ func (db *DB) Search(ctx context.Context, q RecallQuery) ([]RecallHit, error) {
 
 // recallTables are the index tables that may hold rows: the stemmed one,
 // and the schema-8 one until its rows have moved.
-func (db *DB) recallTables(ctx context.Context) ([]string, error) {
+func (db *DB) recallTables(ctx context.Context, q querier) ([]string, error) {
 	if db.reindexed.Load() {
 		return []string{"recall_words"}, nil
 	}
-	pending, err := db.Meta(ctx, RecallReindexKey)
+	pending, err := getMeta(ctx, q, RecallReindexKey)
 	if err != nil {
 		return nil, err
 	}
@@ -282,8 +309,12 @@ type RecallText struct {
 // RecallTexts returns the indexed text of the rows ids (absent ones are
 // left out).
 func (db *DB) RecallTexts(ctx context.Context, ids []int64) (map[int64]RecallText, error) {
+	return db.recallTexts(ctx, db.db, ids)
+}
+
+func (db *DB) recallTexts(ctx context.Context, q querier, ids []int64) (map[int64]RecallText, error) {
 	out := make(map[int64]RecallText, len(ids))
-	err := db.eachIndexed(ctx, ids, `prompt, reply, commands, files`, func(s idScanner) error {
+	err := db.eachIndexed(ctx, q, ids, `prompt, reply, commands, files`, func(s idScanner) error {
 		var t RecallText
 		id, err := s.Scan(&t.Prompt, &t.Reply, &t.Commands, &t.Files)
 		out[id] = t
@@ -302,11 +333,11 @@ func (s idScanner) Scan(dest ...any) (int64, error) {
 }
 
 // eachIndexed reads cols of the index rows ids: one query per index table.
-func (db *DB) eachIndexed(ctx context.Context, ids []int64, cols string, fn func(idScanner) error) error {
+func (db *DB) eachIndexed(ctx context.Context, q querier, ids []int64, cols string, fn func(idScanner) error) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	tables, err := db.recallTables(ctx)
+	tables, err := db.recallTables(ctx, q)
 	if err != nil {
 		return err
 	}
@@ -316,7 +347,7 @@ func (db *DB) eachIndexed(ctx context.Context, ids []int64, cols string, fn func
 	}
 	in := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
 	for _, table := range tables {
-		rows, err := db.db.QueryContext(ctx, `SELECT rowid, `+cols+` FROM `+table+` WHERE rowid IN (`+in+`)`, args...)
+		rows, err := q.QueryContext(ctx, `SELECT rowid, `+cols+` FROM `+table+` WHERE rowid IN (`+in+`)`, args...)
 		if err != nil {
 			return err
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
-	"sort"
 	"testing"
 	"time"
 )
@@ -57,133 +56,85 @@ func promptIndex(t *testing.T) (*DB, map[string]int64) {
 	return db, ids
 }
 
-func placesIn(set map[int64]bool, ids map[string]int64) []string {
-	var out []string
-	for place, id := range ids {
-		if set[id] {
-			out = append(out, place)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func TestRecallWindowAndTermRows(t *testing.T) {
+func TestRecallWindowTurns(t *testing.T) {
 	db, ids := promptIndex(t)
 	ctx := context.Background()
-	cases := []struct {
-		name, project, notSession string
-		n                         int
-		window                    []string
-		rows                      [][]string // per match: `"parser"`, `"flaky"`
+	for _, c := range []struct {
+		project string
+		n       int
+		want    []string
 	}{
-		{"a project's latest turns", "p1", "", 3, []string{"s1/3", "s3/1", "s3/2"}, [][]string{nil, {"s3/1"}}},
-		{"all of a project's", "p1", "", 10, []string{"s1/1", "s1/2", "s1/3", "s3/1", "s3/2"}, [][]string{{"s1/1", "s1/2"}, {"s1/1", "s3/1"}}},
-		{"but the thread's own", "p1", "s3", 10, []string{"s1/1", "s1/2", "s1/3"}, [][]string{{"s1/1", "s1/2"}, {"s1/1"}}},
-		{"every project's", "", "", 4, []string{"s2/1", "s2/2", "s3/1", "s3/2"}, [][]string{{"s2/1"}, {"s2/2", "s3/1"}}},
-		{"a project with none", "p9", "", 10, nil, [][]string{nil, nil}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			window, err := db.RecallWindow(ctx, c.project, c.notSession, c.n)
+		{"p1", 10, []string{"s1/1", "s1/2", "s1/3", "s3/1", "s3/2"}},
+		{"p1", 3, []string{"s1/3", "s3/1", "s3/2"}}, // the latest, oldest first
+		{"", 2, []string{"s3/1", "s3/2"}},
+		{"nothing", 5, nil},
+	} {
+		t.Run(fmt.Sprintf("%s/%d", c.project, c.n), func(t *testing.T) {
+			stamp, turns, err := db.RecallWindowTurns(ctx, c.project, c.n)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := placesIn(window, ids); !reflect.DeepEqual(got, c.window) {
-				t.Errorf("window %v, want %v", got, c.window)
-			}
-			rows, err := db.RecallTermRows(ctx, []string{`"parser"`, `"flaky"`}, window)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, want := range c.rows {
-				if got := placesIn(rows[i], ids); !reflect.DeepEqual(got, want) {
-					t.Errorf("match %d: %v, want %v", i, got, want)
+			var got []string
+			for _, tu := range turns {
+				got = append(got, fmt.Sprintf("%s/%d", tu.SessionID, tu.Turn))
+				if tu.Text.Reply != "ok" || tu.Chars != len([]rune(tu.Text.Prompt))+2 || tu.ID != ids[got[len(got)-1]] {
+					t.Errorf("%s: %+v", got[len(got)-1], tu)
 				}
 			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Errorf("window = %v, want %v", got, c.want)
+			}
+			now, err := db.RecallWindowStamp(ctx, c.project)
+			if err != nil || now != stamp {
+				t.Errorf("stamp %+v, read with the window %+v (%v)", now, stamp, err)
+			}
 		})
-	}
-	if _, err := db.RecallTermRows(ctx, []string{`"parser" AND`}, map[int64]bool{1: true}); err == nil {
-		t.Error("a match FTS5 cannot parse: no error")
 	}
 }
 
-// The candidates come back in the order asked, with the turn after each
-// (where there is one). A turn's length is written with it; a turn indexed
-// before schema 14 has none, and its length is read from its text: the
-// same figure.
-func TestRecallCandidates(t *testing.T) {
-	db, ids := promptIndex(t)
+// TestWindowStampChanges: a window read before a turn is added, or before
+// any row is removed (a generation indexed again, a session forgotten),
+// has a stamp the index no longer has; one of another project is kept
+// when a turn is added elsewhere.
+func TestWindowStampChanges(t *testing.T) {
+	db, _ := promptIndex(t)
 	ctx := context.Background()
-	want := []int64{ids["s3/2"], ids["s1/1"]}
-	lengths := func() []int {
+	stamps := func() (p1, p2 WindowStamp) {
 		t.Helper()
-		hits, nexts, err := db.RecallCandidates(ctx, want)
-		if err != nil {
-			t.Fatal(err)
+		var err1, err2 error
+		p1, err1 = db.RecallWindowStamp(ctx, "p1")
+		p2, err2 = db.RecallWindowStamp(ctx, "p2")
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
 		}
-		if len(nexts) != 1 || nexts[0].ID != ids["s1/2"] || nexts[0].Chars != 22 {
-			t.Fatalf("nexts %+v, want s1/2 alone (s3/2 is its session's last), 22 characters", nexts)
-		}
-		var out []int
-		for i, h := range hits {
-			if h.ID != want[i] {
-				t.Fatalf("hit %d is row %d, want %d (the order asked)", i, h.ID, want[i])
-			}
-			out = append(out, h.Chars)
-		}
-		return out
+		return p1, p2
 	}
-	written := lengths()
-	// "naïve café" + "ok": characters, not bytes.
-	if !reflect.DeepEqual(written, []int{12, 21}) {
-		t.Fatalf("lengths %v, want [12 21]", written)
-	}
-	if _, err := db.db.Exec(`UPDATE recall_turns SET chars = NULL`); err != nil {
-		t.Fatal(err)
-	}
-	if read := lengths(); !reflect.DeepEqual(read, written) {
-		t.Errorf("lengths read from the text %v, written %v", read, written)
-	}
-}
-
-func TestWindowRanges(t *testing.T) {
-	run := func(from, to int64) []int64 {
-		var ids []int64
-		for id := from; id <= to; id++ {
-			ids = append(ids, id)
-		}
-		return ids
-	}
-	set := func(runs ...[]int64) map[int64]bool {
-		m := map[int64]bool{}
-		for _, r := range runs {
-			for _, id := range r {
-				m[id] = true
-			}
-		}
-		return m
-	}
-	cases := []struct {
-		name   string
-		window map[int64]bool
-		n      int
-		want   [][2]int64
+	p1, p2 := stamps()
+	steps := []struct {
+		name      string
+		do        func(tx *Tx) error
+		p1Changes bool
+		p2Changes bool
 	}{
-		{"none", set(), 8, nil},
-		{"one run", set(run(100, 1099)), 8, [][2]int64{{100, 1099}}},
-		{"narrow gaps are read through", set(run(1, 10), run(40, 50), run(100, 120)), 8, [][2]int64{{1, 120}}},
-		// A project seldom used: its turns, then much of the archive, then
-		// its latest session.
-		{"a wide gap is left out", set(run(1, 300), run(50_000, 50_020)), 8, [][2]int64{{1, 300}, {50_000, 50_020}}},
-		{"the widest gaps are left out", set(run(1, 5), run(1_000, 1_005), run(100_000, 100_005), run(101_000, 101_005)), 3,
-			[][2]int64{{1, 5}, {1_000, 1_005}, {100_000, 101_005}}},
+		{"a p1 turn added", func(tx *Tx) error {
+			return tx.IndexGeneration(ctx, "s4", 1, []RecallDoc{{SessionID: "s4", Generation: 1, Turn: 1, Key: "k", At: time.Now(), Project: "p1", Prompt: "new"}})
+		}, true, false},
+		{"a p2 generation indexed again", func(tx *Tx) error {
+			return tx.IndexGeneration(ctx, "s2", 1, []RecallDoc{{SessionID: "s2", Generation: 1, Turn: 1, Key: "k", At: time.Now(), Project: "p2", Prompt: "again"}})
+		}, true, true}, // a removal stales every window: the count is one for all
+		{"a p1 session forgotten", func(tx *Tx) error { _, err := tx.Forget(ctx, "s1"); return err }, true, true},
+		{"a generation indexed with nothing to remove", func(tx *Tx) error {
+			return tx.IndexGeneration(ctx, "s5", 1, []RecallDoc{{SessionID: "s5", Generation: 1, Turn: 1, Key: "k", At: time.Now(), Project: "p2", Prompt: "more"}})
+		}, false, true},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if got := windowRanges(c.window, c.n); !reflect.DeepEqual(got, c.want) {
-				t.Errorf("windowRanges = %v, want %v", got, c.want)
-			}
-		})
+	for _, s := range steps {
+		if err := db.Tx(ctx, s.do); err != nil {
+			t.Fatal(s.name, err)
+		}
+		n1, n2 := stamps()
+		if (n1 != p1) != s.p1Changes || (n2 != p2) != s.p2Changes {
+			t.Errorf("%s: p1 %+v → %+v, p2 %+v → %+v; want changes %v, %v", s.name, p1, n1, p2, n2, s.p1Changes, s.p2Changes)
+		}
+		p1, p2 = n1, n2
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"cx/internal/ledger"
 	"cx/internal/rollout"
+	"cx/internal/words"
 )
 
 // Per-prompt recall: for a prompt the user just typed, the few archived
@@ -125,49 +126,100 @@ const DefaultRemoteWait = 800 * time.Millisecond
 // the prompt that wait, nothing more (its error is returned beside the
 // local items).
 func (a *Archive) Recall(ctx context.Context, r PromptRequest) ([]Item, error) {
+	return Prepare(a.projects, r).Finish(ctx, a.db)
+}
+
+// Prepared is per-prompt recall as far as it goes without the ledger: the
+// project's window read from its file and the prompt's turns ranked in
+// it, the remote search under way. A hook prepares it beside its own
+// ledger work and finishes it on its own connection after, so a prompt
+// opens the ledger once.
+type Prepared struct {
+	r       PromptRequest
+	home    string
+	quiet   bool // a trivial prompt, or one that reads as FTS5 syntax
+	terms   [][]string
+	project string
+	win     *window
+	ranked  []ranked
+	remote  chan remoteAnswer
+}
+
+type remoteAnswer struct {
+	items []Item
+	err   error
+}
+
+// Prepare reads r's project's window file and ranks its turns for r's
+// prompt, and starts the remote search; it does not open the ledger.
+func Prepare(projects *Projects, r PromptRequest) *Prepared {
+	p := &Prepared{r: r, home: projects.store.Home}
 	if Trivial(r.Prompt) {
-		return nil, nil
+		p.quiet = true
+		return p
 	}
-	if r.Budget <= 0 {
-		r.Budget = DefaultBudget
+	if p.r.Budget <= 0 {
+		p.r.Budget = DefaultBudget
 	}
-	if r.MinScore <= 0 {
-		r.MinScore = DefaultMinScore
+	if p.r.MinScore <= 0 {
+		p.r.MinScore = DefaultMinScore
 	}
-	if r.RemoteWait <= 0 {
-		r.RemoteWait = DefaultRemoteWait
+	if p.r.RemoteWait <= 0 {
+		p.r.RemoteWait = DefaultRemoteWait
 	}
-	type answer struct {
-		items []Item
-		err   error
-	}
-	var remote chan answer
 	if r.Remote != nil {
-		remote = make(chan answer, 1)
-		rctx, cancel := context.WithTimeout(ctx, r.RemoteWait)
+		p.remote = make(chan remoteAnswer, 1)
+		rctx, cancel := context.WithTimeout(context.Background(), p.r.RemoteWait)
 		go func() {
 			defer cancel()
 			items, err := r.Remote(rctx, r.Prompt, maxItems)
-			remote <- answer{items, err}
+			p.remote <- remoteAnswer{items, err}
 		}()
 	}
+	pq, err := parseQuery(r.Prompt)
+	if err != nil || !pq.natural {
+		p.quiet = true // a prompt that reads as FTS5 syntax is not a question to recall for
+		return p
+	}
+	for _, phrase := range pq.terms {
+		p.terms = append(p.terms, words.Terms(nil, strings.Trim(phrase, `"`)))
+	}
+	if r.Project != "" {
+		p.project = projects.Of(r.Project)
+	}
+	if p.win = loadWindow(p.home, p.project); p.win != nil {
+		p.ranked = p.win.rank(p.terms, r.Session, p.r.MinScore)
+	}
+	return p
+}
+
+// Finish completes per-prompt recall with db: a window file missing or
+// older than the index is read again (and written), what the thread was
+// given before is left out, the remote's items are merged, and all is
+// fitted to the budget.
+func (p *Prepared) Finish(ctx context.Context, db *ledger.DB) ([]Item, error) {
+	if p.quiet && p.remote == nil {
+		return nil, nil
+	}
 	given := map[string]bool{}
-	if r.Session != "" {
+	if p.r.Session != "" {
 		var err error
-		if given, err = a.db.GivenTurns(ctx, r.Session); err != nil {
+		if given, err = db.GivenTurns(ctx, p.r.Session); err != nil {
 			return nil, err
 		}
 	}
-	local, err := a.localItems(ctx, r, given)
-	if err != nil {
-		return nil, err
+	var local []Item
+	if !p.quiet {
+		var err error
+		if local, err = p.local(ctx, db, given); err != nil {
+			return nil, err
+		}
 	}
 	var far []Item
 	var farErr error
-	if remote != nil {
-		ans := <-remote
-		farErr = ans.err
-		if farErr != nil {
+	if p.remote != nil {
+		ans := <-p.remote
+		if farErr = ans.err; farErr != nil {
 			farErr = fmt.Errorf("%w: %w", ErrRemote, farErr)
 		}
 		for _, it := range ans.items {
@@ -176,7 +228,38 @@ func (a *Archive) Recall(ctx context.Context, r PromptRequest) ([]Item, error) {
 			}
 		}
 	}
-	return fit(local, far, r.Budget), farErr
+	if p.quiet {
+		return nil, farErr
+	}
+	return fit(local, far, p.r.Budget), farErr
+}
+
+// local is the archived turns above the floor, best first, that the
+// thread was not given before.
+func (p *Prepared) local(ctx context.Context, db *ledger.DB, given map[string]bool) ([]Item, error) {
+	stamp, err := db.RecallWindowStamp(ctx, p.project)
+	if err != nil {
+		return nil, err
+	}
+	if p.win == nil || p.win.stamp != stamp {
+		if p.win, err = readWindow(ctx, db, p.home, p.project); err != nil {
+			return nil, err
+		}
+		p.ranked = p.win.rank(p.terms, p.r.Session, p.r.MinScore)
+	}
+	var items []Item
+	for _, rk := range p.ranked {
+		if len(items) == candidates {
+			break
+		}
+		t := p.win.turn(rk.turn)
+		if given[fmt.Sprintf("%s/%d", t.SessionID, t.Turn)] {
+			continue
+		}
+		items = append(items, Item{Source: "local", Session: t.SessionID, Turn: t.Turn, Generation: t.Generation, Time: t.At.Format(time.RFC3339),
+			Score: math.Round(rk.cover*100) / 100, head: itemHead(t.RecallHit), body: t.body})
+	}
+	return items, nil
 }
 
 // fit takes items from the two lists in turn, best first, within the
@@ -242,140 +325,143 @@ func fit(local, far []Item, budget int) []Item {
 	return out
 }
 
-// localItems are the archived turns above the floor, best first, with
-// their text.
+// ranked is a window's turn above the floor: its coverage of the prompt
+// (the floor's measure, and the item's score).
+type ranked struct {
+	turn  int // in the window
+	cover float64
+}
+
+// rank orders the window's turns for a prompt's terms (each a word's
+// terms, or a quoted phrase's), the turns of session left out, best
+// first, those whose coverage is below floor dropped; at most
+// 2*candidates (what the thread was given before is left out after).
 //
 // Per-prompt recall runs on every prompt, so its cost must not grow with
-// the archive: it looks at the project's latest recallWindow turns, and
-// ranks them itself rather than with FTS5's bm25, whose word weights come
-// from reading every turn that holds each word, in the whole index. A
-// turn's score is its coverage of the prompt (see coverage), the words
-// weighed by their rarity in the window; the turn after a turn takes that
-// turn's score when higher (the answer follows the question, see ranked);
-// ties go to the newer turn.
-func (a *Archive) localItems(ctx context.Context, r PromptRequest, given map[string]bool) ([]Item, error) {
-	pq, err := parseQuery(r.Prompt)
-	if err != nil || !pq.natural {
-		return nil, nil // a prompt that reads as FTS5 syntax is not a question to recall for
+// the archive: it looks at the project's latest recallWindow turns (its
+// window), and ranks them itself rather than with FTS5's bm25, whose word
+// weights come from reading every turn that holds each word, in the whole
+// index. A turn's score is its coverage of the prompt, the words weighed
+// by their rarity in the window (see weights); among the best by
+// coverage, a shorter turn that holds the same words is more about them;
+// the turn after a turn takes that turn's score when higher (the answer
+// follows the question, see ranked); ties go to the newer turn.
+func (w *window) rank(terms [][]string, session string, floor float64) []ranked {
+	own := func(i int) bool { return session != "" && string(w.session(i)) == session }
+	size := 0
+	for i := 0; i < w.nTurns; i++ {
+		if !own(i) {
+			size++
+		}
 	}
-	project := ""
-	if r.Project != "" {
-		project = a.projects.Of(r.Project)
+	rows := make([][]uint16, len(terms))
+	for j, t := range terms {
+		for _, i := range w.holdingAll(t) {
+			if !own(int(i)) {
+				rows[j] = append(rows[j], i)
+			}
+		}
 	}
-	window, err := a.db.RecallWindow(ctx, project, r.Session, recallWindow)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := a.db.RecallTermRows(ctx, pq.terms, window)
-	if err != nil {
-		return nil, err
-	}
-	idf := weights(rows, len(window))
-	score := map[int64]float64{}
+	idf := weights(rows, size)
+	score := map[int]float64{}
 	for j, ids := range rows {
-		for id := range ids {
-			score[id] += idf[j]
+		for _, i := range ids {
+			score[int(i)] += idf[j]
 		}
 	}
-	type cand struct {
-		id    int64
-		score float64
-	}
-	var cands []cand
-	for id, sc := range score {
-		if sc >= r.MinScore {
-			cands = append(cands, cand{id, sc})
+	var cands []int
+	for i, sc := range score {
+		if sc >= floor {
+			cands = append(cands, i)
 		}
 	}
-	sort.Slice(cands, func(i, j int) bool {
-		if cands[i].score != cands[j].score {
-			return cands[i].score > cands[j].score
+	sort.Slice(cands, func(x, y int) bool {
+		if score[cands[x]] != score[cands[y]] {
+			return score[cands[x]] > score[cands[y]]
 		}
-		return cands[i].id > cands[j].id
+		return cands[x] > cands[y]
 	})
 	// Among the best by coverage, a shorter turn that holds the same words
 	// is more about them: bm25's length normalisation (k1 1.2, b 0.75, each
 	// word counted once) against the candidates' mean length orders them;
 	// the floor stays on coverage, which does not depend on length.
-	if len(cands) > 3*candidates {
-		cands = cands[:3*candidates]
-	}
-	ids := make([]int64, len(cands))
-	for i, c := range cands {
-		ids[i] = c.id
-	}
-	hits, nexts, err := a.db.RecallCandidates(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
+	cands = cands[:min(len(cands), 3*candidates)]
+	hits := make([]windowTurn, len(cands))
 	mean := 0.0
-	for _, h := range hits {
-		mean += float64(h.Chars)
+	for k, i := range cands {
+		hits[k] = w.turn(i)
+		mean += float64(hits[k].Chars)
 	}
 	mean = max(mean/float64(max(len(hits), 1)), 1)
-	rank := map[int64]float64{}
-	for _, h := range hits {
-		rank[h.ID] = score[h.ID] * 2.2 / (1 + 1.2*(0.25+0.75*float64(h.Chars)/mean))
+	rank := map[int]float64{}
+	for k, i := range cands {
+		rank[i] = score[i] * 2.2 / (1 + 1.2*(0.25+0.75*float64(hits[k].Chars)/mean))
 	}
-	sort.SliceStable(hits, func(i, j int) bool { return rank[hits[i].ID] > rank[hits[j].ID] })
-	hits = hits[:min(len(hits), candidates)]
-	// The turn after each candidate, at that candidate's coverage and rank
-	// when they are higher than its own.
-	at, kept := placesOf(hits), len(hits) // hits[:kept] are the candidates, the turns after them follow
-	for _, nh := range nexts {
-		j, after := at[place{nh.SessionID, nh.Turn - 1}]
-		if _, ok := at[place{nh.SessionID, nh.Turn}]; !ok && after && j < kept && window[nh.ID] {
-			at[place{nh.SessionID, nh.Turn}] = len(hits)
-			hits = append(hits, nh)
+	order := make([]int, len(cands)) // positions in cands
+	for k := range order {
+		order[k] = k
+	}
+	sort.SliceStable(order, func(x, y int) bool { return rank[cands[order[x]]] > rank[cands[order[y]]] })
+	order = order[:min(len(order), candidates)]
+	// The turn after each candidate (in the window, not the thread's own),
+	// at that candidate's coverage and rank when they are higher than its
+	// own.
+	type entry struct {
+		at          int // in the window
+		t           windowTurn
+		cover, rank float64
+	}
+	var list []entry
+	for _, k := range order {
+		list = append(list, entry{cands[k], hits[k], score[cands[k]], rank[cands[k]]})
+	}
+	at := map[place]int{}
+	for k, e := range list {
+		at[place{e.t.SessionID, e.t.Turn}] = k
+	}
+	kept := len(list)
+	for k := 0; k < kept; k++ {
+		next := list[k].at + 1 // a session's turns are indexed in order, so its next turn follows it in the window
+		for ; next < w.nTurns; next++ {
+			if string(w.session(next)) == list[k].t.SessionID {
+				break
+			}
+		}
+		if next >= w.nTurns || own(next) {
+			continue
+		}
+		nt := w.turn(next)
+		if nt.Turn != list[k].t.Turn+1 {
+			continue
+		}
+		if _, ok := at[place{nt.SessionID, nt.Turn}]; ok {
+			continue
+		}
+		at[place{nt.SessionID, nt.Turn}] = len(list)
+		list = append(list, entry{next, nt, score[next], rank[next]})
+	}
+	for k := range list {
+		if j, ok := at[place{list[k].t.SessionID, list[k].t.Turn - 1}]; ok {
+			list[k].cover, list[k].rank = max(list[k].cover, list[j].cover), max(list[k].rank, list[j].rank)
 		}
 	}
-	cover := make([]float64, len(hits))
-	for i, h := range hits {
-		cover[i], hits[i].Score = score[h.ID], rank[h.ID]
-		if j, ok := at[place{h.SessionID, h.Turn - 1}]; ok {
-			prev := hits[j].ID
-			cover[i], hits[i].Score = max(cover[i], score[prev]), max(hits[i].Score, rank[prev])
-		}
-	}
-	order := make([]int, len(hits))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(x, y int) bool {
-		i, j := order[x], order[y]
+	sort.SliceStable(list, func(x, y int) bool {
+		i, j := list[x], list[y]
 		switch {
-		case hits[i].Score != hits[j].Score:
-			return hits[i].Score > hits[j].Score
-		case hits[i].SessionID == hits[j].SessionID:
-			return hits[i].Turn < hits[j].Turn // a turn before the one after it, which took its score
+		case i.rank != j.rank:
+			return i.rank > j.rank
+		case i.t.SessionID == j.t.SessionID:
+			return i.t.Turn < j.t.Turn // a turn before the one after it, which took its score
 		}
-		return hits[i].ID > hits[j].ID
+		return i.t.ID > j.t.ID
 	})
-	var keep []ledger.RecallHit
-	var keepCover []float64
-	for _, i := range order {
-		h := hits[i]
-		if cover[i] >= r.MinScore && !given[fmt.Sprintf("%s/%d", h.SessionID, h.Turn)] && len(keep) < candidates {
-			keep, keepCover = append(keep, h), append(keepCover, cover[i])
+	var out []ranked
+	for _, e := range list {
+		if e.cover >= floor && len(out) < 2*candidates {
+			out = append(out, ranked{e.at, e.cover})
 		}
 	}
-	if len(keep) == 0 {
-		return nil, nil
-	}
-	ids = ids[:0]
-	for _, h := range keep {
-		ids = append(ids, h.ID)
-	}
-	texts, err := a.db.RecallTexts(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	items := make([]Item, 0, len(keep))
-	for i, h := range keep {
-		items = append(items, Item{Source: "local", Session: h.SessionID, Turn: h.Turn, Generation: h.Generation, Time: h.At.Format(time.RFC3339),
-			Score: math.Round(keepCover[i]*100) / 100, head: itemHead(h), body: itemBody(texts[h.ID])})
-	}
-	return items, nil
+	return out
 }
 
 // weights are the prompt's terms' weights, normalised to sum to 1: each
@@ -383,7 +469,7 @@ func (a *Archive) localItems(ctx context.Context, r PromptRequest, given map[str
 // it. Rarity is judged as if there were at least minArchive turns: in a
 // young archive every word is rare, and a word it never saw ("last",
 // "time") would outweigh the ones a turn shares with the prompt.
-func weights(rows []map[int64]bool, size int) []float64 {
+func weights(rows [][]uint16, size int) []float64 {
 	n := float64(max(size, minArchive))
 	idf := make([]float64, len(rows))
 	sum := 0.0

@@ -76,6 +76,9 @@ func OpenReadOnly(ctx context.Context, home string) (*Archive, error) {
 // Close closes the ledger.
 func (a *Archive) Close() error { return a.db.Close() }
 
+// Ledger is the ledger the archive reads.
+func (a *Archive) Ledger() *ledger.DB { return a.db }
+
 // Query is one search.
 type Query struct {
 	Text    string

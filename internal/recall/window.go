@@ -1,0 +1,306 @@
+package recall
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"cx/internal/fsutil"
+	"cx/internal/ledger"
+	"cx/internal/words"
+)
+
+// A window is per-prompt recall's view of a project: its latest
+// recallWindow turns, each with the terms it holds (internal/words, as the
+// index has them), its length and the text an item of it gives. It is
+// kept as a file under CX_HOME/recall, so a prompt reads one file instead
+// of opening the ledger and walking the index's word lists (a prompt's
+// answer must stay within 1.2× of the hook without recall). The file
+// names the index state it was read at (ledger.WindowStamp); whoever finds
+// it stale or missing reads it again from the ledger and writes it.
+//
+// The file, little endian:
+//
+//	header  magic, stamp (last, epoch: int64), turns, terms (uint32)
+//	turns   id, at (unix ns): int64; generation, turn, chars, session,
+//	        session length, body, body length: uint32  (44 bytes each)
+//	terms   text, text length, postings, postings length: uint32,
+//	        sorted by text  (16 bytes each)
+//	postings  uint16 turn numbers, ascending, for each term
+//	strings   the sessions', bodies' and terms' bytes
+type window struct {
+	stamp  ledger.WindowStamp
+	nTurns int
+	turns  []byte // the turn records
+	terms  []byte // the term records
+	post   []byte
+	str    []byte
+}
+
+const (
+	windowMagic   = "cxwin01\n"
+	windowHeader  = len(windowMagic) + 8 + 8 + 4 + 4
+	windowTurnLen = 44
+	windowTermLen = 16
+	// maxWindowTurns is what a posting (uint16) can number.
+	maxWindowTurns = 1 << 16
+)
+
+// windowTurn is one turn of a window.
+type windowTurn struct {
+	ledger.RecallHit // ID, SessionID, Generation, Turn, At, Chars
+	body             string
+}
+
+// windowDir holds the windows under cx's home.
+func windowDir(home string) string { return filepath.Join(home, "recall") }
+
+// windowPath is project's window file ("" is every project's).
+func windowPath(home, project string) string {
+	name := project
+	if name == "" {
+		name = "all"
+	}
+	// A project id is a short hash; anything else is kept to a file name.
+	name = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return '_'
+	}, name)
+	return filepath.Join(windowDir(home), name+".window")
+}
+
+// DropWindows removes every window file (forget does, so what it removes
+// is gone from them too; they are read again from the ledger).
+func DropWindows(home string) error {
+	paths, _ := filepath.Glob(filepath.Join(windowDir(home), "*.window"))
+	var errs []error
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// encodeWindow writes turns (oldest first) as a window file.
+func encodeWindow(stamp ledger.WindowStamp, turns []ledger.WindowTurn) []byte {
+	turns = turns[max(0, len(turns)-maxWindowTurns):]
+	var str bytes.Buffer
+	addStr := func(s string) (uint32, uint32) {
+		off := str.Len()
+		str.WriteString(s)
+		return uint32(off), uint32(len(s))
+	}
+	holders := map[string][]uint16{}
+	var scratch []string
+	rec := make([]byte, 0, len(turns)*windowTurnLen)
+	for i, t := range turns {
+		so, sl := addStr(t.SessionID)
+		bo, bl := addStr(itemBody(t.Text))
+		rec = binary.LittleEndian.AppendUint64(rec, uint64(t.ID))
+		rec = binary.LittleEndian.AppendUint64(rec, uint64(t.At.UnixNano()))
+		for _, v := range []uint32{uint32(t.Generation), uint32(t.Turn), uint32(t.Chars), so, sl, bo, bl} {
+			rec = binary.LittleEndian.AppendUint32(rec, v)
+		}
+		scratch = scratch[:0]
+		for _, f := range []string{t.Text.Prompt, t.Text.Reply, t.Text.Commands, t.Text.Files} {
+			scratch = words.Terms(scratch, f)
+		}
+		slices.Sort(scratch)
+		for _, term := range slices.Compact(scratch) {
+			holders[term] = append(holders[term], uint16(i))
+		}
+	}
+	terms := make([]string, 0, len(holders))
+	for term := range holders {
+		terms = append(terms, term)
+	}
+	slices.Sort(terms)
+	var termRecs, post []byte
+	for _, term := range terms {
+		to, tl := addStr(term)
+		ids := holders[term]
+		for _, v := range []uint32{to, tl, uint32(len(post) / 2), uint32(len(ids))} {
+			termRecs = binary.LittleEndian.AppendUint32(termRecs, v)
+		}
+		for _, id := range ids {
+			post = binary.LittleEndian.AppendUint16(post, id)
+		}
+	}
+	out := make([]byte, 0, windowHeader+len(rec)+len(termRecs)+len(post)+str.Len())
+	out = append(out, windowMagic...)
+	out = binary.LittleEndian.AppendUint64(out, uint64(stamp.Last))
+	out = binary.LittleEndian.AppendUint64(out, uint64(stamp.Epoch))
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(turns)))
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(terms)))
+	out = append(out, rec...)
+	out = append(out, termRecs...)
+	out = append(out, post...)
+	return append(out, str.Bytes()...)
+}
+
+// errWindow is a window file cx cannot read: it is read again from the
+// ledger.
+var errWindow = errors.New("unreadable recall window")
+
+// decodeWindow reads a window file, checking every offset it holds
+// points inside it (a damaged file is refused, never trusted).
+func decodeWindow(data []byte) (*window, error) {
+	if len(data) < windowHeader || string(data[:len(windowMagic)]) != windowMagic {
+		return nil, errWindow
+	}
+	le := binary.LittleEndian
+	h := data[len(windowMagic):]
+	w := &window{stamp: ledger.WindowStamp{Last: int64(le.Uint64(h)), Epoch: int64(le.Uint64(h[8:]))}}
+	nTurns, nTerms := int(le.Uint32(h[16:])), int(le.Uint32(h[20:]))
+	rest := data[windowHeader:]
+	if nTurns > maxWindowTurns || nTurns*windowTurnLen+nTerms*windowTermLen > len(rest) {
+		return nil, errWindow
+	}
+	w.nTurns = nTurns
+	w.turns, rest = rest[:nTurns*windowTurnLen], rest[nTurns*windowTurnLen:]
+	w.terms, rest = rest[:nTerms*windowTermLen], rest[nTerms*windowTermLen:]
+	var nPost int
+	for i := 0; i < nTerms; i++ {
+		r := w.terms[i*windowTermLen:]
+		if int(le.Uint32(r[8:])) != nPost {
+			return nil, errWindow
+		}
+		nPost += int(le.Uint32(r[12:]))
+	}
+	if 2*nPost > len(rest) {
+		return nil, errWindow
+	}
+	w.post, w.str = rest[:2*nPost], rest[2*nPost:]
+	for i := 0; i < nPost; i++ {
+		if int(le.Uint16(w.post[2*i:])) >= nTurns {
+			return nil, errWindow
+		}
+	}
+	inStr := func(off, n uint32) bool { return uint64(off)+uint64(n) <= uint64(len(w.str)) }
+	for i := 0; i < nTerms; i++ {
+		r := w.terms[i*windowTermLen:]
+		if !inStr(le.Uint32(r), le.Uint32(r[4:])) {
+			return nil, errWindow
+		}
+	}
+	for i := 0; i < nTurns; i++ {
+		r := w.turns[i*windowTurnLen+16:]
+		if !inStr(le.Uint32(r[12:]), le.Uint32(r[16:])) || !inStr(le.Uint32(r[20:]), le.Uint32(r[24:])) {
+			return nil, errWindow
+		}
+	}
+	return w, nil
+}
+
+// turn is the window's turn i.
+func (w *window) turn(i int) windowTurn {
+	le := binary.LittleEndian
+	r := w.turns[i*windowTurnLen:]
+	str := func(off, n uint32) string { return string(w.str[off : off+n]) }
+	var t windowTurn
+	t.ID, t.At = int64(le.Uint64(r)), time.Unix(0, int64(le.Uint64(r[8:]))).UTC()
+	t.Generation, t.Turn, t.Chars = int(le.Uint32(r[16:])), int(le.Uint32(r[20:])), int(le.Uint32(r[24:]))
+	t.SessionID, t.body = str(le.Uint32(r[28:]), le.Uint32(r[32:])), str(le.Uint32(r[36:]), le.Uint32(r[40:]))
+	return t
+}
+
+// session is turn i's session, read without the rest of the turn.
+func (w *window) session(i int) []byte {
+	r := w.turns[i*windowTurnLen+28:]
+	off := binary.LittleEndian.Uint32(r)
+	return w.str[off : off+binary.LittleEndian.Uint32(r[4:])]
+}
+
+// holding is the turns that hold term (ascending): binary search over the
+// sorted terms.
+func (w *window) holding(term string) []uint16 {
+	le := binary.LittleEndian
+	text := func(i int) string {
+		r := w.terms[i*windowTermLen:]
+		off := le.Uint32(r)
+		return string(w.str[off : off+le.Uint32(r[4:])])
+	}
+	n := len(w.terms) / windowTermLen
+	i := sort.Search(n, func(i int) bool { return text(i) >= term })
+	if i == n || text(i) != term {
+		return nil
+	}
+	r := w.terms[i*windowTermLen:]
+	p, cnt := le.Uint32(r[8:]), le.Uint32(r[12:])
+	out := make([]uint16, cnt)
+	for k := range out {
+		out[k] = le.Uint16(w.post[2*(int(p)+k):])
+	}
+	return out
+}
+
+// holdingAll is the turns that hold every one of terms (a phrase's words:
+// a turn that holds them all is taken to hold the phrase).
+func (w *window) holdingAll(terms []string) []uint16 {
+	if len(terms) == 0 {
+		return nil
+	}
+	out := w.holding(terms[0])
+	for _, t := range terms[1:] {
+		if len(out) == 0 {
+			break
+		}
+		other := w.holding(t)
+		kept := out[:0]
+		for _, x := range out {
+			if _, ok := slices.BinarySearch(other, x); ok {
+				kept = append(kept, x)
+			}
+		}
+		out = kept
+	}
+	return out
+}
+
+// loadWindow reads project's window file; nil when there is none or it
+// cannot be read.
+func loadWindow(home, project string) *window {
+	data, err := os.ReadFile(windowPath(home, project))
+	if err != nil {
+		return nil
+	}
+	w, err := decodeWindow(data)
+	if err != nil {
+		return nil
+	}
+	return w
+}
+
+// readWindow reads project's window from the ledger and writes its file
+// (when CX_HOME can be written; the window is used either way). After
+// writing, the stamp is read again: a forget that committed meanwhile
+// removed the files before this one was written, so this one goes too.
+func readWindow(ctx context.Context, db *ledger.DB, home, project string) (*window, error) {
+	stamp, turns, err := db.RecallWindowTurns(ctx, project, recallWindow)
+	if err != nil {
+		return nil, fmt.Errorf("read recall window: %w", err)
+	}
+	data := encodeWindow(stamp, turns)
+	w, err := decodeWindow(data)
+	if err != nil {
+		return nil, fmt.Errorf("recall window: %w", err)
+	}
+	path := windowPath(home, project)
+	if os.MkdirAll(filepath.Dir(path), 0o700) == nil && fsutil.WriteAtomic(path, data, 0o600) == nil {
+		if now, err := db.RecallWindowStamp(ctx, project); err != nil || now.Epoch != stamp.Epoch {
+			os.Remove(path)
+		}
+	}
+	return w, nil
+}
