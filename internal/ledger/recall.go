@@ -176,6 +176,9 @@ type RecallQuery struct {
 	Project string    // "" for every project
 	Since   time.Time // zero for all time
 	Limit   int
+	// NoSnippets leaves the hits' snippets to the caller: FTS5 makes one
+	// for every turn that matches, before the sort.
+	NoSnippets bool
 }
 
 // RecallHit is one turn a search found, best first.
@@ -262,6 +265,9 @@ func (db *DB) searchTable(ctx context.Context, table string, q RecallQuery) ([]R
 	}
 	args = append(args, q.Limit)
 	snippet := `snippet(` + table + `, -1, '«', '»', '…', 24)`
+	if q.NoSnippets {
+		snippet = `''`
+	}
 	hits, err := list(ctx, db.db, func(s scanner) (RecallHit, error) {
 		var h RecallHit
 		var at string

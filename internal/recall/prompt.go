@@ -13,7 +13,6 @@ import (
 
 	"cx/internal/ledger"
 	"cx/internal/rollout"
-	"cx/internal/words"
 )
 
 // Per-prompt recall: for a prompt the user just typed, the few archived
@@ -181,9 +180,7 @@ func Prepare(projects *Projects, r PromptRequest) *Prepared {
 		p.quiet = true // a prompt that reads as FTS5 syntax is not a question to recall for
 		return p
 	}
-	for _, phrase := range pq.terms {
-		p.terms = append(p.terms, words.Terms(nil, strings.Trim(phrase, `"`)))
-	}
+	p.terms = pq.phrases()
 	if r.Project != "" {
 		p.project = projects.Of(r.Project)
 	}
@@ -509,6 +506,7 @@ func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) (
 	}
 	limit := rq.Limit
 	rq.Limit = max(2*limit, 10)
+	rq.NoSnippets = true // made below, for the hits kept
 	found, err := a.db.Search(ctx, rq)
 	if err != nil || len(found) == 0 {
 		return found, err
@@ -548,7 +546,24 @@ func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) (
 		}
 		return found[i].At.After(found[j].At)
 	})
-	return found[:min(limit, len(found))], nil
+	found = found[:min(limit, len(found))]
+	var ids []int64
+	for _, h := range found {
+		if h.Snippet == "" {
+			ids = append(ids, h.ID)
+		}
+	}
+	texts, err := a.db.RecallTexts(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	phrases := pq.phrases()
+	for i, h := range found {
+		if t, ok := texts[h.ID]; ok && h.Snippet == "" {
+			found[i].Snippet = snippet([]string{t.Prompt, t.Reply, t.Commands, t.Files}, phrases)
+		}
+	}
+	return found, nil
 }
 
 // place is a turn of a session.

@@ -7,6 +7,7 @@ import (
 	"unicode"
 
 	"cx/internal/rollout"
+	"cx/internal/words"
 )
 
 // A query is what a user or the model typed, made into an FTS5 query.
@@ -79,6 +80,16 @@ func parseQuery(text string) (query, error) {
 		content = content[:maxTerms]
 	}
 	return query{expr: strings.Join(content, " OR "), terms: content, natural: true}, nil
+}
+
+// phrases are a plain query's terms as the index's words (internal/words):
+// each phrase's, in order.
+func (q query) phrases() [][]string {
+	out := make([][]string, len(q.terms))
+	for i, phrase := range q.terms {
+		out[i] = words.Terms(nil, strings.Trim(phrase, `"`))
+	}
+	return out
 }
 
 // maxTerms bounds a plain query's terms, so a pasted paragraph stays a

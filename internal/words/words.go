@@ -15,11 +15,19 @@ import (
 
 // Terms appends the terms of s to dst, in order, repeats included.
 func Terms(dst []string, s string) []string {
+	Each(s, func(term string, _, _ int) { dst = append(dst, term) })
+	return dst
+}
+
+// Each calls fn with each term of s, in order, and the byte offsets of
+// the word it came from (s[start:end]), as FTS5's tokenizer reports them.
+func Each(s string, fn func(term string, start, end int)) {
 	var b []byte
-	flush := func() {
-		if len(b) > 0 {
-			dst = append(dst, Stem(string(b)))
-			b = b[:0]
+	start := -1
+	flush := func(end int) {
+		if start >= 0 {
+			fn(Stem(string(b)), start, end)
+			b, start = b[:0], -1
 		}
 	}
 	for i := 0; i < len(s); {
@@ -31,21 +39,29 @@ func Terms(dst []string, s string) []string {
 			case 'A' <= c && c <= 'Z':
 				b = append(b, c+'a'-'A')
 			default:
-				flush()
+				flush(i)
+				i++
+				continue
+			}
+			if start < 0 {
+				start = i
 			}
 			i++
 			continue
 		}
 		r, n := utf8.DecodeRuneInString(s[i:])
-		i += n
 		if !isTokenRune(r) {
-			flush()
+			flush(i)
+			i += n
 			continue
 		}
+		if start < 0 {
+			start = i
+		}
 		b = utf8.AppendRune(b, fold(r))
+		i += n
 	}
-	flush()
-	return dst
+	flush(len(s))
 }
 
 // isTokenRune is unicode61's token character: a letter, a number, or a

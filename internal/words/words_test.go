@@ -27,6 +27,16 @@ func TestTerms(t *testing.T) {
 	}
 }
 
+func TestEachGivesWhereEachWordIs(t *testing.T) {
+	s := "Café, résumé! parser_test.go"
+	var got []string
+	Each(s, func(term string, start, end int) { got = append(got, term+"="+s[start:end]) })
+	want := []string{"cafe=Café", "resum=résumé", "parser=parser", "test=test", "go=go"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Each = %q, want %q", got, want)
+	}
+}
+
 // TestTermsAgreeWithTheIndex tokenizes a corpus with Terms and with the
 // recall index's own tokenizer (FTS5 'porter unicode61 remove_diacritics
 // 2', read back through fts5vocab), and wants the same terms: recall's
