@@ -125,6 +125,11 @@ func Import(ctx context.Context, m *lifecycle.Manager, o ImportOptions) (ImportR
 		if _, err := m.Outbox().Work(ctx, nil); err != nil {
 			return res, err
 		}
+		// What the import indexed, one transaction per session, merged into
+		// one segment: searches seek each word once.
+		if err := m.Ledger().OptimizeRecall(ctx); err != nil {
+			return res, err
+		}
 	}
 	return res, nil
 }

@@ -102,6 +102,19 @@ func (db *DB) readTx(ctx context.Context, f func(querier) error) error {
 	return err
 }
 
+// OptimizeRecall merges the index's segments into one. Each transaction
+// that indexes turns adds a segment, and FTS5 merges them only four at a
+// time, level by level, so a bulk import leaves a dozen or more, and every
+// search seeks each word in each of them. An import merges them after.
+func (db *DB) OptimizeRecall(ctx context.Context) error {
+	return db.Tx(ctx, func(tx *Tx) error {
+		if _, err := tx.tx.ExecContext(ctx, `INSERT INTO recall_words (recall_words) VALUES ('optimize')`); err != nil {
+			return fmt.Errorf("merge the recall index: %w", err)
+		}
+		return nil
+	})
+}
+
 // TurnsBefore counts the turns of a session's generations before gen: the
 // number the index gives gen's first turn, less one.
 func (tx *Tx) TurnsBefore(ctx context.Context, sessionID string, gen int) (int, error) {
@@ -165,9 +178,12 @@ func (db *DB) RecallCurrent(ctx context.Context) (bool, error) {
 	if v != SchemaVersion {
 		return false, nil
 	}
-	var pending int
-	err := db.db.QueryRowContext(ctx, `SELECT count(*) FROM meta WHERE key IN (?, ?)`, RecallBackfillKey, RecallReindexKey).Scan(&pending)
-	return pending == 0, err
+	var backfill, reindex int
+	err := db.db.QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE key = ?), count(*) FILTER (WHERE key = ?) FROM meta`, RecallBackfillKey, RecallReindexKey).Scan(&backfill, &reindex)
+	if err == nil && reindex == 0 {
+		db.reindexed.Store(true) // what recallTables would read again
+	}
+	return backfill+reindex == 0, err
 }
 
 // RecallQuery is one search of the recall index.
@@ -302,9 +318,13 @@ func (db *DB) RecallTurnHits(ctx context.Context, places []Place) ([]RecallHit, 
 	for _, p := range places {
 		args = append(args, p.SessionID, p.Turn)
 	}
+	tables, err := db.recallTables(ctx, db.db)
+	if err != nil {
+		return nil, err
+	}
 	values := strings.TrimSuffix(strings.Repeat("(?,?),", len(places)), ",")
 	return list(ctx, db.db, scanRecallHit, `WITH want(session_id, turn) AS (VALUES `+values+`)
-		SELECT `+recallHitCols+` FROM want JOIN recall_turns t ON t.session_id = want.session_id AND t.turn = want.turn`, args...)
+		SELECT `+recallHitCols(tables)+` FROM want JOIN recall_turns t ON t.session_id = want.session_id AND t.turn = want.turn`, args...)
 }
 
 // RecallText is an indexed turn's text by field, as indexed (redacted).
@@ -370,15 +390,28 @@ func (db *DB) eachIndexed(ctx context.Context, q querier, ids []int64, cols stri
 	return nil
 }
 
+// indexedCol is expr, of the index columns, for the turn t (recall_turns)
+// from whichever of tables holds its row (recallTables: a statement that
+// names the schema-8 table when it is empty pays for opening it).
+func indexedCol(tables []string, expr string) string {
+	parts := make([]string, len(tables))
+	for i, table := range tables {
+		parts[i] = `(SELECT ` + expr + ` FROM ` + table + ` WHERE rowid = t.id)`
+	}
+	return strings.Join(parts, ", ")
+}
+
 // recallCharsCol is a turn's indexed length in characters (t is
 // recall_turns): as written with it, or for a turn indexed before schema
 // 14, read from its text.
-const recallCharsCol = `coalesce(t.chars, (SELECT length(prompt) + length(reply) + length(commands) + length(files) FROM recall_words WHERE rowid = t.id),
-	(SELECT length(prompt) + length(reply) + length(commands) + length(files) FROM recall_text WHERE rowid = t.id), 0)`
+func recallCharsCol(tables []string) string {
+	return `coalesce(t.chars, ` + indexedCol(tables, `length(prompt) + length(reply) + length(commands) + length(files)`) + `, 0)`
+}
 
 // recallHitCols are a turn as a hit with no score (t is recall_turns).
-const recallHitCols = `t.id, t.session_id, t.generation, t.turn, t.key, t.at, t.cwd, t.project,
-	coalesce((SELECT substr(prompt, 1, 200) FROM recall_words WHERE rowid = t.id), (SELECT substr(prompt, 1, 200) FROM recall_text WHERE rowid = t.id), '')`
+func recallHitCols(tables []string) string {
+	return `t.id, t.session_id, t.generation, t.turn, t.key, t.at, t.cwd, t.project, coalesce(` + indexedCol(tables, `substr(prompt, 1, 200)`) + `, '')`
+}
 
 func scanRecallHit(s scanner) (RecallHit, error) {
 	var h RecallHit
@@ -421,8 +454,9 @@ type RecallTurn struct {
 	Prompt     string
 }
 
-const recallTurnCols = `t.turn, t.generation, t.key, t.at, t.cwd,
-	coalesce((SELECT prompt FROM recall_words WHERE rowid = t.id), (SELECT prompt FROM recall_text WHERE rowid = t.id), '') FROM recall_turns t`
+func recallTurnCols(tables []string) string {
+	return `t.turn, t.generation, t.key, t.at, t.cwd, coalesce(` + indexedCol(tables, `prompt`) + `, '') FROM recall_turns t`
+}
 
 func scanRecallTurn(s scanner) (RecallTurn, error) {
 	var t RecallTurn
@@ -438,7 +472,11 @@ func (db *DB) RecallTurnAt(ctx context.Context, sessionID string, n int) (t Reca
 	if err = db.db.QueryRowContext(ctx, `SELECT count(*) FROM recall_turns WHERE session_id = ?`, sessionID).Scan(&total); err != nil || total == 0 {
 		return t, false, total, err
 	}
-	t, err = scanRecallTurn(db.db.QueryRowContext(ctx, `SELECT `+recallTurnCols+` WHERE t.session_id = ? AND t.turn = ?`, sessionID, n))
+	tables, err := db.recallTables(ctx, db.db)
+	if err != nil {
+		return t, false, total, err
+	}
+	t, err = scanRecallTurn(db.db.QueryRowContext(ctx, `SELECT `+recallTurnCols(tables)+` WHERE t.session_id = ? AND t.turn = ?`, sessionID, n))
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, false, total, nil
 	}
@@ -447,7 +485,11 @@ func (db *DB) RecallTurnAt(ctx context.Context, sessionID string, n int) (t Reca
 
 // LatestRecallTurns returns a session's last n indexed turns, in order.
 func (db *DB) LatestRecallTurns(ctx context.Context, sessionID string, n int) ([]RecallTurn, error) {
-	return list(ctx, db.db, scanRecallTurn, `SELECT * FROM (SELECT `+recallTurnCols+` WHERE t.session_id = ? ORDER BY t.turn DESC LIMIT ?) ORDER BY turn`, sessionID, n)
+	tables, err := db.recallTables(ctx, db.db)
+	if err != nil {
+		return nil, err
+	}
+	return list(ctx, db.db, scanRecallTurn, `SELECT * FROM (SELECT `+recallTurnCols(tables)+` WHERE t.session_id = ? ORDER BY t.turn DESC LIMIT ?) ORDER BY turn`, sessionID, n)
 }
 
 // StoredTurnData is a captured turn's data (JSON) by key; "" when the

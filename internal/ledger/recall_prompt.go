@@ -62,13 +62,17 @@ func (db *DB) RecallWindowTurns(ctx context.Context, project string, n int) (Win
 		if project == "" {
 			latest, args = `SELECT id FROM recall_turns ORDER BY id DESC LIMIT ?`, []any{n}
 		}
+		tables, err := db.recallTables(ctx, q)
+		if err != nil {
+			return err
+		}
 		hits, err := list(ctx, q, func(s scanner) (RecallHit, error) {
 			var h RecallHit
 			var at string
 			err := s.Scan(&h.ID, &h.SessionID, &h.Generation, &h.Turn, &h.Key, &at, &h.Cwd, &h.Project, &h.Chars)
 			h.At = parseTS(at)
 			return h, err
-		}, `SELECT t.id, t.session_id, t.generation, t.turn, t.key, t.at, t.cwd, t.project, `+recallCharsCol+`
+		}, `SELECT t.id, t.session_id, t.generation, t.turn, t.key, t.at, t.cwd, t.project, `+recallCharsCol(tables)+`
 			FROM (`+latest+`) l CROSS JOIN recall_turns t ON t.id = l.id ORDER BY t.id`, args...)
 		if err != nil {
 			return err

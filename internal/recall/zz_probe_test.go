@@ -19,19 +19,24 @@ func TestZZSearchProfile(t *testing.T) {
 	pprof.StartCPUProfile(f)
 	start := time.Now()
 	n := 0
+	var open, search time.Duration
 	for round := 0; round < 50; round++ {
 		for _, q := range qs {
+			t0 := time.Now()
 			a, err := Open(ctx, home)
 			if err != nil {
 				t.Fatal(err)
 			}
+			t1 := time.Now()
 			if _, err := a.Search(ctx, Query{Text: q, Project: os.Getenv("CX_PROBE_CWD"), Limit: 5}); err != nil {
 				t.Fatal(err)
 			}
+			search += time.Since(t1)
+			open += t1.Sub(t0)
 			a.Close()
 			n++
 		}
 	}
 	pprof.StopCPUProfile()
-	t.Logf("%v per search", time.Since(start)/time.Duration(n))
+	t.Logf("%v per search (open %v, search %v)", time.Since(start)/time.Duration(n), open/time.Duration(n), search/time.Duration(n))
 }
