@@ -308,8 +308,8 @@ type Place struct {
 }
 
 // RecallTurnHits returns the indexed turns at places (those that exist) as
-// hits with no score, each snippet the start of its prompt: one query,
-// whatever their number.
+// hits with no score or snippet: one query, whatever their number, that
+// reads no text (RecallTexts does, for the hits a search keeps).
 func (db *DB) RecallTurnHits(ctx context.Context, places []Place) ([]RecallHit, error) {
 	if len(places) == 0 {
 		return nil, nil
@@ -318,13 +318,15 @@ func (db *DB) RecallTurnHits(ctx context.Context, places []Place) ([]RecallHit, 
 	for _, p := range places {
 		args = append(args, p.SessionID, p.Turn)
 	}
-	tables, err := db.recallTables(ctx, db.db)
-	if err != nil {
-		return nil, err
-	}
 	values := strings.TrimSuffix(strings.Repeat("(?,?),", len(places)), ",")
-	return list(ctx, db.db, scanRecallHit, `WITH want(session_id, turn) AS (VALUES `+values+`)
-		SELECT `+recallHitCols(tables)+` FROM want JOIN recall_turns t ON t.session_id = want.session_id AND t.turn = want.turn`, args...)
+	return list(ctx, db.db, func(s scanner) (RecallHit, error) {
+		var h RecallHit
+		var at string
+		err := s.Scan(&h.ID, &h.SessionID, &h.Generation, &h.Turn, &h.Key, &at, &h.Cwd, &h.Project)
+		h.At = parseTS(at)
+		return h, err
+	}, `WITH want(session_id, turn) AS (VALUES `+values+`)
+		SELECT t.id, t.session_id, t.generation, t.turn, t.key, t.at, t.cwd, t.project FROM want JOIN recall_turns t ON t.session_id = want.session_id AND t.turn = want.turn`, args...)
 }
 
 // RecallText is an indexed turn's text by field, as indexed (redacted).
@@ -408,18 +410,6 @@ func recallCharsCol(tables []string) string {
 	return `coalesce(t.chars, ` + indexedCol(tables, `length(prompt) + length(reply) + length(commands) + length(files)`) + `, 0)`
 }
 
-// recallHitCols are a turn as a hit with no score (t is recall_turns).
-func recallHitCols(tables []string) string {
-	return `t.id, t.session_id, t.generation, t.turn, t.key, t.at, t.cwd, t.project, coalesce(` + indexedCol(tables, `substr(prompt, 1, 200)`) + `, '')`
-}
-
-func scanRecallHit(s scanner) (RecallHit, error) {
-	var h RecallHit
-	var at string
-	err := s.Scan(&h.ID, &h.SessionID, &h.Generation, &h.Turn, &h.Key, &at, &h.Cwd, &h.Project, &h.Snippet)
-	h.At = parseTS(at)
-	return h, err
-}
 
 // isQueryError reports whether err is SQLite refusing an FTS5 query (as
 // opposed to the ledger failing).

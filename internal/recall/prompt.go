@@ -531,9 +531,10 @@ func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) (
 	if err != nil {
 		return nil, err
 	}
+	after := map[int64]int{} // a neighbour's row: the turn it follows
 	for _, nh := range nexts {
 		h := from[place{nh.SessionID, nh.Turn}]
-		nh.Snippet = fmt.Sprintf("(after turn %d) %s", h.Turn, nh.Snippet)
+		after[nh.ID] = h.Turn
 		found = append(found, nh)
 		bonus = append(bonus, nextShare*h.Score)
 	}
@@ -547,11 +548,11 @@ func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) (
 		return found[i].At.After(found[j].At)
 	})
 	found = found[:min(limit, len(found))]
-	var ids []int64
-	for _, h := range found {
-		if h.Snippet == "" {
-			ids = append(ids, h.ID)
-		}
+	// The snippets, from the kept hits' text (one statement): a neighbour
+	// shows where its prompt begins.
+	ids := make([]int64, len(found))
+	for i, h := range found {
+		ids[i] = h.ID
 	}
 	texts, err := a.db.RecallTexts(ctx, ids)
 	if err != nil {
@@ -559,9 +560,12 @@ func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) (
 	}
 	phrases := pq.phrases()
 	for i, h := range found {
-		if t, ok := texts[h.ID]; ok && h.Snippet == "" {
-			found[i].Snippet = snippet([]string{t.Prompt, t.Reply, t.Commands, t.Files}, phrases)
+		t := texts[h.ID]
+		if prev, ok := after[h.ID]; ok {
+			found[i].Snippet = fmt.Sprintf("(after turn %d) %s", prev, firstRunes(t.Prompt, 200))
+			continue
 		}
+		found[i].Snippet = snippet([]string{t.Prompt, t.Reply, t.Commands, t.Files}, phrases)
 	}
 	return found, nil
 }
@@ -634,4 +638,15 @@ func ItemsText(prompt string, items []Item) string {
 		fmt.Fprintf(&b, "%s, score %.2f\n%s\n", it.Source, it.Score, it.Text)
 	}
 	return b.String()
+}
+
+// firstRunes is s's first n characters.
+func firstRunes(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
 }
