@@ -410,7 +410,6 @@ func recallCharsCol(tables []string) string {
 	return `coalesce(t.chars, ` + indexedCol(tables, `length(prompt) + length(reply) + length(commands) + length(files)`) + `, 0)`
 }
 
-
 // isQueryError reports whether err is SQLite refusing an FTS5 query (as
 // opposed to the ledger failing).
 func isQueryError(err error) bool {
