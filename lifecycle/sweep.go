@@ -297,6 +297,11 @@ func SweepNow(ctx context.Context, cfg config.Config, o SweepOptions) (SweepResu
 	if _, err := recall.Backfill(sctx, m.db, cfg.Home); err != nil {
 		m.Log.Printf("sweep: %v", err)
 	}
+	// Per-prompt recall's windows, current again after what this sweep
+	// committed: the next prompt need not read its window itself.
+	if err := recall.RefreshWindows(sctx, m.db, cfg.Home); err != nil {
+		m.Log.Printf("sweep: %v", err)
+	}
 	if o.Background {
 		m.Log.Printf("background sweep: %d ended, %d job(s) worked; cpu cx=%s", res.Ended, res.Jobs, proc.SelfCPU().Round(time.Millisecond))
 	}

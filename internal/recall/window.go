@@ -92,6 +92,36 @@ func DropWindows(home string) error {
 	return errors.Join(errs...)
 }
 
+// RefreshWindows reads again, from db, each window file the index has
+// moved on from (a session archived since): the background sweep does it
+// after its commits, so the next prompt finds its window current and need
+// not read it itself. A window file cx cannot read is removed.
+func RefreshWindows(ctx context.Context, db *ledger.DB, home string) error {
+	paths, _ := filepath.Glob(filepath.Join(windowDir(home), "*.window"))
+	var errs []error
+	for _, p := range paths {
+		project := strings.TrimSuffix(filepath.Base(p), ".window")
+		if project == "all" {
+			project = ""
+		}
+		if windowPath(home, project) != p {
+			continue // not a name cx gives a window
+		}
+		w := loadWindow(home, project)
+		now, err := db.RecallWindowStamp(ctx, project)
+		if err != nil {
+			return err
+		}
+		if w != nil && w.stamp == now {
+			continue
+		}
+		if _, err := readWindow(ctx, db, home, project); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // encodeWindow writes turns (oldest first) as a window file.
 func encodeWindow(stamp ledger.WindowStamp, turns []ledger.WindowTurn) []byte {
 	turns = turns[max(0, len(turns)-maxWindowTurns):]

@@ -123,6 +123,23 @@ func TestWindowFollowsTheIndex(t *testing.T) {
 	if now, _ := os.ReadFile(path); string(now) == string(first) {
 		t.Error("the window file was not written again")
 	}
+	// A session archived since: the sweep's refresh reads the window again.
+	archive(t, a, "s3", 1, proj, []rollout.Turn{{Key: "t1", Time: "2026-01-04T10:00:00Z", User: "the okapi cache", Assistant: []string{"okapi cache cleared"}}})
+	before, _ := os.ReadFile(path)
+	if err := RefreshWindows(ctx, a.db, home); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(path)
+	if string(before) == string(after) || !strings.Contains(string(after), "okapi") {
+		t.Error("RefreshWindows left a stale window")
+	}
+	written, _ := os.Stat(path)
+	if err := RefreshWindows(ctx, a.db, home); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.Stat(path); !os.SameFile(written, again) {
+		t.Error("RefreshWindows wrote a current window again") // a write replaces the file (fsutil.WriteAtomic)
+	}
 	os.WriteFile(path, []byte("cxwin01\ngarbage"), 0o600)
 	if got := ask("narwhal deploy"); !slices.Equal(got, []string{"s2"}) {
 		t.Errorf("with a damaged file: %v", got)
