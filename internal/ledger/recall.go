@@ -536,9 +536,12 @@ func OpenReadOnly(ctx context.Context, path string) (*DB, error) {
 func (db *DB) Behind() bool { return db.readSchema != 0 && db.readSchema < SchemaVersion }
 
 // openRO opens path read only (with extra URI parameters) and reads its
-// schema version.
+// schema version. It reads the file through a memory map (mmap_size, at
+// most 256 MB of it): a search reads a few hundred pages, and each read
+// through the page cache is a system call, a copy and an allocation (a
+// search as a process took 1 ms more, about 14 ms against 13).
 func openRO(ctx context.Context, path, extra string) (*sql.DB, int, error) {
-	sdb, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(2000)&_pragma=query_only(1)"+extra)
+	sdb, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(2000)&_pragma=query_only(1)&_pragma=mmap_size(268435456)"+extra)
 	if err != nil {
 		return nil, 0, err
 	}
