@@ -297,6 +297,12 @@ func SweepNow(ctx context.Context, cfg config.Config, o SweepOptions) (SweepResu
 	if _, err := recall.Backfill(sctx, m.db, cfg.Home); err != nil {
 		m.Log.Printf("sweep: %v", err)
 	}
+	// What the commits indexed, one small segment each, merged a step.
+	if res.Jobs > 0 {
+		if err := m.db.MergeRecall(sctx); err != nil {
+			m.Log.Printf("sweep: %v", err)
+		}
+	}
 	// Per-prompt recall's windows, current again after what this sweep
 	// committed: the next prompt need not read its window itself.
 	if err := recall.RefreshWindows(sctx, m.db, cfg.Home); err != nil {

@@ -138,3 +138,52 @@ func TestWindowStampChanges(t *testing.T) {
 		p1, p2 = n1, n2
 	}
 }
+
+// TestIndexMerges: sessions indexed one transaction each leave a segment
+// each, up to FTS5's own merging; MergeRecall merges them down to a few,
+// OptimizeRecall to one, and searches find the same turns throughout.
+func TestIndexMerges(t *testing.T) {
+	db := open(t, filepath.Join(t.TempDir(), FileName))
+	ctx := context.Background()
+	segments := func() int {
+		t.Helper()
+		var n int
+		if err := db.db.QueryRow(`SELECT count(DISTINCT segid) FROM recall_words_idx`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	found := func() int {
+		t.Helper()
+		hits, err := db.Search(ctx, RecallQuery{Match: `"walrus"`, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(hits)
+	}
+	for i := range 40 {
+		sid := fmt.Sprintf("s%d", i)
+		if err := db.Tx(ctx, func(tx *Tx) error {
+			return tx.IndexGeneration(ctx, sid, 1, []RecallDoc{{SessionID: sid, Generation: 1, Turn: 1, Key: "k", At: time.Now(), Project: "p",
+				Prompt: fmt.Sprintf("the walrus number %d", i)}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grown := segments()
+	if grown < 6 || found() != 40 {
+		t.Fatalf("after 40 transactions: %d segments, %d found", grown, found())
+	}
+	if err := db.MergeRecall(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := segments(); n > 3 || found() != 40 {
+		t.Errorf("after MergeRecall: %d segments (from %d), %d found", n, grown, found())
+	}
+	if err := db.OptimizeRecall(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := segments(); n != 1 || found() != 40 {
+		t.Errorf("after OptimizeRecall: %d segments, %d found", n, found())
+	}
+}
