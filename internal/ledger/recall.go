@@ -118,7 +118,7 @@ func (db *DB) OptimizeRecall(ctx context.Context) error {
 // MergeRecall does a bounded step of the index's own merging: segments of
 // one level, four or more, merged, at most mergePages pages written. The
 // sessions archived one by one since an import each add a small segment
-// (a hundred left eleven, and a search 1.4 ms slower); a sweep that
+// (a hundred left eleven, and a search 1.1-1.4 ms slower); a sweep that
 // committed some runs this after, which leaves two or three.
 func (db *DB) MergeRecall(ctx context.Context) error {
 	return db.Tx(ctx, func(tx *Tx) error {
