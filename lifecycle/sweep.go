@@ -297,15 +297,9 @@ func SweepNow(ctx context.Context, cfg config.Config, o SweepOptions) (SweepResu
 	if _, err := recall.Backfill(sctx, m.db, cfg.Home); err != nil {
 		m.Log.Printf("sweep: %v", err)
 	}
-	// What the commits indexed, one small segment each, merged a step.
-	if res.Jobs > 0 {
-		if err := m.db.MergeRecall(sctx); err != nil {
-			m.Log.Printf("sweep: %v", err)
-		}
-	}
-	// Per-prompt recall's windows, current again after what this sweep
-	// committed: the next prompt need not read its window itself.
-	if err := recall.RefreshWindows(sctx, m.db, cfg.Home); err != nil {
+	// The recall index and per-prompt recall's windows, kept current
+	// after what this sweep committed.
+	if err := recall.AfterSweep(sctx, m.db, cfg.Home, res.Jobs > 0); err != nil {
 		m.Log.Printf("sweep: %v", err)
 	}
 	if o.Background {

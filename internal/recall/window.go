@@ -92,6 +92,18 @@ func DropWindows(home string) error {
 	return errors.Join(errs...)
 }
 
+// AfterSweep keeps recall current after a sweep: when it committed
+// sessions, the small segments their indexing added are merged a step
+// (ledger.MergeRecall), and the windows they left stale are read again,
+// so the next prompt need not read its window itself.
+func AfterSweep(ctx context.Context, db *ledger.DB, home string, committed bool) error {
+	var errs []error
+	if committed {
+		errs = append(errs, db.MergeRecall(ctx))
+	}
+	return errors.Join(append(errs, RefreshWindows(ctx, db, home))...)
+}
+
 // RefreshWindows reads again, from db, each window file the index has
 // moved on from (a session archived since): the background sweep does it
 // after its commits, so the next prompt finds its window current and need
