@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -140,7 +139,7 @@ type Prepared struct {
 	terms   [][]string
 	project string
 	win     *window
-	ranked  []ranked
+	hits    []windowHit
 	remote  chan remoteAnswer
 }
 
@@ -185,7 +184,7 @@ func Prepare(projects *Projects, r PromptRequest) *Prepared {
 		p.project = projects.Of(r.Project)
 	}
 	if p.win = loadWindow(p.home, p.project); p.win != nil {
-		p.ranked = p.win.rank(p.terms, r.Session, p.r.MinScore)
+		p.hits = p.win.rank(p.terms, r.Session, p.r.MinScore)
 	}
 	return p
 }
@@ -242,10 +241,10 @@ func (p *Prepared) local(ctx context.Context, db *ledger.DB, given map[string]bo
 		if p.win, err = readWindow(ctx, db, p.home, p.project); err != nil {
 			return nil, err
 		}
-		p.ranked = p.win.rank(p.terms, p.r.Session, p.r.MinScore)
+		p.hits = p.win.rank(p.terms, p.r.Session, p.r.MinScore)
 	}
 	var items []Item
-	for _, rk := range p.ranked {
+	for _, rk := range p.hits {
 		if len(items) == candidates {
 			break
 		}
@@ -322,167 +321,6 @@ func fit(local, far []Item, budget int) []Item {
 	return out
 }
 
-// ranked is a window's turn above the floor: its coverage of the prompt
-// (the floor's measure, and the item's score).
-type ranked struct {
-	turn  int // in the window
-	cover float64
-}
-
-// rank orders the window's turns for a prompt's terms (each a word's
-// terms, or a quoted phrase's), the turns of session left out, best
-// first, those whose coverage is below floor dropped; at most
-// 2*candidates (what the thread was given before is left out after).
-//
-// Per-prompt recall runs on every prompt, so its cost must not grow with
-// the archive: it looks at the project's latest recallWindow turns (its
-// window), and ranks them itself rather than with FTS5's bm25, whose word
-// weights come from reading every turn that holds each word, in the whole
-// index. A turn's score is its coverage of the prompt, the words weighed
-// by their rarity in the window (see weights); among the best by
-// coverage, a shorter turn that holds the same words is more about them;
-// the turn after a turn takes that turn's score when higher (the answer
-// follows the question, see ranked); ties go to the newer turn.
-func (w *window) rank(terms [][]string, session string, floor float64) []ranked {
-	own := func(i int) bool { return session != "" && string(w.session(i)) == session }
-	size := 0
-	for i := 0; i < w.nTurns; i++ {
-		if !own(i) {
-			size++
-		}
-	}
-	rows := make([][]uint16, len(terms))
-	for j, t := range terms {
-		for _, i := range w.holdingAll(t) {
-			if !own(int(i)) {
-				rows[j] = append(rows[j], i)
-			}
-		}
-	}
-	idf := weights(rows, size)
-	score := map[int]float64{}
-	for j, ids := range rows {
-		for _, i := range ids {
-			score[int(i)] += idf[j]
-		}
-	}
-	var cands []int
-	for i, sc := range score {
-		if sc >= floor {
-			cands = append(cands, i)
-		}
-	}
-	sort.Slice(cands, func(x, y int) bool {
-		if score[cands[x]] != score[cands[y]] {
-			return score[cands[x]] > score[cands[y]]
-		}
-		return cands[x] > cands[y]
-	})
-	// Among the best by coverage, a shorter turn that holds the same words
-	// is more about them: bm25's length normalisation (k1 1.2, b 0.75, each
-	// word counted once) against the candidates' mean length orders them;
-	// the floor stays on coverage, which does not depend on length.
-	cands = cands[:min(len(cands), 3*candidates)]
-	hits := make([]windowTurn, len(cands))
-	mean := 0.0
-	for k, i := range cands {
-		hits[k] = w.turn(i)
-		mean += float64(hits[k].Chars)
-	}
-	mean = max(mean/float64(max(len(hits), 1)), 1)
-	rank := map[int]float64{}
-	for k, i := range cands {
-		rank[i] = score[i] * 2.2 / (1 + 1.2*(0.25+0.75*float64(hits[k].Chars)/mean))
-	}
-	order := make([]int, len(cands)) // positions in cands
-	for k := range order {
-		order[k] = k
-	}
-	sort.SliceStable(order, func(x, y int) bool { return rank[cands[order[x]]] > rank[cands[order[y]]] })
-	order = order[:min(len(order), candidates)]
-	// The turn after each candidate (in the window, not the thread's own),
-	// at that candidate's coverage and rank when they are higher than its
-	// own.
-	type entry struct {
-		at          int // in the window
-		t           windowTurn
-		cover, rank float64
-	}
-	var list []entry
-	for _, k := range order {
-		list = append(list, entry{cands[k], hits[k], score[cands[k]], rank[cands[k]]})
-	}
-	at := map[place]int{}
-	for k, e := range list {
-		at[place{e.t.SessionID, e.t.Turn}] = k
-	}
-	kept := len(list)
-	for k := 0; k < kept; k++ {
-		next := list[k].at + 1 // a session's turns are indexed in order, so its next turn follows it in the window
-		for ; next < w.nTurns; next++ {
-			if string(w.session(next)) == list[k].t.SessionID {
-				break
-			}
-		}
-		if next >= w.nTurns || own(next) {
-			continue
-		}
-		nt := w.turn(next)
-		if nt.Turn != list[k].t.Turn+1 {
-			continue
-		}
-		if _, ok := at[place{nt.SessionID, nt.Turn}]; ok {
-			continue
-		}
-		at[place{nt.SessionID, nt.Turn}] = len(list)
-		list = append(list, entry{next, nt, score[next], rank[next]})
-	}
-	for k := range list {
-		if j, ok := at[place{list[k].t.SessionID, list[k].t.Turn - 1}]; ok {
-			list[k].cover, list[k].rank = max(list[k].cover, list[j].cover), max(list[k].rank, list[j].rank)
-		}
-	}
-	sort.SliceStable(list, func(x, y int) bool {
-		i, j := list[x], list[y]
-		switch {
-		case i.rank != j.rank:
-			return i.rank > j.rank
-		case i.t.SessionID == j.t.SessionID:
-			return i.t.Turn < j.t.Turn // a turn before the one after it, which took its score
-		}
-		return i.t.ID > j.t.ID
-	})
-	var out []ranked
-	for _, e := range list {
-		if e.cover >= floor && len(out) < 2*candidates {
-			out = append(out, ranked{e.at, e.cover})
-		}
-	}
-	return out
-}
-
-// weights are the prompt's terms' weights, normalised to sum to 1: each
-// term's rarity (bm25's idf) among size turns, given the turns that hold
-// it. Rarity is judged as if there were at least minArchive turns: in a
-// young archive every word is rare, and a word it never saw ("last",
-// "time") would outweigh the ones a turn shares with the prompt.
-func weights(rows [][]uint16, size int) []float64 {
-	n := float64(max(size, minArchive))
-	idf := make([]float64, len(rows))
-	sum := 0.0
-	for i, ids := range rows {
-		df := float64(len(ids))
-		idf[i] = math.Log(1 + (n-df+0.5)/(df+0.5))
-		sum += idf[i]
-	}
-	for i := range idf {
-		if sum > 0 {
-			idf[i] /= sum
-		}
-	}
-	return idf
-}
-
 // MarkGiven records in db that items were given to a thread, so none is
 // given to it again.
 func MarkGiven(ctx context.Context, db *ledger.DB, session string, items []Item) error {
@@ -492,104 +330,6 @@ func MarkGiven(ctx context.Context, db *ledger.DB, session string, items []Item)
 	}
 	return db.MarkGiven(ctx, session, given)
 }
-
-// ranked runs a search. Plain words are ranked by bm25, and a turn gets
-// half the score of the turn before it: in a conversation the answer
-// follows the question (a prompt about a failure, then the turn that fixed
-// it; a question, then the reply that holds what was asked), so the turn
-// after a strong match is a candidate even when it shares no word with
-// the query (a question's, not a single word's: that is a lookup). Its
-// own words count too.
-func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) ([]ledger.RecallHit, error) {
-	if !pq.natural {
-		return a.db.Search(ctx, rq)
-	}
-	limit := rq.Limit
-	rq.Limit = max(2*limit, 10)
-	rq.NoSnippets = true // made below, for the hits kept
-	found, err := a.db.Search(ctx, rq)
-	if err != nil || len(found) == 0 {
-		return found, err
-	}
-	at := placesOf(found)
-	bonus := make([]float64, len(found))
-	var wanted []ledger.Place
-	from := map[place]ledger.RecallHit{} // a neighbour not found itself: whose next it is
-	for _, h := range found {
-		next := place{h.SessionID, h.Turn + 1}
-		if j, ok := at[next]; ok {
-			bonus[j] += nextShare * h.Score
-			continue
-		}
-		if len(pq.terms) < 2 {
-			continue // one word is a lookup: only the turns that hold it
-		}
-		wanted = append(wanted, ledger.Place{SessionID: next.session, Turn: next.turn})
-		from[next] = h
-	}
-	nexts, err := a.db.RecallTurnHits(ctx, wanted)
-	if err != nil {
-		return nil, err
-	}
-	after := map[int64]int{} // a neighbour's row: the turn it follows
-	for _, nh := range nexts {
-		h := from[place{nh.SessionID, nh.Turn}]
-		after[nh.ID] = h.Turn
-		found = append(found, nh)
-		bonus = append(bonus, nextShare*h.Score)
-	}
-	for i := range found {
-		found[i].Score += bonus[i]
-	}
-	sort.SliceStable(found, func(i, j int) bool {
-		if found[i].Score != found[j].Score {
-			return found[i].Score > found[j].Score
-		}
-		return found[i].At.After(found[j].At)
-	})
-	found = found[:min(limit, len(found))]
-	// The snippets, from the kept hits' text (one statement): a neighbour
-	// shows where its prompt begins.
-	ids := make([]int64, len(found))
-	for i, h := range found {
-		ids[i] = h.ID
-	}
-	texts, err := a.db.RecallTexts(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	phrases := pq.phrases()
-	for i, h := range found {
-		t := texts[h.ID]
-		if prev, ok := after[h.ID]; ok {
-			found[i].Snippet = fmt.Sprintf("(after turn %d) %s", prev, firstRunes(t.Prompt, 200))
-			continue
-		}
-		found[i].Snippet = snippet([]string{t.Prompt, t.Reply, t.Commands, t.Files}, phrases)
-	}
-	return found, nil
-}
-
-// place is a turn of a session.
-type place struct {
-	session string
-	turn    int
-}
-
-// placesOf indexes hits by their place.
-func placesOf(hits []ledger.RecallHit) map[place]int {
-	at := make(map[place]int, len(hits))
-	for i, h := range hits {
-		at[place{h.SessionID, h.Turn}] = i
-	}
-	return at
-}
-
-// nextShare is the share of a turn's score the turn after it gets.
-const nextShare = 0.5
-
-// minArchive is the fewest turns coverage weighs words against.
-const minArchive = 1000
 
 // itemHead heads a recalled turn: when it was, and the command that shows
 // it whole (which names its session and turn).
@@ -638,15 +378,4 @@ func ItemsText(prompt string, items []Item) string {
 		fmt.Fprintf(&b, "%s, score %.2f\n%s\n", it.Source, it.Score, it.Text)
 	}
 	return b.String()
-}
-
-// firstRunes is s's first n characters.
-func firstRunes(s string, n int) string {
-	for i := range s {
-		if n == 0 {
-			return s[:i]
-		}
-		n--
-	}
-	return s
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -381,4 +382,110 @@ func HitsText(query string, hits []Hit) string {
 // ResolveSession is the ledger's: id, or the one session id starts.
 func (ar *Archive) ResolveSession(ctx context.Context, id string) (string, error) {
 	return ar.db.ResolveSession(ctx, id)
+}
+
+// ranked runs a search. Plain words are ranked by bm25, and a turn gets
+// half the score of the turn before it: in a conversation the answer
+// follows the question (a prompt about a failure, then the turn that fixed
+// it; a question, then the reply that holds what was asked), so the turn
+// after a strong match is a candidate even when it shares no word with
+// the query (a question's, not a single word's: that is a lookup). Its
+// own words count too.
+func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) ([]ledger.RecallHit, error) {
+	if !pq.natural {
+		return a.db.Search(ctx, rq)
+	}
+	limit := rq.Limit
+	rq.Limit = max(2*limit, 10)
+	rq.NoSnippets = true // made below, for the hits kept
+	found, err := a.db.Search(ctx, rq)
+	if err != nil || len(found) == 0 {
+		return found, err
+	}
+	at := placesOf(found)
+	bonus := make([]float64, len(found))
+	var wanted []ledger.Place
+	from := map[place]ledger.RecallHit{} // a neighbour not found itself: whose next it is
+	for _, h := range found {
+		next := place{h.SessionID, h.Turn + 1}
+		if j, ok := at[next]; ok {
+			bonus[j] += nextShare * h.Score
+			continue
+		}
+		if len(pq.terms) < 2 {
+			continue // one word is a lookup: only the turns that hold it
+		}
+		wanted = append(wanted, ledger.Place{SessionID: next.session, Turn: next.turn})
+		from[next] = h
+	}
+	nexts, err := a.db.RecallTurnHits(ctx, wanted)
+	if err != nil {
+		return nil, err
+	}
+	after := map[int64]int{} // a neighbour's row: the turn it follows
+	for _, nh := range nexts {
+		h := from[place{nh.SessionID, nh.Turn}]
+		after[nh.ID] = h.Turn
+		found = append(found, nh)
+		bonus = append(bonus, nextShare*h.Score)
+	}
+	for i := range found {
+		found[i].Score += bonus[i]
+	}
+	sort.SliceStable(found, func(i, j int) bool {
+		if found[i].Score != found[j].Score {
+			return found[i].Score > found[j].Score
+		}
+		return found[i].At.After(found[j].At)
+	})
+	found = found[:min(limit, len(found))]
+	// The snippets, from the kept hits' text (one statement): a neighbour
+	// shows where its prompt begins.
+	ids := make([]int64, len(found))
+	for i, h := range found {
+		ids[i] = h.ID
+	}
+	texts, err := a.db.RecallTexts(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	phrases := pq.phrases()
+	for i, h := range found {
+		t := texts[h.ID]
+		if prev, ok := after[h.ID]; ok {
+			found[i].Snippet = fmt.Sprintf("(after turn %d) %s", prev, firstRunes(t.Prompt, 200))
+			continue
+		}
+		found[i].Snippet = snippet([]string{t.Prompt, t.Reply, t.Commands, t.Files}, phrases)
+	}
+	return found, nil
+}
+
+// place is a turn of a session.
+type place struct {
+	session string
+	turn    int
+}
+
+// placesOf indexes hits by their place.
+func placesOf(hits []ledger.RecallHit) map[place]int {
+	at := make(map[place]int, len(hits))
+	for i, h := range hits {
+		at[place{h.SessionID, h.Turn}] = i
+	}
+	return at
+}
+
+// nextShare is the share of a turn's score the turn after it gets.
+const nextShare = 0.5
+
+// firstRunes is s's first n characters.
+func firstRunes(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
 }

@@ -1,0 +1,171 @@
+package recall
+
+import (
+	"math"
+	"sort"
+)
+
+// windowHit is a window's turn above the floor: its coverage of the prompt
+// (the floor's measure, and the item's score).
+type windowHit struct {
+	turn  int // in the window
+	cover float64
+}
+
+// rank orders the window's turns for a prompt's terms (each a word's
+// terms, or a quoted phrase's), the turns of session left out, best
+// first, those whose coverage is below floor dropped; at most
+// 2*candidates (what the thread was given before is left out after).
+//
+// Per-prompt recall runs on every prompt, so its cost must not grow with
+// the archive: it looks at the project's latest recallWindow turns (its
+// window), and ranks them itself rather than with FTS5's bm25, whose word
+// weights come from reading every turn that holds each word, in the whole
+// index. A turn's score is its coverage of the prompt, the words weighed
+// by their rarity in the window (see weights); among the best by
+// coverage, a shorter turn that holds the same words is more about them;
+// the turn after a turn takes that turn's score when higher (the answer
+// follows the question, as in search: Archive.ranked); ties go to the newer
+// turn.
+func (w *window) rank(terms [][]string, session string, floor float64) []windowHit {
+	own := func(i int) bool { return session != "" && string(w.session(i)) == session }
+	size := 0
+	for i := 0; i < w.nTurns; i++ {
+		if !own(i) {
+			size++
+		}
+	}
+	rows := make([][]uint16, len(terms))
+	for j, t := range terms {
+		for _, i := range w.holdingAll(t) {
+			if !own(int(i)) {
+				rows[j] = append(rows[j], i)
+			}
+		}
+	}
+	idf := weights(rows, size)
+	score := map[int]float64{}
+	for j, ids := range rows {
+		for _, i := range ids {
+			score[int(i)] += idf[j]
+		}
+	}
+	var cands []int
+	for i, sc := range score {
+		if sc >= floor {
+			cands = append(cands, i)
+		}
+	}
+	sort.Slice(cands, func(x, y int) bool {
+		if score[cands[x]] != score[cands[y]] {
+			return score[cands[x]] > score[cands[y]]
+		}
+		return cands[x] > cands[y]
+	})
+	// Among the best by coverage, a shorter turn that holds the same words
+	// is more about them: bm25's length normalisation (k1 1.2, b 0.75, each
+	// word counted once) against the candidates' mean length orders them;
+	// the floor stays on coverage, which does not depend on length.
+	cands = cands[:min(len(cands), 3*candidates)]
+	hits := make([]windowTurn, len(cands))
+	mean := 0.0
+	for k, i := range cands {
+		hits[k] = w.turn(i)
+		mean += float64(hits[k].Chars)
+	}
+	mean = max(mean/float64(max(len(hits), 1)), 1)
+	rank := map[int]float64{}
+	for k, i := range cands {
+		rank[i] = score[i] * 2.2 / (1 + 1.2*(0.25+0.75*float64(hits[k].Chars)/mean))
+	}
+	order := make([]int, len(cands)) // positions in cands
+	for k := range order {
+		order[k] = k
+	}
+	sort.SliceStable(order, func(x, y int) bool { return rank[cands[order[x]]] > rank[cands[order[y]]] })
+	order = order[:min(len(order), candidates)]
+	// The turn after each candidate (in the window, not the thread's own),
+	// at that candidate's coverage and rank when they are higher than its
+	// own.
+	type entry struct {
+		at          int // in the window
+		t           windowTurn
+		cover, rank float64
+	}
+	var list []entry
+	for _, k := range order {
+		list = append(list, entry{cands[k], hits[k], score[cands[k]], rank[cands[k]]})
+	}
+	at := map[place]int{}
+	for k, e := range list {
+		at[place{e.t.SessionID, e.t.Turn}] = k
+	}
+	kept := len(list)
+	for k := 0; k < kept; k++ {
+		next := list[k].at + 1 // a session's turns are indexed in order, so its next turn follows it in the window
+		for ; next < w.nTurns; next++ {
+			if string(w.session(next)) == list[k].t.SessionID {
+				break
+			}
+		}
+		if next >= w.nTurns || own(next) {
+			continue
+		}
+		nt := w.turn(next)
+		if nt.Turn != list[k].t.Turn+1 {
+			continue
+		}
+		if _, ok := at[place{nt.SessionID, nt.Turn}]; ok {
+			continue
+		}
+		at[place{nt.SessionID, nt.Turn}] = len(list)
+		list = append(list, entry{next, nt, score[next], rank[next]})
+	}
+	for k := range list {
+		if j, ok := at[place{list[k].t.SessionID, list[k].t.Turn - 1}]; ok {
+			list[k].cover, list[k].rank = max(list[k].cover, list[j].cover), max(list[k].rank, list[j].rank)
+		}
+	}
+	sort.SliceStable(list, func(x, y int) bool {
+		i, j := list[x], list[y]
+		switch {
+		case i.rank != j.rank:
+			return i.rank > j.rank
+		case i.t.SessionID == j.t.SessionID:
+			return i.t.Turn < j.t.Turn // a turn before the one after it, which took its score
+		}
+		return i.t.ID > j.t.ID
+	})
+	var out []windowHit
+	for _, e := range list {
+		if e.cover >= floor && len(out) < 2*candidates {
+			out = append(out, windowHit{e.at, e.cover})
+		}
+	}
+	return out
+}
+
+// weights are the prompt's terms' weights, normalised to sum to 1: each
+// term's rarity (bm25's idf) among size turns, given the turns that hold
+// it. Rarity is judged as if there were at least minArchive turns: in a
+// young archive every word is rare, and a word it never saw ("last",
+// "time") would outweigh the ones a turn shares with the prompt.
+func weights(rows [][]uint16, size int) []float64 {
+	n := float64(max(size, minArchive))
+	idf := make([]float64, len(rows))
+	sum := 0.0
+	for i, ids := range rows {
+		df := float64(len(ids))
+		idf[i] = math.Log(1 + (n-df+0.5)/(df+0.5))
+		sum += idf[i]
+	}
+	for i := range idf {
+		if sum > 0 {
+			idf[i] /= sum
+		}
+	}
+	return idf
+}
+
+// minArchive is the fewest turns coverage weighs words against.
+const minArchive = 1000
