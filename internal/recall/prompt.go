@@ -197,65 +197,72 @@ func (p *Prepared) Finish(ctx context.Context, db *ledger.DB) ([]Item, error) {
 	if p.quiet && p.remote == nil {
 		return nil, nil
 	}
+	if !p.quiet {
+		if err := p.current(ctx, db); err != nil {
+			return nil, err
+		}
+	}
+	var ans remoteAnswer
+	if p.remote != nil {
+		ans = <-p.remote
+	}
+	// What the thread was given before, asked only when something could
+	// be given again (most prompts find nothing relevant).
 	given := map[string]bool{}
-	if p.r.Session != "" {
+	if p.r.Session != "" && (len(p.hits) > 0 || len(ans.items) > 0) {
 		var err error
 		if given, err = db.GivenTurns(ctx, p.r.Session); err != nil {
 			return nil, err
 		}
 	}
-	var local []Item
-	if !p.quiet {
-		var err error
-		if local, err = p.local(ctx, db, given); err != nil {
-			return nil, err
+	var far []Item
+	for _, it := range ans.items {
+		if !given[it.Session+"/0"] {
+			far = append(far, it)
 		}
 	}
-	var far []Item
 	var farErr error
-	if p.remote != nil {
-		ans := <-p.remote
-		if farErr = ans.err; farErr != nil {
-			farErr = fmt.Errorf("%w: %w", ErrRemote, farErr)
-		}
-		for _, it := range ans.items {
-			if !given[it.Session+"/0"] {
-				far = append(far, it)
-			}
-		}
+	if ans.err != nil {
+		farErr = fmt.Errorf("%w: %w", ErrRemote, ans.err)
 	}
 	if p.quiet {
 		return nil, farErr
 	}
-	return fit(local, far, p.r.Budget), farErr
+	return fit(p.local(given), far, p.r.Budget), farErr
 }
 
-// local is the archived turns above the floor, best first, that the
-// thread was not given before.
-func (p *Prepared) local(ctx context.Context, db *ledger.DB, given map[string]bool) ([]Item, error) {
+// current reads the window again when the index has moved on from it (or
+// there was no file), and ranks it again.
+func (p *Prepared) current(ctx context.Context, db *ledger.DB) error {
 	stamp, err := db.RecallWindowStamp(ctx, p.project)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if p.win == nil || p.win.stamp != stamp {
 		if p.win, err = readWindow(ctx, db, p.home, p.project); err != nil {
-			return nil, err
+			return err
 		}
 		p.hits = p.win.rank(p.terms, p.r.Session, p.r.MinScore)
 	}
+	return nil
+}
+
+// local is the window's turns above the floor, best first, that the
+// thread was not given before.
+func (p *Prepared) local(given map[string]bool) []Item {
 	var items []Item
-	for _, rk := range p.hits {
+	for _, h := range p.hits {
 		if len(items) == candidates {
 			break
 		}
-		t := p.win.turn(rk.turn)
+		t := p.win.turn(h.turn)
 		if given[fmt.Sprintf("%s/%d", t.SessionID, t.Turn)] {
 			continue
 		}
 		items = append(items, Item{Source: "local", Session: t.SessionID, Turn: t.Turn, Generation: t.Generation, Time: t.At.Format(time.RFC3339),
-			Score: math.Round(rk.cover*100) / 100, head: itemHead(t.RecallHit), body: t.body})
+			Score: math.Round(h.cover*100) / 100, head: itemHead(t.RecallHit), body: t.body})
 	}
-	return items, nil
+	return items
 }
 
 // fit takes items from the two lists in turn, best first, within the
