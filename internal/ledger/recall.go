@@ -107,12 +107,7 @@ func (db *DB) readTx(ctx context.Context, f func(querier) error) error {
 // time, level by level, so a bulk import leaves a dozen or more, and every
 // search seeks each word in each of them. An import merges them after.
 func (db *DB) OptimizeRecall(ctx context.Context) error {
-	return db.Tx(ctx, func(tx *Tx) error {
-		if _, err := tx.tx.ExecContext(ctx, `INSERT INTO recall_words (recall_words) VALUES ('optimize')`); err != nil {
-			return fmt.Errorf("merge the recall index: %w", err)
-		}
-		return nil
-	})
+	return db.indexCommand(ctx, `INSERT INTO recall_words (recall_words) VALUES ('optimize')`)
 }
 
 // MergeRecall does a bounded step of the index's own merging: segments of
@@ -121,8 +116,14 @@ func (db *DB) OptimizeRecall(ctx context.Context) error {
 // (a hundred left eleven, and a search 1.1-1.4 ms slower); a sweep that
 // committed some runs this after, which leaves two or three.
 func (db *DB) MergeRecall(ctx context.Context) error {
+	return db.indexCommand(ctx, `INSERT INTO recall_words (recall_words, rank) VALUES ('merge', ?)`, mergePages)
+}
+
+// indexCommand runs one of FTS5's commands on the index, in a write
+// transaction of its own.
+func (db *DB) indexCommand(ctx context.Context, command string, args ...any) error {
 	return db.Tx(ctx, func(tx *Tx) error {
-		if _, err := tx.tx.ExecContext(ctx, `INSERT INTO recall_words (recall_words, rank) VALUES ('merge', ?)`, mergePages); err != nil {
+		if _, err := tx.tx.ExecContext(ctx, command, args...); err != nil {
 			return fmt.Errorf("merge the recall index: %w", err)
 		}
 		return nil

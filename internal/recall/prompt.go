@@ -204,7 +204,11 @@ func (p *Prepared) Finish(ctx context.Context, db *ledger.DB) ([]Item, error) {
 	}
 	var ans remoteAnswer
 	if p.remote != nil {
-		ans = <-p.remote
+		select {
+		case ans = <-p.remote:
+		case <-ctx.Done(): // a remote that does not heed its own deadline
+			ans.err = ctx.Err()
+		}
 	}
 	// What the thread was given before, asked only when something could
 	// be given again (most prompts find nothing relevant).
