@@ -13,6 +13,24 @@ type SessionMeta struct {
 	Source       string `json:"-"`
 	ForkedFromID string `json:"forked_from_id"`
 	Timestamp    string `json:"timestamp"`
+	// A subagent's thread (multi_agent, 0.169+) names the thread that
+	// spawned it: parent_thread_id (0.171 writes it at the top level too;
+	// source.subagent.thread_spawn holds it on both) and its own name.
+	ParentID     string `json:"parent_thread_id,omitempty"`
+	ThreadSource string `json:"thread_source,omitempty"` // "user" | "subagent" | …
+	Agent        string `json:"agent_nickname,omitempty"`
+	AgentRole    string `json:"agent_role,omitempty"`
+}
+
+// Subagent reports whether the thread is a subagent's: its parent's
+// child, never a line of work of its own.
+func (m SessionMeta) Subagent() bool { return m.ParentID != "" || m.ThreadSource == "subagent" }
+
+// Goal is Codex's own thread goal (the goals feature: create_goal,
+// update_goal, /goal), as the rollout last showed it.
+type Goal struct {
+	Objective string `json:"objective"`
+	Status    string `json:"status,omitempty"` // active | paused | blocked | usage_limited | budget_limited | complete
 }
 
 // Turn is one user request and what the agent did for it.
@@ -25,8 +43,14 @@ type Turn struct {
 	Tools     []ToolCall `json:"tools,omitempty"`
 	Files     []FileEdit `json:"files,omitempty"`
 	Plan      []PlanStep `json:"plan,omitempty"` // the turn's last plan update
-	Aborted   bool       `json:"aborted,omitempty"`
-	Complete  bool       `json:"complete,omitempty"` // task_complete (or turn_aborted) seen, or the task's next message
+	// Goal is the thread goal as the turn left it (set, updated or read
+	// by a goal tool), nil when the turn did not touch it.
+	Goal *Goal `json:"goal,omitempty"`
+	// Trigger is why a turn no user message began ran: TriggerGoal,
+	// TriggerAgent ("" for a user's turn).
+	Trigger  string `json:"trigger,omitempty"`
+	Aborted  bool   `json:"aborted,omitempty"`
+	Complete bool   `json:"complete,omitempty"` // task_complete (or turn_aborted) seen, or the task's next message
 }
 
 // Map returns the turn with f applied to everything it carries that
@@ -45,6 +69,11 @@ func (t Turn) Map(f func(string) string) Turn {
 	t.Plan = slices.Clone(t.Plan)
 	for i := range t.Plan {
 		t.Plan[i].Step = f(t.Plan[i].Step)
+	}
+	if t.Goal != nil {
+		g := *t.Goal
+		g.Objective = f(g.Objective)
+		t.Goal = &g
 	}
 	return t
 }

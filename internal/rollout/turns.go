@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -111,10 +112,13 @@ type assembler struct {
 	taskID    string
 	taskStart int64 // offset of the task_started that opened the current task
 	taskAt    string
-	pending   string // a plain user message seen in the task, used if no prompt event comes
-	calls     map[string]int
-	seen      int64 // records before this offset were counted by an earlier read
-	capture   Capture
+	// goalTask: the current task was started by Codex's goal, not by a
+	// message: its turn begins with its first item.
+	goalTask bool
+	pending  string // a plain user message seen in the task, used if no prompt event comes
+	calls    map[string]int
+	seen     int64 // records before this offset were counted by an earlier read
+	capture  Capture
 }
 
 func newAssembler(opts Options, meta *SessionMeta) *assembler {
@@ -216,6 +220,21 @@ func (a *assembler) sessionMeta(r Record) {
 		if len(m.Source) > 0 && m.Source[0] == '"' {
 			_ = json.Unmarshal(m.Source, &mm.Source)
 		}
+		var src struct {
+			Subagent struct {
+				ThreadSpawn struct {
+					ParentID string `json:"parent_thread_id"`
+					Nickname string `json:"agent_nickname"`
+					Role     string `json:"agent_role"`
+				} `json:"thread_spawn"`
+			} `json:"subagent"`
+		}
+		if len(m.Source) > 0 && m.Source[0] == '{' && json.Unmarshal(m.Source, &src) == nil {
+			ts := src.Subagent.ThreadSpawn
+			mm.Source = "subagent"
+			mm.ParentID = cmp.Or(mm.ParentID, ts.ParentID)
+			mm.Agent, mm.AgentRole = cmp.Or(mm.Agent, ts.Nickname), cmp.Or(mm.AgentRole, ts.Role)
+		}
 		a.meta = &mm
 		a.forkTime = parseTime(mm.Timestamp)
 		return
@@ -248,12 +267,45 @@ func taskIdentity(p json.RawMessage) (string, int64) {
 	return id, started
 }
 
+// Why a turn no user message began ran (Turn.Trigger).
+const (
+	// TriggerGoal: Codex's goal started it (turn_trigger "goal").
+	TriggerGoal = "goal"
+	// TriggerAgent: another agent's message began it (a subagent's task
+	// with multi_agent_v2).
+	TriggerAgent = "agent"
+)
+
+// taskTrigger is why a task started (turn_attribution.turn_trigger, 0.171:
+// "exec", "user", "goal", …).
+func taskTrigger(p json.RawMessage) string {
+	ta := fields(p, "turn_attribution")[0]
+	if ta == nil {
+		return ""
+	}
+	return str(fields(ta, "turn_trigger")[0])
+}
+
+// triggered begins the turn of a task no message started (a goal's
+// continuation) at its first item, once: an empty goal task that was
+// interrupted before doing anything leaves no turn.
+func (a *assembler) triggered() {
+	if a.cur != nil || !a.goalTask || a.taskStart < 0 {
+		return
+	}
+	a.prompt("", Record{Offset: a.taskStart, Timestamp: a.taskAt})
+	if a.cur != nil {
+		a.cur.Trigger = TriggerGoal
+	}
+}
+
 func (a *assembler) event(r Record) {
 	switch r.PType {
 	case "task_started":
 		a.closeTask()
 		a.taskID, _ = taskIdentity(r.Payload)
 		a.taskStart, a.taskAt, a.pending = r.Offset, r.Timestamp, ""
+		a.goalTask = taskTrigger(r.Payload) == TriggerGoal
 	case "user_message": // 0.128 and earlier
 		a.prompt(str(fields(r.Payload, "message")[0]), r)
 	case "item_completed": // 0.169: typed items
@@ -388,9 +440,10 @@ func (a *assembler) closeTask() {
 	}
 	a.cur = nil
 	a.taskID, a.taskStart, a.taskAt, a.pending = "", -1, "", ""
+	a.goalTask = false
 }
 
-var contextPrefixes = []string{"<environment_context>", "<user_instructions>", "# AGENTS.md", "<turn_aborted>", "<permissions instructions>", "<cx-context", "<user_shell_command>", "<skill"}
+var contextPrefixes = []string{"<environment_context>", "<codex_internal_context", "<subagent_notification>", "<user_instructions>", "# AGENTS.md", "<turn_aborted>", "<permissions instructions>", "<cx-context", "<user_shell_command>", "<skill"}
 
 var injectedRE = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`(?s)<cx-context\b[^>]*>.*?</cx-context>\s*`)
@@ -402,6 +455,16 @@ type contentPart struct {
 }
 
 func (a *assembler) item(r Record) {
+	if a.goalTask && a.cur == nil {
+		switch r.PType {
+		case "function_call", "custom_tool_call", "local_shell_call", "function_call_output", "custom_tool_call_output":
+			a.triggered()
+		case "message":
+			if peek(r.Payload, `"role":"assistant"`, 200) {
+				a.triggered()
+			}
+		}
+	}
 	switch r.PType {
 	case "message":
 		if peek(r.Payload, `"role":"developer"`, 200) || peek(r.Payload, `"role":"system"`, 200) {
@@ -431,6 +494,30 @@ func (a *assembler) item(r Record) {
 			if a.cur == nil && !isContextText(text) && a.taskStart >= 0 {
 				a.pending = text
 			}
+		}
+	case "agent_message":
+		// Another agent's message (multi_agent_v2): a subagent's task, or a
+		// message that starts a turn of its own. It begins a turn when none
+		// is open; inside one it is context. Its payload may be encrypted:
+		// only its plain parts are kept.
+		if a.cur != nil || a.taskStart < 0 {
+			return
+		}
+		var m struct {
+			Content []contentPart `json:"content"`
+		}
+		if json.Unmarshal(r.Payload, &m) != nil {
+			return
+		}
+		var b strings.Builder
+		for _, c := range m.Content {
+			if c.Type == "input_text" || c.Type == "text" {
+				b.WriteString(c.Text)
+			}
+		}
+		a.prompt(strings.TrimSpace(b.String()), r)
+		if a.cur != nil {
+			a.cur.Trigger = TriggerAgent
 		}
 	case "function_call", "custom_tool_call", "local_shell_call":
 		if a.cur == nil {
@@ -463,19 +550,45 @@ func (a *assembler) item(r Record) {
 		if a.cur == nil {
 			return
 		}
-		f := fields(r.Payload, "call_id", "output")
+		f := fields(r.Payload, "call_id", "output", "name")
 		i, ok := a.calls[str(f[0])]
 		if !ok {
+			if str(f[2]) == "goal_objective" {
+				// The goal's objective, given to the model with no call of
+				// its own (0.171, after a goal is set): no status in it.
+				a.goal(Goal{Objective: strings.TrimSpace(outputText(f[1]))})
+			}
 			return
 		}
 		out := outputText(f[1])
 		t := &a.cur.Tools[i]
 		t.Done = true
+		switch t.Name {
+		case "create_goal", "update_goal", "get_goal":
+			var g struct {
+				Goal *Goal `json:"goal"`
+			}
+			if json.Unmarshal([]byte(out), &g) == nil && g.Goal != nil && g.Goal.Objective != "" {
+				a.goal(*g.Goal)
+			}
+		}
 		if code, ok := ExitCode(out); ok && t.ExitCode == nil && t.Name != "update_plan" {
 			t.ExitCode = &code
 		}
 		t.Output = Bound(out, a.opts.MaxToolChars)
 	}
+}
+
+// goal records the thread goal the turn shows; one seen without a status
+// keeps the status already known for the same objective.
+func (a *assembler) goal(g Goal) {
+	if a.cur == nil || g.Objective == "" {
+		return
+	}
+	if g.Status == "" && a.cur.Goal != nil && a.cur.Goal.Objective == g.Objective {
+		g.Status = a.cur.Goal.Status
+	}
+	a.cur.Goal = &g
 }
 
 func (a *assembler) patch(body string) {

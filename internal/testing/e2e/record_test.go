@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"cx/internal/codex"
 	"cx/internal/testing/codextest"
 )
 
@@ -94,6 +95,10 @@ func TestRecordRollouts(t *testing.T) {
 		tu.WaitExit(30 * time.Second)
 		save(h, "tui-compact-interrupt")
 
+		if codex.CompareVersions(in.Version, "0.171.0") >= 0 {
+			recordStructure(t, in, save)
+		}
+
 		// fork: a session, then `codex fork <id>` with one turn.
 		h = New(t, in, Options{})
 		tu = h.StartTUI()
@@ -119,4 +124,37 @@ func TestRecordRollouts(t *testing.T) {
 		tu.WaitExit(30 * time.Second)
 		save(h, "killed")
 	})
+}
+
+// Prompts of the structure recordings and the tests that read them.
+const (
+	// v1 tools (multi_agent, on by default): spawn_agent found through
+	// tool_search; the child runs a command; the parent waits for it.
+	subagentV1Prompt = `Investigate the flamingo parser bug [[tool: spawn_agent {"message":"child task: list the parser files <<shell: ls>>"}]] [[shell: sleep 3]]`
+	// v2 tools (multi_agent_v2): collaboration.spawn_agent, forked with the
+	// parent's history (fork_turns defaults to "all").
+	subagentV2Prompt = `Investigate the flamingo parser bug [[plan: read the parser | fix the bug]] [[tool: collaboration.spawn_agent {"task_name":"lister","message":"child task: list the parser files <<shell: ls>>"}]] [[shell: sleep 3]]`
+	// A thread goal set by the model at the user's request, pursued by a
+	// goal-driven turn that runs a command and completes it.
+	goalPrompt = `Please set a goal for this: ship the flamingo parser rewrite [[tool: create_goal {"objective":"Ship the flamingo parser rewrite with tests"}]] [[continue: <<shell: echo running the parser tests>> <<tool: update_goal {"status":"complete"}>>]]`
+)
+
+// recordStructure records what Codex's own structure looks like in its
+// rollouts: subagent threads (v1, v2 forked) and a thread goal.
+func recordStructure(t *testing.T, in codextest.Install, save func(*H, string)) {
+	h := New(t, in, Options{})
+	_, _, _ = h.Direct("", "exec", subagentV1Prompt)
+	save(h, "subagent-v1")
+
+	h = New(t, in, Options{})
+	_, _, _ = h.Direct("", "exec", "--enable", "multi_agent_v2", subagentV2Prompt)
+	save(h, "subagent-v2-fork")
+
+	h = New(t, in, Options{})
+	tu := h.StartTUI()
+	tu.WaitReady()
+	tu.Prompt(goalPrompt, "mock: done (2 steps)")
+	tu.Slash("/exit")
+	tu.WaitExit(30 * time.Second)
+	save(h, "goal")
 }

@@ -26,6 +26,22 @@ import (
 func Directives(r Request) Reply {
 	text := r.LastUserText()
 	ds := parseDirectives(text)
+	if strings.HasPrefix(text, goalContinuation) {
+		// A turn Codex's goal started: the directives of the last real
+		// prompt's [[continue: …]] (nested as <<kind: arg>>), so a test
+		// scripts what the model does while pursuing the goal; with none,
+		// the goal is marked complete, so Codex stops continuing it.
+		ds = nil
+		for _, d := range parseDirectives(r.lastPromptText()) {
+			if d.kind == "continue" {
+				ds = parseDirectives(strings.NewReplacer("<<", "[[", ">>", "]]").Replace(d.arg))
+			}
+		}
+		if ds == nil {
+			ds = []directive{{"tool", `update_goal {"status":"complete"}`}}
+		}
+	}
+	ds = slices.DeleteFunc(ds, func(d directive) bool { return d.kind == "continue" })
 	step := toolOutputsSinceLastUser(r)
 	var delay time.Duration
 	for i, d := range ds {
@@ -48,7 +64,11 @@ func Directives(r Request) Reply {
 
 type directive struct{ kind, arg string }
 
-var directiveRE = regexp.MustCompile(`(?s)\[\[(shell|plan|slow|error|say|mcp):\s*(.*?)\]\]|\[\[patch\]\](.*?)\[\[/patch\]\]`)
+// goalContinuation starts the user message Codex (0.171) sends to continue
+// an active thread goal.
+const goalContinuation = `<codex_internal_context source="goal">`
+
+var directiveRE = regexp.MustCompile(`(?s)\[\[(shell|plan|slow|error|say|mcp|tool|continue):\s*(.*?)\]\]|\[\[patch\]\](.*?)\[\[/patch\]\]`)
 
 func parseDirectives(text string) []directive {
 	var out []directive
@@ -111,6 +131,20 @@ func (d directive) reply(r Request) Reply {
 			return Reply{ToolSearch: &ToolSearchCall{Query: fields[0] + " " + fields[1]}}
 		}
 		return Reply{Text: fmt.Sprintf("mock: no tool of MCP server %s named %s among %v", fields[0], fields[1], r.ToolNames())}
+	case "tool":
+		// [[tool: NAME JSON]]: a function call to one of Codex's own tools
+		// (create_goal, spawn_agent, …); one Codex defers behind its tool
+		// search is searched for first, as the model would.
+		// Directives for a subagent's task nest as <<kind: arg>>.
+		name, args, _ := strings.Cut(d.arg, " ")
+		args = strings.NewReplacer("<<", "[[", ">>", "]]").Replace(args)
+		if ns, fn, ok := r.Tool(name); ok {
+			return Reply{Call: &FunctionCall{Namespace: ns, Name: fn, Arguments: strings.TrimSpace(args)}}
+		}
+		if slices.Contains(r.ToolTypes(), "tool_search") && !r.hasInput("tool_search_output") {
+			return Reply{ToolSearch: &ToolSearchCall{Query: strings.ReplaceAll(name, "_", " ")}}
+		}
+		return Reply{Text: fmt.Sprintf("mock: no tool named %s among %v", name, r.ToolNames())}
 	}
 	return Reply{Text: "mock: unknown directive " + d.kind}
 }
@@ -122,7 +156,9 @@ func toolOutputsSinceLastUser(r Request) int {
 		if items[i]["type"] == "message" && items[i]["role"] == "user" {
 			break
 		}
-		if t, _ := items[i]["type"].(string); strings.HasSuffix(t, "_call_output") {
+		// An output without a call_id answers no call of the model's
+		// (0.171 adds the goal's objective so): not a step.
+		if t, _ := items[i]["type"].(string); strings.HasSuffix(t, "_call_output") && items[i]["call_id"] != nil {
 			n++
 		}
 	}

@@ -115,6 +115,63 @@ func (r Request) MCPTool(server, tool string) (namespace, name string, ok bool) 
 	return "", "", false
 }
 
+// Tool finds how Codex offers one of its own tools: a function NAME in
+// its tools or in a tool_search_output's, or a function of a namespace
+// there ("collaboration" holds multi_agent_v2's spawn_agent); a dotted
+// NAME ("collaboration.spawn_agent") names the namespace.
+func (r Request) Tool(name string) (namespace, fn string, ok bool) {
+	wantNS, fn, dotted := strings.Cut(name, ".")
+	if !dotted {
+		wantNS, fn = "", name
+	}
+	lists := [][]any{}
+	if tools, _ := r.JSON["tools"].([]any); tools != nil {
+		lists = append(lists, tools)
+	}
+	for _, it := range r.Inputs() {
+		if it["type"] == "tool_search_output" {
+			if tools, _ := it["tools"].([]any); tools != nil {
+				lists = append(lists, tools)
+			}
+		}
+	}
+	for _, tools := range lists {
+		for _, t := range tools {
+			m, _ := t.(map[string]any)
+			switch {
+			case m["type"] == "namespace":
+				ns, _ := m["name"].(string)
+				if wantNS != "" && ns != wantNS {
+					continue
+				}
+				children, _ := m["tools"].([]any)
+				for _, c := range children {
+					if cm, _ := c.(map[string]any); cm["name"] == fn {
+						return ns, fn, true
+					}
+				}
+			case wantNS == "" && m["name"] == fn:
+				return "", fn, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// lastPromptText is the text of the last user message that is not one of
+// Codex's own (a goal's continuation).
+func (r Request) lastPromptText() string {
+	items := r.Inputs()
+	for i := len(items) - 1; i >= 0; i-- {
+		if items[i]["type"] == "message" && items[i]["role"] == "user" {
+			if t := textOf(items[i]); !strings.HasPrefix(t, goalContinuation) && !strings.HasPrefix(t, "<") {
+				return t
+			}
+		}
+	}
+	return ""
+}
+
 // LastUserText is the text of the last user message in the input.
 func (r Request) LastUserText() string {
 	items := r.Inputs()

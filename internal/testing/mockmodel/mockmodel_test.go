@@ -70,7 +70,9 @@ func TestTurnShapesAndRecording(t *testing.T) {
 	if item2["type"] != "custom_tool_call" || item2["name"] != "apply_patch" || !strings.HasPrefix(item2["input"].(string), "*** Begin Patch") {
 		t.Fatalf("step 2: %v", item2)
 	}
-	_, evs = post(t, s, map[string]any{"input": []any{user(prompt), item, map[string]any{"type": "function_call_output"}, item2, map[string]any{"type": "custom_tool_call_output"}}})
+	_, evs = post(t, s, map[string]any{"input": []any{user(prompt), item, map[string]any{"type": "function_call_output", "call_id": item["call_id"]}, item2, map[string]any{"type": "custom_tool_call_output", "call_id": item2["call_id"]},
+		// An output that answers no call (0.171's goal objective) is no step.
+		map[string]any{"type": "function_call_output", "name": "goal_objective", "namespace": "agent", "output": "x"}}})
 	if d := evs[2]["delta"]; d != "mock: done (2 steps)" {
 		t.Fatalf("closing text %v", d)
 	}
