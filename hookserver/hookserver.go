@@ -319,7 +319,7 @@ func recordHookEvent(cfg config.Config, start time.Time, au hookAudit) {
 		"cpu_ms":        float64(proc.SelfCPU().Microseconds()) / 1000,
 	}
 	for k, v := range map[string]string{"turn_id": au.Parsed.TurnID, "source": au.Parsed.Source, "trigger": au.Parsed.Trigger,
-		"transcript_path": au.Parsed.TranscriptPath, "cwd": au.Parsed.Cwd} {
+		"transcript_path": au.Parsed.TranscriptPath, "cwd": au.Parsed.Cwd, "agent_id": au.Parsed.AgentID} {
 		if v != "" {
 			rec[k] = v
 		}

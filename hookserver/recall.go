@@ -16,9 +16,10 @@ import (
 // prompt goes on without (a query SQLite is still running is interrupted).
 const recallBudget = 1500 * time.Millisecond
 
-// wantsRecall reports whether this event gets per-prompt recall.
+// wantsRecall reports whether this event gets per-prompt recall: a
+// subagent's task is no prompt of the user's, and gets none.
 func wantsRecall(ev string, p codex.HookPayload, cfg config.Config) bool {
-	return ev == codex.HookUserPromptSubmit && cfg.Inject.Enabled && cfg.Recall.Enabled && cfg.Home != "" && !recall.Trivial(p.Prompt)
+	return ev == codex.HookUserPromptSubmit && !p.FromSubagent() && cfg.Inject.Enabled && cfg.Recall.Enabled && cfg.Home != "" && !recall.Trivial(p.Prompt)
 }
 
 // prepareRecall is per-prompt recall's first half, run beside the hook's

@@ -149,7 +149,9 @@ func latestOfProject(ctx context.Context, db Ledger, store continuity.Store, id 
 			continue
 		}
 		var cp checkpoint.Checkpoint
-		if json.Unmarshal([]byte(archives[len(archives)-1].Checkpoint), &cp) == nil && cp.Stats.Turns > 0 {
+		if json.Unmarshal([]byte(archives[len(archives)-1].Checkpoint), &cp) == nil && cp.Stats.Turns > 0 && cp.Parent == "" {
+			// (A subagent's thread is its parent's child, never the latest
+			// session of its own.)
 			return &cp, "session " + s.ID
 		}
 	}

@@ -74,17 +74,34 @@ func build(in Input) string {
 	// listed there), and the worktree's "last session" line goes when the
 	// checkpoint that follows is that session's (its header names it).
 	var said continuity.Said
-	worktree := in.WorktreeContinuity
 	if in.Source != "compact" {
 		said.WhatItSays(in.WorktreeContinuity)
 		said.WhatItSays(in.ProjectContinuity)
-		if in.Checkpoint != nil && in.Checkpoint.Stats.Turns > 0 && said.LastSession != "" && said.LastSession == in.Checkpoint.SessionID {
+	}
+	view, title := checkpointView(in, said)
+	if in.Source != "compact" {
+		worktree := in.WorktreeContinuity
+		if view != "" && said.LastSession != "" && said.LastSession == in.Checkpoint.SessionID {
 			worktree = continuity.WithoutLines(worktree, "- Last session: `"+said.LastSession+"`")
 		}
 		add("continuity-worktree", "Continuity of this worktree (left by the last session to end here)", worktree)
 	}
+	add("checkpoint", title, view)
+	if in.Source != "compact" {
+		add("continuity-project", "Continuity of this project (every session's commands)", in.ProjectContinuity)
+		add("overview", "Archive overview of this session", in.Overview)
+	}
+	if len(secs) == 0 {
+		return ""
+	}
+	return render(in.Source, secs, in.MaxChars)
+}
+
+// checkpointView is the checkpoint's view without what the continuity
+// beside it says, and its title; "" when it has nothing more to say.
+func checkpointView(in Input, said continuity.Said) (view, title string) {
 	if in.Checkpoint != nil && in.Checkpoint.Stats.Turns > 0 {
-		title := "Checkpoint of this session"
+		title = "Checkpoint of this session"
 		if in.CheckpointOf != "" && in.CheckpointOf != "this session" {
 			title = "Checkpoint of the latest session of this project"
 		}
@@ -98,16 +115,19 @@ func build(in Input) string {
 		if t := in.Checkpoint.Task; t != nil && said.Goal != "" && strings.HasPrefix(checkpoint.FirstLine(t.Text), strings.TrimSuffix(said.Goal, "…")) {
 			omit.Task = true
 		}
-		add("checkpoint", title, checkpoint.ViewOmitting(*in.Checkpoint, checkpoint.DefaultViewCaps, in.Disk, omit))
+		if g := in.Checkpoint.Goal; g != nil && said.Goal != "" && strings.HasPrefix(said.Goal, strings.TrimSuffix(rollout.OneLine(g.Objective, 200), "…")) {
+			omit.Goal = true
+		}
+		// The plan in one place: the continuity's open steps (with their
+		// markers) when it lists any of the checkpoint's.
+		for _, st := range in.Checkpoint.Plan.Steps {
+			if said.Plan[st.Text] {
+				omit.Plan = true
+			}
+		}
+		view = checkpoint.ViewOmitting(*in.Checkpoint, checkpoint.DefaultViewCaps, in.Disk, omit)
 	}
-	if in.Source != "compact" {
-		add("continuity-project", "Continuity of this project (every session's commands)", in.ProjectContinuity)
-		add("overview", "Archive overview of this session", in.Overview)
-	}
-	if len(secs) == 0 {
-		return ""
-	}
-	return render(in.Source, secs, in.MaxChars)
+	return view, title
 }
 
 // Wrap puts body inside the same boundary as injected context: marked as

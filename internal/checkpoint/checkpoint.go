@@ -33,11 +33,17 @@ var DefaultCaps = Caps{MaxPlanSteps: 32, MaxArtifacts: 128, MaxRecentArtifacts: 
 
 // Checkpoint is the v1 schema. Field order and names are the format.
 type Checkpoint struct {
-	SchemaVersion   int                 `json:"schema_version"`
-	SessionID       string              `json:"session_id"`
-	Cwd             string              `json:"cwd"`
-	Seq             int                 `json:"seq"` // turns applied
-	Task            *Task               `json:"task"`
+	SchemaVersion int    `json:"schema_version"`
+	SessionID     string `json:"session_id"`
+	Cwd           string `json:"cwd"`
+	Seq           int    `json:"seq"` // turns applied
+	Task          *Task  `json:"task"`
+	// Goal is Codex's own thread goal as the rollout last showed it (nil
+	// when the thread has none).
+	Goal *rollout.Goal `json:"goal,omitempty"`
+	// Parent is the thread that spawned this one, for a subagent's thread:
+	// its parent's child, never a project's latest session of its own.
+	Parent          string              `json:"parent,omitempty"`
 	Plan            Plan                `json:"plan"`
 	Decisions       []Decision          `json:"decisions"` // kept empty until a deterministic source exists
 	Facts           map[string]Fact     `json:"facts"`     // "note:N": what the user asked to keep ("remember …"), oldest first
@@ -46,7 +52,9 @@ type Checkpoint struct {
 	Stats           Stats               `json:"stats"`
 }
 
-// Task is the last real user request.
+// Task is the last request that did work (a tool call, a file written, a
+// plan), else the last real request: what the turns show, not how the
+// request was phrased.
 type Task struct {
 	Text     string `json:"text"`
 	Turn     string `json:"turn"` // its turn id

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -22,8 +23,11 @@ type Fold struct {
 	SessionID string              `json:"session_id"`
 	Cwd       string              `json:"cwd"`
 	Seq       int                 `json:"seq"`
-	Task      *Task               `json:"task,omitempty"`  // the last real request (redacted, not yet bounded)
+	Parent    string              `json:"parent,omitempty"`
+	Task      *Task               `json:"task,omitempty"`  // the last request that did work (redacted, not yet bounded)
+	Asked     *Task               `json:"asked,omitempty"` // the last real request, whether or not it did work
 	Vague     *Task               `json:"vague,omitempty"` // the last vague one
+	Goal      *rollout.Goal       `json:"goal,omitempty"`
 	Plan      Plan                `json:"plan"`
 	Artifacts map[string]Artifact `json:"artifacts"`
 	// Touched is each artifact's last touch (a running count over every
@@ -53,6 +57,23 @@ func (f *Fold) note(text string) {
 	}
 }
 
+// DidWork reports whether a turn did work: called a tool (a goal's
+// bookkeeping aside), wrote a file or set a plan. A turn that only talked
+// never becomes the task or opens a line of work, whatever its words.
+func DidWork(t rollout.Turn) bool {
+	if len(t.Files) > 0 || len(t.Plan) > 0 {
+		return true
+	}
+	for _, tc := range t.Tools {
+		switch tc.Name {
+		case "create_goal", "update_goal", "get_goal":
+		default:
+			return true
+		}
+	}
+	return false
+}
+
 // NewFold is the fold of nothing yet.
 func NewFold() *Fold {
 	return &Fold{Plan: Plan{Steps: []PlanStep{}, Done: map[string]bool{}}, Artifacts: map[string]Artifact{}, Touched: map[string]int{}}
@@ -61,7 +82,7 @@ func NewFold() *Fold {
 // Meta takes the session's identity (the first one seen stays).
 func (f *Fold) Meta(m *rollout.SessionMeta) {
 	if m != nil && f.SessionID == "" && f.Cwd == "" {
-		f.SessionID, f.Cwd = m.ID, m.Cwd
+		f.SessionID, f.Cwd, f.Parent = m.ID, m.Cwd, m.ParentID
 	}
 }
 
@@ -77,7 +98,7 @@ func (f *Fold) Add(t rollout.Turn, caps Caps) {
 	f.Seq++
 	seq := f.Seq
 	f.Stats.Turns++
-	if text := strings.TrimSpace(t.User); text != "" {
+	if text := strings.TrimSpace(t.User); text != "" && t.Trigger == "" { // a user's turn (not a goal's or another agent's)
 		// Only a task is the task: an acknowledgement, a note to keep or a
 		// question about where things stand never replaces it.
 		req := Classify(text)
@@ -88,13 +109,21 @@ func (f *Fold) Add(t rollout.Turn, caps Caps) {
 		task.Truncate = len(text) > caps.MaxTaskChars && utf8.RuneCountInString(text) > caps.MaxTaskChars
 		switch req.Kind {
 		case KindTask:
-			f.Task = task
+			f.Asked = task
+			if DidWork(t) {
+				f.Task = task
+			}
 		case KindNote:
 			f.note(bound(redact.String(req.Text), caps.MaxValueChars))
 		default:
 			task.Vague = true
 			f.Vague = task
 		}
+	}
+	if t.Goal != nil {
+		g := *t.Goal
+		g.Objective = redact.String(g.Objective)
+		f.Goal = &g
 	}
 	if len(t.Plan) > 0 {
 		f.Plan = Plan{Steps: []PlanStep{}, Done: map[string]bool{}, Turn: t.Key}
@@ -156,6 +185,10 @@ func (f *Fold) clone() *Fold {
 		t := *f.Vague
 		c.Vague = &t
 	}
+	if f.Asked != nil {
+		t := *f.Asked
+		c.Asked = &t
+	}
 	c.Notes = slices.Clone(f.Notes)
 	return &c
 }
@@ -167,8 +200,8 @@ func (f *Fold) Checkpoint(caps Caps, open ...rollout.Turn) Checkpoint {
 	for _, t := range open {
 		g.Add(t, caps)
 	}
-	cp := Checkpoint{SchemaVersion: SchemaVersion, SessionID: g.SessionID, Cwd: g.Cwd, Seq: g.Seq, Task: g.Task,
-		Plan: g.Plan, Decisions: []Decision{}, Facts: map[string]Fact{}, Artifacts: g.Artifacts, RecentArtifacts: []string{}, Stats: g.Stats}
+	cp := Checkpoint{SchemaVersion: SchemaVersion, SessionID: g.SessionID, Cwd: g.Cwd, Seq: g.Seq, Task: cmp.Or(g.Task, g.Asked),
+		Goal: g.Goal, Parent: g.Parent, Plan: g.Plan, Decisions: []Decision{}, Facts: map[string]Fact{}, Artifacts: g.Artifacts, RecentArtifacts: []string{}, Stats: g.Stats}
 	for i, n := range g.Notes {
 		cp.Facts[fmt.Sprintf("note:%d", i+1)] = Fact{Value: n, Status: "noted"}
 	}

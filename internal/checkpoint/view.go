@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"cx/internal/cli"
 	"encoding/hex"
@@ -54,21 +55,26 @@ func View(cp Checkpoint, caps ViewCaps, disk Disk) string {
 // news).
 type Omit struct {
 	Task  bool
+	Goal  bool // Codex's goal is shown beside
+	Plan  bool // the plan is shown beside (one place, one set of markers)
 	Notes map[string]bool
 	URIs  map[string]bool
 }
 
 // ViewOmitting is View without what o names.
+// A view with nothing left to say beside what it omits is "".
 func ViewOmitting(cp Checkpoint, caps ViewCaps, disk Disk, o Omit) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "[SESSION_CHECKPOINT v%d] session %s (%s)\n", cp.SchemaVersion, cp.SessionID, cli.Count(cp.Stats.Turns, "turn"))
+	if cp.Goal != nil && !o.Goal {
+		fmt.Fprintf(&b, "\n[GOAL]\n- %s (%s)\n", bound(cp.Goal.Objective, caps.MaxValueChars), cmp.Or(cp.Goal.Status, "status unknown"))
+	}
 	switch {
-	case cp.Task == nil:
+	case cp.Task == nil && !o.Task:
 		b.WriteString("\n[TASK]\n- (none)\n")
-	case !o.Task:
+	case cp.Task != nil && !o.Task:
 		fmt.Fprintf(&b, "\n[TASK]\n- %s\n", FirstLine(cp.Task.Text))
 	}
-	if len(cp.Plan.Steps) > 0 {
+	if len(cp.Plan.Steps) > 0 && !o.Plan {
 		b.WriteString("\n[PLAN]\n")
 		open, done := 0, 0
 		for _, s := range cp.Plan.Steps {
@@ -122,7 +128,10 @@ func ViewOmitting(cp Checkpoint, caps ViewCaps, disk Disk, o Omit) string {
 	if len(recent) > 0 {
 		b.WriteString("\n[RECENT_ARTIFACTS]\n" + strings.Join(recent, ""))
 	}
-	return b.String()
+	if b.Len() == 0 {
+		return "" // no header with nothing under it
+	}
+	return fmt.Sprintf("[SESSION_CHECKPOINT v%d] session %s (%s)\n", cp.SchemaVersion, cp.SessionID, cli.Count(cp.Stats.Turns, "turn")) + b.String()
 }
 
 func shortHash(h string) string {

@@ -34,10 +34,18 @@ type HookPayload struct {
 	Trigger        string `json:"trigger"`
 	Reason         string `json:"reason"`
 	Model          string `json:"model"`
+	// AgentID and AgentType are set on an event a subagent's thread caused
+	// (its task's UserPromptSubmit with the v1 tools carries the parent's
+	// session_id and these): the parent did not ask it.
+	AgentID   string `json:"agent_id"`
+	AgentType string `json:"agent_type"`
 	// What was said: read for its size in the hook log, never stored.
 	Prompt               string `json:"prompt"`
 	LastAssistantMessage string `json:"last_assistant_message"`
 }
+
+// FromSubagent reports whether a subagent's thread caused the event.
+func (p HookPayload) FromSubagent() bool { return p.AgentID != "" || p.AgentType != "" }
 
 // ParseHook validates a hook's input and settles its event name: the
 // payload's hook_event_name wins over the one on the command line.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"cx/internal/fsutil"
 	"cx/internal/redact"
 	"cx/internal/rollout"
+	"cx/internal/words"
 )
 
 // Section names, in the order they are written.
@@ -130,6 +132,13 @@ type Evidence struct {
 	EndReason string
 	Turns     []rollout.Turn        // the generation's turns
 	Plan      []checkpoint.PlanStep // the plan as of the generation's end
+	// Goal is Codex's own thread goal as of the generation's end (nil:
+	// the thread has none).
+	Goal *rollout.Goal
+	// Parent is set for a subagent's thread: its commands count for the
+	// project, its files for the worktree, but it is never the goal, the
+	// plan, the notes or the last session of its own.
+	Parent string
 }
 
 // command bullets are cx's own: "- `cmd`" and "- `cmd` (exit N)".
@@ -219,17 +228,11 @@ func (d *Doc) applyWorktree(ev Evidence) {
 			d.Sections[s] = nil
 		}
 	}
-	// The goal is what the work is for: the latest task, never an
-	// acknowledgement, a note to keep or a question about where things
-	// stand; the notes go under their own heading.
-	for i := len(ev.Turns) - 1; i >= 0; i-- {
-		if req := checkpoint.Classify(ev.Turns[i].User); req.Kind == checkpoint.KindTask {
-			if g := goalOf(req.Text); g != "" {
-				d.Sections[secGoal] = []string{g}
-				break
-			}
-		}
+	if ev.Parent != "" {
+		d.applyFiles(ev)
+		return
 	}
+	d.applyGoal(ev)
 	for _, t := range ev.Turns {
 		if req := checkpoint.Classify(t.User); req.Kind == checkpoint.KindNote {
 			bullet := "- " + rollout.OneLine(redact.String(req.Text), maxGoal)
@@ -257,7 +260,7 @@ func (d *Doc) applyWorktree(ev Evidence) {
 		for _, s := range ev.Plan {
 			switch {
 			case s.Status == "pending" && stale:
-				next = append(next, "- [?] "+s.Text+" (open in the plan, not updated after the commands that followed it)")
+				next = append(next, "- [?] "+s.Text+staleNote)
 			case s.Status == "pending":
 				notTried = append(notTried, "- [ ] "+s.Text)
 			case s.Status == "in_progress":
@@ -266,6 +269,11 @@ func (d *Doc) applyWorktree(ev Evidence) {
 		}
 		d.Sections[secNotTried], d.Sections[secNext] = notTried, next
 	}
+	d.applyFiles(ev)
+}
+
+// applyFiles lists the files the generation wrote.
+func (d *Doc) applyFiles(ev Evidence) {
 	files := d.Sections[secFilesEtc]
 	for _, t := range ev.Turns {
 		for _, f := range t.Files {
@@ -276,6 +284,85 @@ func (d *Doc) applyWorktree(ev Evidence) {
 	}
 	d.Sections[secFilesEtc] = capList(files, maxListLength)
 }
+
+// applyGoal sets the goal: Codex's own thread goal when there is one;
+// otherwise the task that opened the line of work, decided from what the
+// turns did, not from how they were phrased. A turn that did no work (no
+// tool call, file or plan) never replaces a goal — an acknowledgement, a
+// note, a question about where things stand, in whatever language; one
+// that did work continues the line when its request, plan or files share
+// a topic word with the goal, the open plan or the files of the line, and
+// opens a new line (its request the goal) when they share none.
+func (d *Doc) applyGoal(ev Evidence) {
+	if ev.Goal != nil && strings.TrimSpace(ev.Goal.Objective) != "" {
+		d.Sections[secGoal] = []string{codexGoalLine(*ev.Goal)}
+		return
+	}
+	goal := ""
+	if g := trimBlank(d.Sections[secGoal]); len(g) > 0 {
+		goal = strings.TrimSpace(g[0])
+	}
+	line := words.Content(goal)
+	for _, sec := range []string{secNotTried, secNext, secFilesEtc} {
+		for _, l := range d.Sections[sec] {
+			if strings.HasPrefix(l, "- ") && !strings.HasPrefix(l, "- Last session: ") {
+				maps.Copy(line, words.Content(l))
+			}
+		}
+	}
+	for _, t := range ev.Turns {
+		req := checkpoint.Classify(t.User)
+		if req.Kind != checkpoint.KindTask || t.Trigger != "" {
+			continue // acknowledgements, notes, "continue", a goal's or an agent's turn: never the goal
+		}
+		g := goalOf(req.Text)
+		if g == "" {
+			continue
+		}
+		if !checkpoint.DidWork(t) {
+			if goal == "" {
+				goal, line = g, words.Content(g) // nothing better yet; work replaces it
+			}
+			continue
+		}
+		work := words.Content(req.Text)
+		for _, s := range t.Plan {
+			maps.Copy(work, words.Content(s.Step))
+		}
+		for _, f := range t.Files {
+			maps.Copy(work, words.Content(f.Path))
+		}
+		if goal == "" || !shares(line, work) {
+			goal, line = g, map[string]bool{}
+		}
+		maps.Copy(line, work)
+	}
+	if goal != "" {
+		d.Sections[secGoal] = []string{goal}
+	}
+}
+
+// codexGoalLine is the goal line of Codex's own thread goal.
+func codexGoalLine(g rollout.Goal) string {
+	line := rollout.OneLine(redact.String(g.Objective), maxGoal)
+	if g.Status != "" {
+		line += " (Codex goal, " + strings.ReplaceAll(g.Status, "_", " ") + ")"
+	}
+	return line
+}
+
+func shares(a, b map[string]bool) bool {
+	for t := range b {
+		if a[t] {
+			return true
+		}
+	}
+	return false
+}
+
+// staleNote follows a step a plan left open after commands that may have
+// done it.
+const staleNote = " (open in the plan, not updated after the commands that followed it)"
 
 // commandsAfterPlan reports whether a command ran after the last plan
 // update in turns (or with no update in them at all).
@@ -333,6 +420,7 @@ func goalOf(prompt string) string {
 // names as the last.
 type Said struct {
 	Goal        string
+	Plan        map[string]bool // the open plan's steps (their text)
 	Files       map[string]bool
 	Commands    map[string]bool
 	Notes       map[string]bool
@@ -342,9 +430,19 @@ type Said struct {
 // WhatItSays reads a continuity document's Said (several documents add up).
 func (s *Said) WhatItSays(text string) {
 	if s.Files == nil {
-		s.Files, s.Commands, s.Notes = map[string]bool{}, map[string]bool{}, map[string]bool{}
+		s.Files, s.Commands, s.Notes, s.Plan = map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	}
 	d := Parse(fromContext(text))
+	for _, sec := range []string{secNotTried, secNext} {
+		for _, l := range d.Sections[sec] {
+			for _, mark := range []string{"- [ ] ", "- [>] ", "- [?] "} {
+				if step, ok := strings.CutPrefix(l, mark); ok {
+					step, _, _ = strings.Cut(step, staleNote)
+					s.Plan[step] = true
+				}
+			}
+		}
+	}
 	if g := trimBlank(d.Sections[secGoal]); len(g) > 0 && s.Goal == "" {
 		s.Goal = strings.TrimSpace(g[0])
 	}
@@ -444,7 +542,7 @@ func (s Store) Update(id Identity, ev Evidence) (string, string, error) {
 	}
 	pd.applyProject(ev)
 	wd.applyWorktree(ev)
-	if ev.SessionID != "" {
+	if ev.SessionID != "" && ev.Parent == "" {
 		wd.Sections[secFilesEtc] = setLine(wd.Sections[secFilesEtc], "- Last session: ", fmt.Sprintf("- Last session: `%s` (ended: %s)", ev.SessionID, ev.EndReason))
 	}
 	pt, wt := pd.render(), wd.render()

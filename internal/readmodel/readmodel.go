@@ -9,10 +9,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"cx/internal/ledger"
 	"cx/internal/proc"
+	"cx/internal/rollout"
 	"cx/internal/testpoint"
 )
 
@@ -47,6 +49,55 @@ type SessionView struct {
 	// Forgotten: `cx ctl forget` took its words out; the ledger keeps that
 	// its generations were committed.
 	Forgotten bool `json:"forgotten,omitempty"`
+	// Parent is the thread that spawned this one, for a subagent's thread
+	// (Agent: the nickname Codex gave it); Children are the subagent
+	// threads this one spawned (show only).
+	Parent   string   `json:"parent,omitempty"`
+	Agent    string   `json:"agent,omitempty"`
+	Children []string `json:"children,omitempty"`
+}
+
+// subagentOf is the parent and nickname a session's rollout names.
+func subagentOf(s ledger.Session) (parent, agent string) {
+	if s.Meta == "" {
+		return "", ""
+	}
+	var m rollout.SessionMeta
+	if json.Unmarshal([]byte(s.Meta), &m) != nil {
+		return "", ""
+	}
+	return m.ParentID, m.Agent
+}
+
+// underParents orders sessions so that each subagent's thread follows its
+// parent (children in the order they came); the rest keep their order.
+func underParents(in []SessionView) []SessionView {
+	present := map[string]bool{}
+	for _, s := range in {
+		present[s.ID] = true
+	}
+	children := map[string][]SessionView{}
+	for _, s := range in {
+		if s.Parent != "" && present[s.Parent] {
+			children[s.Parent] = append(children[s.Parent], s)
+		}
+	}
+	out := make([]SessionView, 0, len(in))
+	var add func(s SessionView)
+	add = func(s SessionView) {
+		out = append(out, s)
+		kids := children[s.ID]
+		slices.Reverse(kids) // newest first in, oldest first under the parent
+		for _, c := range kids {
+			add(c)
+		}
+	}
+	for _, s := range in {
+		if s.Parent == "" || !present[s.Parent] {
+			add(s)
+		}
+	}
+	return out
 }
 
 // Session is the view of one ledger session.
@@ -62,7 +113,8 @@ func view(ctx context.Context, db *ledger.DB, s ledger.Session, forgotten bool) 
 	if sinks == nil {
 		sinks = []string{}
 	}
-	return SessionView{Forgotten: forgotten, ID: s.ID, Status: s.Status, EndReason: s.EndReason, RunID: s.RunID, Generation: s.Generation,
+	parent, agent := subagentOf(s)
+	return SessionView{Forgotten: forgotten, Parent: parent, Agent: agent, ID: s.ID, Status: s.Status, EndReason: s.EndReason, RunID: s.RunID, Generation: s.Generation,
 		Commits: commits, Turns: s.Turns, TotalTurns: total, TranscriptPath: s.TranscriptPath, Cwd: s.Cwd, Sinks: sinks,
 		Interrupted: s.Interrupted, Compactions: s.Compactions, Placeholders: s.Placeholders,
 		CreatedAt: RFC3339(s.CreatedAt), LastSeen: RFC3339(s.LastSeen), EndedAt: RFC3339Ptr(s.EndedAt)}
@@ -144,7 +196,7 @@ func Sessions(ctx context.Context, db *ledger.DB) ([]SessionView, error) {
 	for _, s := range sessions {
 		out = append(out, view(ctx, db, s, forgotten[s.ID]))
 	}
-	return out, nil
+	return underParents(out), nil
 }
 
 // Status is the state of the ledger now.
@@ -227,6 +279,13 @@ func Show(ctx context.Context, db *ledger.DB, id string) (ShowView, error) {
 		return ShowView{}, err
 	}
 	out := ShowView{Session: Session(ctx, db, s), Generations: []GenerationView{}, Jobs: []JobView{}, Archives: []ArchiveView{}, Events: []EventView{}}
+	if all, err := db.Sessions(ctx); err == nil {
+		for i := len(all) - 1; i >= 0; i-- { // oldest first
+			if p, _ := subagentOf(all[i]); p == id {
+				out.Session.Children = append(out.Session.Children, all[i].ID)
+			}
+		}
+	}
 	gens, _ := db.Generations(ctx, id)
 	for _, g := range gens {
 		out.Generations = append(out.Generations, GenerationView{g.Generation, g.Status, g.EndReason, g.Turns, g.ExitStatus, RFC3339(g.EndedAt), RFC3339Ptr(g.CommittedAt)})

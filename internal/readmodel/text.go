@@ -1,6 +1,7 @@
 package readmodel
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -30,7 +31,11 @@ func WriteSessions(w io.Writer, out []SessionView) {
 		if cwd == "" {
 			cwd = "-" // a session that never said where (no turn, no hook)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", s.ID, s.Status, s.Generation, s.Commits, turns, s.EndReason, s.LastSeen, cwd)
+		id := s.ID
+		if s.Parent != "" {
+			id = "  ↳ " + id // a subagent's thread, under its parent when listed
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", id, s.Status, s.Generation, s.Commits, turns, s.EndReason, s.LastSeen, cwd)
 	}
 	_ = tw.Flush()
 }
@@ -104,6 +109,12 @@ func (out ShowView) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "session %s\n  status %s (generation %d, %d committed)  end reason %q\n  run %s  sinks %v\n  rollout %s\n  cwd %s\n  %s\n",
 		ss.ID, ss.Status, ss.Generation, ss.Commits, ss.EndReason, runID, ss.Sinks, ss.TranscriptPath, cwd, turns)
+	if ss.Parent != "" {
+		fmt.Fprintf(w, "  subagent %s of %s\n", cmp.Or(ss.Agent, "(unnamed)"), ss.Parent)
+	}
+	if len(ss.Children) > 0 {
+		fmt.Fprintf(w, "  subagents: %s\n", strings.Join(ss.Children, ", "))
+	}
 	for _, g := range out.Generations {
 		fmt.Fprintf(w, "  g%d %s (%s) turns %d ended %s\n", g.Generation, g.Status, g.EndReason, g.Turns, g.EndedAt)
 	}

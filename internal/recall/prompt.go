@@ -12,6 +12,7 @@ import (
 
 	"cx/internal/ledger"
 	"cx/internal/rollout"
+	"cx/internal/words"
 )
 
 // Per-prompt recall: for a prompt the user just typed, the few archived
@@ -86,7 +87,7 @@ func Trivial(prompt string) bool {
 	}
 	for _, w := range strings.Fields(p) {
 		w = normalWord(w)
-		if w != "" && !stopwords[w] && !acks[w] {
+		if w != "" && !words.IsStopword(w) && !acks[w] {
 			return false
 		}
 	}

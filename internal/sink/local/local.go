@@ -63,7 +63,8 @@ func (l *Sink) Commit(ctx context.Context, req sink.Request) error {
 	if cpJSON != "" {
 		if cwd != "" && len(req.Turns) > 0 && req.Generation.EndReason != ReasonImport {
 			_, wt, err := store.Update(id, continuity.Evidence{
-				SessionID: req.Session.ID, EndReason: req.Generation.EndReason, Turns: req.Turns, Plan: cp.Plan.Steps})
+				SessionID: req.Session.ID, EndReason: req.Generation.EndReason, Turns: req.Turns, Plan: cp.Plan.Steps,
+				Goal: cp.Goal, Parent: cp.Parent})
 			if err != nil {
 				return err
 			}
