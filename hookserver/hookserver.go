@@ -40,7 +40,7 @@ import (
 // Injector builds the context a hook gives back to Codex; inject.Injector
 // implements it.
 type Injector interface {
-	ForSessionStart(ctx context.Context, r inject.Request) string
+	ForSessionStart(ctx context.Context, r inject.Request) (string, []inject.Quote)
 	ForCompaction(r inject.Request) string
 }
 
@@ -223,7 +223,12 @@ func Serve(ctx context.Context, c HookCall) (code int) {
 		if cfg.Inject.Enabled && c.Inject != nil {
 			switch {
 			case ev == codex.HookSessionStart:
-				injection = c.Inject.ForSessionStart(wctx, m.InjectRequest(wctx, p, p.Source == "resume" || p.Source == "compact"))
+				var quoted []inject.Quote
+				injection, quoted = c.Inject.ForSessionStart(wctx, m.InjectRequest(wctx, p, p.Source == "resume" || p.Source == "compact"))
+				// What the block quotes was given: recall does not give it again.
+				if err := recall.MarkGiven(wctx, m.Ledger(), p.SessionID, quotedItems(quoted)); err != nil {
+					logger.Printf("hook %s %s: record what the block quoted: %v", ev, p.SessionID, err)
+				}
 			case res.InjectCheckpoint:
 				injection = c.Inject.ForCompaction(m.InjectRequest(wctx, p, true))
 			}

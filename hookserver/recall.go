@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"cx/inject"
 	"cx/internal/codex"
 	"cx/internal/config"
 	"cx/internal/ledger"
@@ -48,6 +49,16 @@ func finishRecall(ctx context.Context, cfg config.Config, prep *recall.Prepared,
 	if err != nil {
 		// A remote that failed still leaves the local items.
 		logger.Printf("recall %s: %v", p.SessionID, err)
+	}
+	return items
+}
+
+// quotedItems are the archived turns a start block quoted, as recall's
+// items, to be marked given.
+func quotedItems(quoted []inject.Quote) []recall.Item {
+	items := make([]recall.Item, 0, len(quoted))
+	for _, q := range quoted {
+		items = append(items, recall.Item{Source: "local", Session: q.Session, Turn: q.Turn})
 	}
 	return items
 }

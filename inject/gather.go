@@ -42,9 +42,9 @@ type Ledger interface {
 // Injector is the injector the hook server asks (hookserver.Injector).
 type Injector struct{}
 
-// ForSessionStart is ForSessionStart.
-func (Injector) ForSessionStart(ctx context.Context, r Request) string {
-	return ForSessionStart(ctx, r)
+// ForSessionStart is ForSessionStartQuoting.
+func (Injector) ForSessionStart(ctx context.Context, r Request) (string, []Quote) {
+	return ForSessionStartQuoting(ctx, r)
 }
 
 // ForCompaction is ForCompaction.
@@ -55,6 +55,13 @@ func (Injector) ForCompaction(r Request) string { return ForCompaction(r) }
 // archived session (startup, clear, fork); on resume, only what the
 // session's history does not hold yet, plus the archive overview.
 func ForSessionStart(ctx context.Context, r Request) string {
+	block, _ := ForSessionStartQuoting(ctx, r)
+	return block
+}
+
+// ForSessionStartQuoting is ForSessionStart, and the archived turns the
+// block quotes.
+func ForSessionStartQuoting(ctx context.Context, r Request) (string, []Quote) {
 	in := Input{Source: r.Source, MaxChars: r.MaxChars}
 	id := continuity.Store{Home: r.Home}.Identify(r.Cwd)
 	if r.Source != "compact" {
@@ -92,7 +99,7 @@ func ForSessionStart(ctx context.Context, r Request) string {
 		disk = checkpoint.OSDisk(in.Checkpoint.Cwd)
 	}
 	in.Disk = disk
-	return build(in)
+	return buildQuoting(in)
 }
 
 // own is the session's own checkpoint and the sections its history holds:

@@ -55,8 +55,21 @@ type Input struct {
 	Present map[string]bool
 }
 
+// Quote is an archived turn a block quotes (the checkpoint's task): the
+// thread was given it, so per-prompt recall does not give it again.
+type Quote struct {
+	Session string
+	Turn    int // as the recall index numbers a session's turns
+}
+
 // build renders the block; "" when there is nothing (new) to give.
 func build(in Input) string {
+	block, _ := buildQuoting(in)
+	return block
+}
+
+// buildQuoting is build, and the archived turns the block quotes.
+func buildQuoting(in Input) (string, []Quote) {
 	var secs []Section
 	add := func(name, title, body string) {
 		body = strings.TrimSpace(redact.String(body))
@@ -87,14 +100,18 @@ func build(in Input) string {
 		add("continuity-worktree", "Continuity of this worktree (left by the last session to end here)", worktree)
 	}
 	add("checkpoint", title, view)
+	var quotes []Quote
+	if cp := in.Checkpoint; cp != nil && cp.Task != nil && cp.Task.Seq > 0 && strings.Contains(view, "\n[TASK]\n") {
+		quotes = append(quotes, Quote{Session: cp.SessionID, Turn: cp.Task.Seq})
+	}
 	if in.Source != "compact" {
 		add("continuity-project", "Continuity of this project (every session's commands)", in.ProjectContinuity)
 		add("overview", "Archive overview of this session", in.Overview)
 	}
 	if len(secs) == 0 {
-		return ""
+		return "", nil
 	}
-	return render(in.Source, secs, in.MaxChars)
+	return render(in.Source, secs, in.MaxChars), quotes
 }
 
 // checkpointView is the checkpoint's view without what the continuity

@@ -16,11 +16,11 @@ mock_pid=""
 cleanup() { [ -n "$mock_pid" ] && kill "$mock_pid" 2>/dev/null; rm -rf "$root"; }
 trap cleanup EXIT
 
-say "Building cx and the mock model; installing Codex 0.169.0 from npm (cached)"
+say "Building cx and the mock model; installing Codex 0.171.0 from npm (cached)"
 go build -o "$root/bin/cx" ./cmd/cx
 go build -o "$root/bin/mockmodel" ./internal/testing/mockmodel/cmd/mockmodel
 bash scripts/install-codex.sh >/dev/null
-launcher=$(awk '$1=="0.169.0"{print $3}' "${XDG_CACHE_HOME:-$HOME/.cache}/cx-test/codex/manifest")
+launcher=$(awk '$1=="0.171.0"{print $3}' "${XDG_CACHE_HOME:-$HOME/.cache}/cx-test/codex/manifest")
 
 "$root/bin/mockmodel" -log "$root/requests.jsonl" -slow "continue=60s" > "$root/mock-url" &
 mock_pid=$!

@@ -5,7 +5,7 @@
 # Used by the test command; safe to run again (an installed version is only checked).
 set -euo pipefail
 
-versions=${CX_TEST_CODEX_VERSIONS:-"0.169.0 0.128.0"}
+versions=${CX_TEST_CODEX_VERSIONS:-"0.171.0 0.128.0"}
 cache=${CX_TEST_CODEX_CACHE:-"${XDG_CACHE_HOME:-$HOME/.cache}/cx-test/codex"}
 
 native_of() { # the native binary inside an npm install of @openai/codex

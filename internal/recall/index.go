@@ -28,25 +28,40 @@ const maxField = 64 << 10
 // uses; one per process (finding a root commit runs git once per root).
 type Projects struct {
 	store continuity.Store
-	seen  map[string]string
+	seen  map[string]continuity.Identity
 }
 
 // NewProjects returns the project identities kept under cx's home.
 func NewProjects(home string) *Projects {
-	return &Projects{store: continuity.Store{Home: home}, seen: map[string]string{}}
+	return &Projects{store: continuity.Store{Home: home}, seen: map[string]continuity.Identity{}}
 }
 
 // Of returns dir's project id ("" for no dir).
-func (p *Projects) Of(dir string) string {
+func (p *Projects) Of(dir string) string { return p.identity(dir).ProjectID }
+
+func (p *Projects) identity(dir string) continuity.Identity {
 	if dir == "" {
-		return ""
+		return continuity.Identity{}
 	}
 	if id, ok := p.seen[dir]; ok {
 		return id
 	}
-	id := p.store.Identify(dir).ProjectID
+	id := p.store.Identify(dir)
 	p.seen[dir] = id
 	return id
+}
+
+// said is what dir's continuity documents say — what a thread started
+// there was given at its start.
+func (p *Projects) said(dir string) continuity.Said {
+	var s continuity.Said
+	if dir == "" {
+		return s
+	}
+	project, worktree := p.store.Read(p.identity(dir))
+	s.WhatItSays(continuity.ForContext(worktree))
+	s.WhatItSays(continuity.ForContext(project))
+	return s
 }
 
 // Docs are the index rows of a generation's archived turns: numbered on
@@ -96,7 +111,12 @@ func commands(tools []rollout.ToolCall) string {
 
 func files(edits []rollout.FileEdit) string {
 	var b strings.Builder
+	seen := map[string]bool{}
 	for _, f := range edits {
+		if seen[f.Path+"\x00"+f.MoveTo] {
+			continue // a file a turn wrote twice is one file it wrote
+		}
+		seen[f.Path+"\x00"+f.MoveTo] = true
 		b.WriteString(f.Path)
 		if f.MoveTo != "" {
 			b.WriteString(" → " + f.MoveTo)

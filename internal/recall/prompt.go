@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"cx/internal/continuity"
 	"cx/internal/ledger"
 	"cx/internal/rollout"
 	"cx/internal/words"
@@ -139,9 +140,12 @@ type Prepared struct {
 	quiet   bool // a trivial prompt, or one that reads as FTS5 syntax
 	terms   [][]string
 	project string
-	win     *window
-	hits    []windowHit
-	remote  chan remoteAnswer
+	// said is what the start block gave the thread (its continuity's goal
+	// and notes): a turn whose prompt it quotes is not given again.
+	said   continuity.Said
+	win    *window
+	hits   []windowHit
+	remote chan remoteAnswer
 }
 
 type remoteAnswer struct {
@@ -183,6 +187,7 @@ func Prepare(projects *Projects, r PromptRequest) *Prepared {
 	p.terms = pq.phrases()
 	if r.Project != "" {
 		p.project = projects.Of(r.Project)
+		p.said = projects.said(r.Project)
 	}
 	if p.win = loadWindow(p.home, p.project); p.win != nil {
 		p.hits = p.win.rank(p.terms, r.Session, p.r.MinScore)
@@ -261,13 +266,32 @@ func (p *Prepared) local(given map[string]bool) []Item {
 			break
 		}
 		t := p.win.turn(h.turn)
-		if given[fmt.Sprintf("%s/%d", t.SessionID, t.Turn)] {
+		if given[fmt.Sprintf("%s/%d", t.SessionID, t.Turn)] || saidAtStart(p.said, t.body) {
 			continue
 		}
 		items = append(items, Item{Source: "local", Session: t.SessionID, Turn: t.Turn, Generation: t.Generation, Time: t.At.Format(time.RFC3339),
 			Score: math.Round(h.cover*100) / 100, head: itemHead(t.RecallHit), body: t.body})
 	}
 	return items
+}
+
+// saidAtStart reports whether an item's prompt (its body's first line) is
+// one the continuity quotes: as the goal, or as a note to keep.
+func saidAtStart(said continuity.Said, body string) bool {
+	prompt, _, _ := strings.Cut(body, "\n")
+	prompt, ok := strings.CutPrefix(prompt, "› ")
+	if !ok {
+		return false
+	}
+	if g := strings.TrimSuffix(said.Goal, "…"); utf8.RuneCountInString(g) >= 12 && strings.HasPrefix(prompt, strings.TrimSuffix(g, "…")) {
+		return true
+	}
+	for n := range said.Notes {
+		if utf8.RuneCountInString(n) >= 12 && strings.Contains(prompt, strings.TrimSuffix(n, "…")) {
+			return true
+		}
+	}
+	return false
 }
 
 // fit takes items from the two lists in turn, best first, within the

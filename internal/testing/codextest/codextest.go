@@ -86,7 +86,7 @@ func PinnedVersions() []string {
 	if v := os.Getenv("CX_TEST_CODEX_VERSIONS"); v != "" {
 		return strings.Fields(v)
 	}
-	return []string{"0.169.0", "0.128.0"}
+	return []string{"0.171.0", "0.128.0"}
 }
 
 // Missing skips the test, or fails it under CI=true.

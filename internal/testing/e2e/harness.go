@@ -262,6 +262,8 @@ type HookEvent struct {
 	SessionID string `json:"session_id"`
 	Source    string `json:"source"`
 	TurnID    string `json:"turn_id"`
+	AgentID   string `json:"agent_id"`      // a subagent's event
+	Context   int    `json:"context_chars"` // context given back
 }
 
 // HookEvents returns the hook events cx's handler recorded, in order.
