@@ -100,6 +100,12 @@ func TestScripts(t *testing.T) {
 				return err
 			}
 			env.Setenv("ROLLOUT128SRC", src128)
+			// Real 0.171 rollouts of Codex's own structure (subagents, a goal).
+			structure, err := filepath.Abs(filepath.Join(filepath.Dir(filepath.Dir(scriptRollout)), "0.171.0"))
+			if err != nil {
+				return err
+			}
+			env.Setenv("STRUCTURE", structure)
 			env.Setenv("SESSIONS", sessions)
 			env.Setenv("CXVERSION", builtVersion(t, cx))
 			env.Setenv("CXBIN", cx)

@@ -188,6 +188,11 @@ type Part struct {
 	ToolInput  map[string]any `json:"tool_input,omitempty"`
 	ToolOutput string         `json:"tool_output,omitempty"`
 	ToolStatus string         `json:"tool_status,omitempty"`
+	// A context part: a pointer to another context (uri), its kind and a
+	// line about it.
+	URI         string `json:"uri,omitempty"`
+	ContextType string `json:"context_type,omitempty"`
+	Abstract    string `json:"abstract,omitempty"`
 }
 
 // Tool statuses the server documents.

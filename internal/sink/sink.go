@@ -107,3 +107,18 @@ func Turns(stored []ledger.StoredTurn) []rollout.Turn {
 	}
 	return out
 }
+
+// ParentOf is the Codex session that spawned s, for a subagent's thread
+// (its rollout names it; the ledger keeps that as the session's meta), ""
+// otherwise. A child is committed as a session of its own, attributed to
+// its parent.
+func ParentOf(s ledger.Session) string {
+	if s.Meta == "" {
+		return ""
+	}
+	var m rollout.SessionMeta
+	if json.Unmarshal([]byte(s.Meta), &m) != nil {
+		return ""
+	}
+	return m.ParentID
+}

@@ -83,5 +83,14 @@ func Payload(req sink.Request) map[string]any {
 		"generation":      req.Generation.Generation,
 		"run_id":          req.Generation.RunID,
 		"exit_status":     exit,
+		// A subagent's thread: the session that spawned it (null for none).
+		"parent_session_id": parentOrNil(sink.ParentOf(req.Session)),
 	}
+}
+
+func parentOrNil(p string) any {
+	if p == "" {
+		return nil
+	}
+	return p
 }

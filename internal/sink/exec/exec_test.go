@@ -48,10 +48,19 @@ func TestCommitRunsTheCommandWithTheSessionEnd(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[0]), &got); err != nil {
 		t.Fatalf("stdin is not the JSON: %v\n%s", err, data)
 	}
-	for k, want := range map[string]any{"session_id": "s-1", "hook_event_name": "SessionEnd", "end_reason": "exit", "generation": 2.0, "run_id": "run-1", "exit_status": 3.0, "cwd": dir} {
+	for k, want := range map[string]any{"session_id": "s-1", "hook_event_name": "SessionEnd", "end_reason": "exit", "generation": 2.0, "run_id": "run-1", "exit_status": 3.0, "cwd": dir, "parent_session_id": nil} {
 		if got[k] != want {
 			t.Errorf("%s = %v, want %v", k, got[k], want)
 		}
+	}
+	if _, ok := got["parent_session_id"]; !ok {
+		t.Error("no parent_session_id (null for a session no agent spawned)")
+	}
+	// A subagent's thread names the session that spawned it.
+	req := request(dir)
+	req.Session.Meta = `{"id":"s-1","parent_thread_id":"p-1"}`
+	if p := Payload(req)["parent_session_id"]; p != "p-1" {
+		t.Errorf("a child's parent_session_id = %v", p)
 	}
 	if !strings.Contains(lines[1], dir) || !strings.Contains(lines[1], "hooks_off=1") {
 		t.Errorf("not run in the session's directory with CX_HOOKS_OFF=1: %q", lines[1])

@@ -33,7 +33,7 @@ func TestMessagesFollowTheRollout(t *testing.T) {
 			var got []string
 			calls := 0
 			for _, turn := range capt.Turns {
-				msgs := Messages(turn, "peer-1", 40)
+				msgs := Messages(turn, "peer-1", 40, "")
 				for i, m := range msgs {
 					if m.PeerID != "peer-1" || m.TurnID != turn.Key || len(m.Parts) != 1 {
 						t.Fatalf("message %+v", m)
@@ -168,7 +168,7 @@ func TestMessagesInterleave(t *testing.T) {
 			{CallID: "c3", Name: "shell", Input: `{}`, After: 2},
 		}}
 	var got []string
-	for _, m := range Messages(turn, "", 100) {
+	for _, m := range Messages(turn, "", 100, "") {
 		p := m.Parts[0]
 		s := m.Role + ":" + p.Type
 		if p.Type == "text" {
@@ -185,5 +185,20 @@ func TestMessagesInterleave(t *testing.T) {
 		"assistant:tool:c3:running", "user:tool:c3:error"}
 	if !equal(got, want) {
 		t.Fatalf("got  %v\nwant %v", got, want)
+	}
+}
+
+// A subagent's turn names its parent's session in a context part of its
+// user message; its other messages, and a parent's, are as they were.
+func TestChildTurnNamesItsParent(t *testing.T) {
+	turn := rollout.Turn{Key: "t1", User: "child task", Assistant: []string{"done"}}
+	child := Messages(turn, "", 100, "01a218b3-10f1-7843-b6a6-c0aa6bd7591e")
+	own := Messages(turn, "", 100, "")
+	if len(child) != len(own) || len(child[0].Parts) != 2 || len(own[0].Parts) != 1 {
+		t.Fatalf("child %+v own %+v", child, own)
+	}
+	p := child[0].Parts[1]
+	if p.Type != "context" || p.URI != "viking://session/cx-01a218b3-10f1-7843-b6a6-c0aa6bd7591e" || p.ContextType != "session" || !strings.Contains(p.Abstract, "01a218b3-10f1-7843-b6a6-c0aa6bd7591e") {
+		t.Errorf("context part %+v", p)
 	}
 }

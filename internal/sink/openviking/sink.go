@@ -233,6 +233,7 @@ func (o *Sink) append(ctx context.Context, s ledger.Session, upTo int) error {
 		return err
 	}
 	var rs *ledger.SinkSession
+	parent := sink.ParentOf(s)
 	for _, st := range stored {
 		p := progress[st.Key]
 		if p.State == ledger.SinkSent {
@@ -245,7 +246,7 @@ func (o *Sink) append(ctx context.Context, s ledger.Session, upTo int) error {
 		if !t.Complete && len(t.Assistant) == 0 && st.Generation == s.Generation && s.Status == ledger.Live {
 			break // the turn is still running: it is sent once it has its answer
 		}
-		msgs := o.messages(t)
+		msgs := o.messages(t, parent)
 		if rs == nil {
 			r, err := o.remote(ctx, s.ID, sid)
 			if err != nil {
@@ -443,18 +444,30 @@ func (o *Sink) ResumeOverview(ctx context.Context, codexID string, maxChars int)
 // then the assistant's texts and its tool calls, each call an assistant
 // message with a running tool part, each result a user message with the
 // completed (or error) tool part; every message with the peer.
-func (o *Sink) messages(t rollout.Turn) []ovclient.Message {
-	return Messages(t, o.Client().Settings().Peer, o.h.Cfg.OpenViking.MaxToolChars)
+//
+// A subagent's thread is an OpenViking session of its own (cx-<its id>):
+// its commits stay exactly once per its own generations, and the server
+// summarises a sub-task apart from the work that asked for it. Its user
+// messages name the parent's session in a context part.
+func (o *Sink) messages(t rollout.Turn, parent string) []ovclient.Message {
+	return Messages(t, o.Client().Settings().Peer, o.h.Cfg.OpenViking.MaxToolChars, parent)
 }
 
-// Messages is the mapping of one turn (see Sink.messages).
-func Messages(t rollout.Turn, peer string, maxToolChars int) []ovclient.Message {
+// Messages is the mapping of one turn (see Sink.messages); parent is the
+// Codex session that spawned the turn's thread ("" for none).
+func Messages(t rollout.Turn, peer string, maxToolChars int, parent string) []ovclient.Message {
 	var out []ovclient.Message
 	msg := func(role string, parts ...ovclient.Part) {
 		out = append(out, ovclient.Message{Role: role, TurnID: t.Key, CreatedAt: t.Time, PeerID: peer, Parts: parts})
 	}
 	if strings.TrimSpace(t.User) != "" {
-		msg("user", ovclient.Part{Type: "text", Text: t.User})
+		parts := []ovclient.Part{{Type: "text", Text: t.User}}
+		if parent != "" {
+			psid := ovclient.SessionID(parent)
+			parts = append(parts, ovclient.Part{Type: "context", URI: "viking://session/" + psid, ContextType: "session",
+				Abstract: "A subagent's task: this session is a child of OpenViking session " + psid + " (Codex session " + parent + ")"})
+		}
+		msg("user", parts...)
 	}
 	tools := append([]rollout.ToolCall(nil), t.Tools...)
 	sort.SliceStable(tools, func(i, j int) bool { return tools[i].After < tools[j].After })

@@ -40,7 +40,9 @@ func TestRecordRollouts(t *testing.T) {
 				}
 				// No paths of this machine in the recordings.
 				data = bytes.ReplaceAll(data, []byte(h.Root), []byte("/home/user/cx-e2e"))
-				if home, err := os.UserHomeDir(); err == nil && home != "/" {
+				// (Codex names its agents by paths under "/root" — the root
+				// agent, "/root/<task>": a HOME of /root is not replaced.)
+				if home, err := os.UserHomeDir(); err == nil && home != "/" && home != "/root" {
 					data = bytes.ReplaceAll(data, []byte(home+"/"), []byte("/home/user/"))
 					data = bytes.ReplaceAll(data, []byte(`\"`+home+`\"`), []byte(`\"/home/user\"`))
 					data = bytes.ReplaceAll(data, []byte(`"`+home+`"`), []byte(`"/home/user"`))
