@@ -29,7 +29,7 @@ func TestSubagentThreads(t *testing.T) {
 		{"subagent-v1-a.jsonl", "subagent-v1-b.jsonl", "ls", ""},
 		// v2, forked: the parent's history is copied in, the task is an
 		// agent message (its payload encrypted).
-		{"subagent-v2-fork-a.jsonl", "subagent-v2-fork-b.jsonl", "sleep 3", TriggerAgent},
+		{"subagent-v2-fork-a.jsonl", "subagent-v2-fork-b.jsonl", "ls", TriggerAgent},
 	} {
 		t.Run(tc.child, func(t *testing.T) {
 			p, c := assembleFile(t, tc.parent), assembleFile(t, tc.child)

@@ -17,8 +17,9 @@ import (
 // testdata/rollouts/<version>/ for the capture and checkpoint golden tests.
 // It runs only with CX_TEST_RECORD=1 (the recordings are committed).
 func TestRecordRollouts(t *testing.T) {
-	if os.Getenv("CX_TEST_RECORD") != "1" {
-		t.Skip("set CX_TEST_RECORD=1 to re-record rollouts")
+	what := os.Getenv("CX_TEST_RECORD")
+	if what != "1" && what != "structure" {
+		t.Skip("set CX_TEST_RECORD=1 to re-record rollouts (=structure: only those of Codex's structure)")
 	}
 	_, file, _, _ := runtime.Caller(0)
 	outRoot := filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "rollouts")
@@ -57,6 +58,12 @@ func TestRecordRollouts(t *testing.T) {
 			}
 		}
 
+		if what == "structure" {
+			if codex.CompareVersions(in.Version, "0.171.0") >= 0 {
+				recordStructure(t, in, save)
+			}
+			return
+		}
 		// exec: a shell command (failing), a patch that adds and one that
 		// updates a file, a plan.
 		h := New(t, in, Options{})
@@ -135,7 +142,7 @@ const (
 	subagentV1Prompt = `Investigate the flamingo parser bug [[tool: spawn_agent {"message":"child task: list the parser files <<shell: ls>>"}]] [[shell: sleep 3]]`
 	// v2 tools (multi_agent_v2): collaboration.spawn_agent, forked with the
 	// parent's history (fork_turns defaults to "all").
-	subagentV2Prompt = `Investigate the flamingo parser bug [[plan: read the parser | fix the bug]] [[tool: collaboration.spawn_agent {"task_name":"lister","message":"child task: list the parser files <<shell: ls>>"}]] [[shell: sleep 3]]`
+	subagentV2Prompt = `Investigate the flamingo parser bug [[plan: read the parser | fix the bug]] [[tool: collaboration.spawn_agent {"task_name":"lister","message":"child task: list the parser files"}]] [[child: <<shell: ls>>]] [[shell: sleep 3]]`
 	// A thread goal set by the model at the user's request, pursued by a
 	// goal-driven turn that runs a command and completes it.
 	goalPrompt = `Please set a goal for this: ship the flamingo parser rewrite [[tool: create_goal {"objective":"Ship the flamingo parser rewrite with tests"}]] [[continue: <<shell: echo running the parser tests>> <<tool: update_goal {"status":"complete"}>>]]`

@@ -158,3 +158,78 @@ func TestCodexGoalIsTheGoal(t *testing.T) {
 		}
 	})
 }
+
+// Each turn of a parent and of its children reaches each sink once: the
+// local archive and OpenViking, where a child is a session of its own whose
+// user message names its parent's session.
+func TestSubagentsReachEachSinkOnce(t *testing.T) {
+	withStructure(t, func(t *testing.T, in codextest.Install) {
+		h := New(t, in, Options{})
+		ov := withOpenViking(t, h, "")
+		if _, errOut, code := h.Exec("", "exec", subagentV1Prompt); code != 0 {
+			t.Fatalf("v1: exit %d: %s", code, errOut)
+		}
+		if _, errOut, code := h.Exec("", "exec", "--enable", "multi_agent_v2", subagentV2Prompt); code != 0 {
+			t.Fatalf("v2: exit %d: %s", code, errOut)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			done := true
+			for _, s := range h.Sessions() {
+				done = done && s.Status == "committed"
+			}
+			if done {
+				break
+			}
+			h.CXCtl("ctl", "sweep")
+			time.Sleep(300 * time.Millisecond)
+		}
+		states := committedOnce(t, h)
+		if len(states) != 4 {
+			t.Fatalf("sessions %+v", states)
+		}
+		userTexts := map[string]int{}
+		for id, st := range states {
+			s, ok := ov.Session("cx-" + id)
+			if !ok || s.Commits != 1 {
+				t.Fatalf("OpenViking session cx-%s: %+v", id, s)
+			}
+			named := false
+			for _, m := range s.Messages {
+				var msg struct {
+					Role  string `json:"role"`
+					Parts []struct {
+						Type string `json:"type"`
+						Text string `json:"text"`
+						URI  string `json:"uri"`
+					} `json:"parts"`
+				}
+				if err := json.Unmarshal(m, &msg); err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range msg.Parts {
+					switch {
+					case msg.Role == "user" && p.Type == "text":
+						userTexts[p.Text]++
+					case p.Type == "context":
+						named = named || p.URI == "viking://session/cx-"+st.Parent
+					}
+				}
+			}
+			if (st.Parent != "") != named {
+				t.Errorf("cx-%s (parent %q): its messages name the parent's session: %v", id, st.Parent, named)
+			}
+		}
+		for text, n := range userTexts {
+			if n != 1 {
+				t.Errorf("%q reached OpenViking %d times", text, n)
+			}
+		}
+		if userTexts[subagentV1Prompt] != 1 || userTexts[subagentV2Prompt] != 1 {
+			t.Errorf("the parents' prompts on the server: %v", userTexts)
+		}
+		if v := ov.Violations(); len(v) > 0 {
+			t.Fatalf("outside the server's contract: %v", v)
+		}
+	})
+}

@@ -21,6 +21,11 @@ import (
 //	[[error: 500]]            answer with this HTTP status
 //	[[say: TEXT]]             answer TEXT
 //	[[mcp: SERVER TOOL JSON]]  call an MCP server's tool, under the name Codex lists it by
+//	[[tool: NAME JSON]]       call one of Codex's own tools (create_goal, spawn_agent,
+//	                          collaboration.spawn_agent …), searched for first when deferred;
+//	                          <<kind: arg>> in JSON nests a v1 child's directives
+//	[[continue: <<…>> …]]      what a turn Codex's goal starts does
+//	[[child: <<…>> …]]         what a v2 subagent spawned by this prompt does
 //
 // A message without directives is answered "mock reply: <its first words>".
 func Directives(r Request) Reply {
@@ -41,8 +46,24 @@ func Directives(r Request) Reply {
 			ds = []directive{{"tool", `update_goal {"status":"complete"}`}}
 		}
 	}
-	ds = slices.DeleteFunc(ds, func(d directive) bool { return d.kind == "continue" })
 	step := toolOutputsSinceLastUser(r)
+	if at := r.lastAgentMessage(); at >= 0 {
+		// A subagent's task sent as an agent message (multi_agent_v2; its
+		// text encrypted, so unreadable here): the [[child: …]] directives
+		// of the prompt that spawned it, when its history holds that prompt,
+		// counted from the task on.
+		ds = nil
+		for _, d := range parseDirectives(r.lastPromptText()) {
+			if d.kind == "child" {
+				ds = parseDirectives(strings.NewReplacer("<<", "[[", ">>", "]]").Replace(d.arg))
+			}
+		}
+		step = r.outputsAfter(at)
+		if ds == nil {
+			return Reply{Text: "mock: subagent task done"}
+		}
+	}
+	ds = slices.DeleteFunc(ds, func(d directive) bool { return d.kind == "continue" || d.kind == "child" })
 	var delay time.Duration
 	for i, d := range ds {
 		if d.kind == "slow" {
@@ -68,7 +89,7 @@ type directive struct{ kind, arg string }
 // an active thread goal.
 const goalContinuation = `<codex_internal_context source="goal">`
 
-var directiveRE = regexp.MustCompile(`(?s)\[\[(shell|plan|slow|error|say|mcp|tool|continue):\s*(.*?)\]\]|\[\[patch\]\](.*?)\[\[/patch\]\]`)
+var directiveRE = regexp.MustCompile(`(?s)\[\[(shell|plan|slow|error|say|mcp|tool|continue|child):\s*(.*?)\]\]|\[\[patch\]\](.*?)\[\[/patch\]\]`)
 
 func parseDirectives(text string) []directive {
 	var out []directive
@@ -147,6 +168,34 @@ func (d directive) reply(r Request) Reply {
 		return Reply{Text: fmt.Sprintf("mock: no tool named %s among %v", name, r.ToolNames())}
 	}
 	return Reply{Text: "mock: unknown directive " + d.kind}
+}
+
+// outputsAfter counts the outputs of the model's calls after input item at.
+func (r Request) outputsAfter(at int) int {
+	n := 0
+	for _, it := range r.Inputs()[at+1:] {
+		if t, _ := it["type"].(string); strings.HasSuffix(t, "_call_output") && it["call_id"] != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// lastAgentMessage is the index of an agent_message input item after the
+// last user message (-1 for none).
+func (r Request) lastAgentMessage() int {
+	items := r.Inputs()
+	for i := len(items) - 1; i >= 0; i-- {
+		switch {
+		case items[i]["type"] == "message" && items[i]["role"] == "user":
+			if t := textOf(items[i]); !strings.HasPrefix(t, "<") {
+				return -1
+			}
+		case items[i]["type"] == "agent_message":
+			return i
+		}
+	}
+	return -1
 }
 
 func toolOutputsSinceLastUser(r Request) int {

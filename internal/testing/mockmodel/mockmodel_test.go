@@ -140,3 +140,46 @@ func TestMCPDirective(t *testing.T) {
 		}
 	}
 }
+
+// Codex's own tools: a deferred one is searched for first, then called
+// under its namespace; a goal's turn and a v2 child run what the prompt
+// scripted for them.
+func TestCodexToolDirectives(t *testing.T) {
+	req := func(items ...any) Request {
+		return Request{JSON: map[string]any{"input": items, "tools": []any{
+			map[string]any{"type": "function", "name": "create_goal"}, map[string]any{"type": "tool_search"}}}}
+	}
+	prompt := `go [[tool: create_goal {"objective":"x"}]] [[tool: spawn_agent {"message":"t <<shell: ls>>"}]] [[continue: <<shell: make>>]] [[child: <<shell: pwd>>]]`
+	call := func(r Reply) string {
+		switch {
+		case r.Call != nil:
+			return r.Call.Namespace + "." + r.Call.Name + " " + r.Call.Arguments
+		case r.ToolSearch != nil:
+			return "search " + r.ToolSearch.Query
+		}
+		return "text " + r.Text
+	}
+	out := func(id string) map[string]any {
+		return map[string]any{"type": "function_call_output", "call_id": id, "output": "ok"}
+	}
+	found := map[string]any{"type": "tool_search_output", "tools": []any{map[string]any{"type": "namespace", "name": "multi_agent_v1",
+		"tools": []any{map[string]any{"type": "function", "name": "spawn_agent"}}}}}
+	for _, tc := range []struct {
+		name string
+		r    Request
+		want string
+	}{
+		{"a tool offered", req(user(prompt)), `.create_goal {"objective":"x"}`},
+		{"a deferred tool is searched for", req(user(prompt), out("c1")), "search spawn agent"},
+		{"then called in its namespace, nesting the child's", req(user(prompt), out("c1"), found), `multi_agent_v1.spawn_agent {"message":"t [[shell: ls]]"}`},
+		{"a goal's turn", req(user(prompt), out("c1"), out("c2"), user(goalContinuation+" go on")), `.exec_command {"cmd":"make","yield_time_ms":5000}`},
+		{"a v2 child's task", req(user(prompt), map[string]any{"type": "agent_message", "content": []any{}}), `.exec_command {"cmd":"pwd","yield_time_ms":5000}`},
+	} {
+		if tc.name == "a goal's turn" || tc.name == "a v2 child's task" {
+			tc.r.JSON["tools"] = []any{map[string]any{"type": "function", "name": "exec_command"}}
+		}
+		if got := call(Directives(tc.r)); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
