@@ -144,7 +144,7 @@ var ErrBusy = errors.New("still in use")
 // It returns how many archived turns left the index.
 func Forget(ctx context.Context, m *lifecycle.Manager, id string) (int, error) {
 	n := 0
-	var prompts, commands []string
+	var words continuity.Forgotten
 	var cwd string
 	err := m.Ledger().Tx(ctx, func(tx *ledger.Tx) error {
 		s, err := tx.Session(ctx, id)
@@ -168,11 +168,20 @@ func Forget(ctx context.Context, m *lifecycle.Manager, id string) (int, error) {
 				}
 			}
 		}
-		if prompts, commands, err = sessionWords(ctx, tx, id); err != nil {
+		if words, err = sessionWords(ctx, tx, id); err != nil {
 			return err
 		}
 		cwd = s.Cwd
 		if n, err = tx.Forget(ctx, id); err != nil {
+			return err
+		}
+		// Every stored copy of a continuity document (each archive keeps
+		// the one its commit left) loses what came from this session too.
+		drop := words.Drop()
+		if _, err := tx.ForgetInContinuity(ctx, func(text string) (string, bool) {
+			out, k := continuity.ForgetIn(text, drop)
+			return out, k > 0
+		}); err != nil {
 			return err
 		}
 		return tx.AddEvent(ctx, "session.forgotten", id, "", fmt.Sprintf("%d turn(s) removed from the archive and the index", n))
@@ -191,17 +200,19 @@ func Forget(ctx context.Context, m *lifecycle.Manager, id string) (int, error) {
 	}
 	// What the session merged into its project's continuity files goes too.
 	store := continuity.Store{Home: m.Cfg.Home}
-	if _, err := store.Forget(store.Identify(cwd), id, prompts, commands); err != nil {
+	if _, err := store.Forget(store.Identify(cwd), words); err != nil {
 		return n, fmt.Errorf("forget %s: %w", id, err)
 	}
 	return n, nil
 }
 
-// sessionWords are a session's prompts and commands, as archived.
-func sessionWords(ctx context.Context, tx *ledger.Tx, id string) (prompts, commands []string, err error) {
+// sessionWords is what a session may have put in continuity documents,
+// as archived: its prompts, commands, files, plan steps and Codex goals.
+func sessionWords(ctx context.Context, tx *ledger.Tx, id string) (continuity.Forgotten, error) {
+	f := continuity.Forgotten{SessionID: id}
 	archives, err := tx.Archives(ctx, id)
 	if err != nil {
-		return nil, nil, err
+		return f, err
 	}
 	for _, a := range archives {
 		var turns []rollout.Turn
@@ -209,15 +220,24 @@ func sessionWords(ctx context.Context, tx *ledger.Tx, id string) (prompts, comma
 			continue
 		}
 		for _, t := range turns {
-			prompts = append(prompts, t.User)
+			f.Prompts = append(f.Prompts, t.User)
 			for _, c := range t.Tools {
 				if c.Command != "" {
-					commands = append(commands, c.Command)
+					f.Commands = append(f.Commands, c.Command)
 				}
+			}
+			for _, fe := range t.Files {
+				f.Files = append(f.Files, fe.Path)
+			}
+			for _, st := range t.Plan {
+				f.PlanSteps = append(f.PlanSteps, st.Step)
+			}
+			if t.Goal != nil {
+				f.Goals = append(f.Goals, t.Goal.Objective)
 			}
 		}
 	}
-	return prompts, commands, nil
+	return f, nil
 }
 
 // ProjectSessions lists the sessions whose working directory belongs to

@@ -44,6 +44,36 @@ func (tx *Tx) Forget(ctx context.Context, sessionID string) (int, error) {
 	return n, nil
 }
 
+// ForgetInContinuity rewrites the continuity each archive keeps (the
+// documents as that commit left them, other sessions' included) with f,
+// which says whether it changed a text; it returns how many changed.
+func (tx *Tx) ForgetInContinuity(ctx context.Context, f func(string) (string, bool)) (int, error) {
+	type copyOf struct {
+		session string
+		gen     int
+		text    string
+	}
+	copies, err := list(ctx, tx.tx, func(s scanner) (copyOf, error) {
+		var c copyOf
+		return c, s.Scan(&c.session, &c.gen, &c.text)
+	}, `SELECT session_id, generation, continuity FROM archives WHERE continuity != ''`)
+	if err != nil {
+		return 0, fmt.Errorf("forget in continuity: %w", err)
+	}
+	n := 0
+	for _, c := range copies {
+		text, changed := f(c.text)
+		if !changed {
+			continue
+		}
+		if _, err := tx.tx.ExecContext(ctx, `UPDATE archives SET continuity = ? WHERE session_id = ? AND generation = ?`, text, c.session, c.gen); err != nil {
+			return n, fmt.Errorf("forget in continuity %s/%d: %w", c.session, c.gen, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
 // forgetRunArgs takes a session's words out of what its runs were started
 // with: the runs that own it (or owned it: their events name it).
 func (tx *Tx) forgetRunArgs(ctx context.Context, sessionID string) error {

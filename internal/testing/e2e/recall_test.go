@@ -101,6 +101,66 @@ func TestForgetLeavesNoWord(t *testing.T) {
 	})
 }
 
+// Forgetting one session takes everything derived from it out of every
+// continuity document and every stored copy of one, while another session
+// it was merged beside stays (issue: forget left the note of a session the
+// next session's archive had kept): its note, goal, plan steps, command and
+// file are in no byte under CX_HOME.
+func TestForgetLeavesNoNote(t *testing.T) {
+	eachCodex(t, func(t *testing.T, in codextest.Install) {
+		h := New(t, in, Options{})
+		note, goal, step, file, cmd := "okapizest", "Catalogue the marmosetquill", "prepare the ibexwhorl shelf", "notes/gnulattice.md", "echo wombatfizz"
+		exec := func(prompt string) {
+			t.Helper()
+			if _, errOut, code := h.Exec("", "exec", prompt); code != 0 {
+				t.Fatalf("exec %q: %s", prompt, errOut)
+			}
+		}
+		exec(goal + " [[plan: " + step + "]] [[shell: " + cmd + "]] [[patch]]*** Begin Patch\n*** Add File: " + file + "\n+x\n*** End Patch[[/patch]]")
+		first := h.RolloutSessionIDs()
+		exec("remember " + note + " please")
+		exec("Second session, kept [[shell: echo keptsession]]")
+		ids := h.RolloutSessionIDs()
+		if len(first) != 1 || len(ids) != 3 {
+			t.Fatalf("sessions %v then %v", first, ids)
+		}
+		noteID := ""
+		for _, id := range ids {
+			if id != first[0] && strings.Contains(h.CXCtl("ctl", "show", id), note) {
+				noteID = id
+			}
+		}
+		words := []string{note, goal, step, "gnulattice", "wombatfizz"}
+		grep := func(w string) []string {
+			var in []string
+			_ = filepath.WalkDir(h.CXHome, func(p string, d os.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(w)) {
+						in = append(in, p)
+					}
+				}
+				return nil
+			})
+			return in
+		}
+		for _, w := range words {
+			if len(grep(w)) == 0 {
+				t.Fatalf("%q is nowhere before forget (the test would prove nothing)", w)
+			}
+		}
+		h.CXCtl("ctl", "forget", first[0], "--yes")
+		h.CXCtl("ctl", "forget", noteID, "--yes")
+		for _, w := range words {
+			if in := grep(w); len(in) > 0 {
+				t.Errorf("%q is still in %v after forget", w, in)
+			}
+		}
+		if ctx := h.CXCtl("ctl", "context"); !strings.Contains(ctx, "echo keptsession") {
+			t.Errorf("the session not forgotten lost its command:\n%s", ctx)
+		}
+	})
+}
+
 // Codex's own compression of cold rollouts (0.169's
 // local_thread_store_compression, at startup): a session's rollout set
 // eight days back is compressed by the next Codex started with the feature
