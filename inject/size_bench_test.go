@@ -12,7 +12,7 @@ import (
 )
 
 // BenchmarkInjectedSize is what cx spends of the model's context: for each
-// recorded rollout (testdata/rollouts, real Codex 0.169 and 0.128), its
+// recorded rollout (testdata/rollouts, real Codex 0.171, 0.169 and 0.128), its
 // generation merged into fresh continuity files, then the block a resume of
 // it gets (continuity and its checkpoint) and the block the next session
 // in its project starts with, in characters, summed over the rollouts.
@@ -33,7 +33,7 @@ func BenchmarkInjectedSize(b *testing.B) {
 		home := b.TempDir()
 		store := continuity.Store{Home: home}
 		id := store.Identify(cp.Cwd)
-		if _, _, err := store.Update(id, continuity.Evidence{SessionID: "s", EndReason: "exit", Turns: turns, Plan: cp.Plan.Steps}); err != nil {
+		if _, _, err := store.Update(id, continuity.Evidence{SessionID: "s", EndReason: "exit", Turns: turns, Plan: cp.Plan.Steps, Goal: cp.Goal, Parent: cp.Parent}); err != nil {
 			b.Fatal(err)
 		}
 		r := ForSessionStart(context.Background(), Request{Home: home, Source: "resume", SessionID: "s", Cwd: cp.Cwd, Checkpoint: &cp, Present: map[string]bool{}})

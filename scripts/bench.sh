@@ -16,6 +16,13 @@ if [ -n "${BASE:-}" ]; then
   (cd "$tmp/src" && go build -o "$tmp/cx-base" ./cmd/cx)
   export CX_BENCH_BASELINE_CX="$tmp/cx-base"
 fi
+# What cx spends of the model's context at session start and on resume, over
+# every recorded rollout; with BASE, the same rollouts through BASE's code too.
+go test -run '^$' -bench 'InjectedSize' -benchtime 1x ./inject
+if [ -n "${BASE:-}" ]; then
+  rm -rf "$tmp/src/testdata/rollouts" && cp -r testdata/rollouts "$tmp/src/testdata/rollouts"
+  (cd "$tmp/src" && echo "BASE=$BASE:" && go test -run '^$' -bench 'InjectedSize' -benchtime 1x ./inject)
+fi
 # CheckpointCommand: `cx ctl checkpoint` at 100 MB and 1 GB (compare with BASE=a4d09e3).
 go test -run '^$' -bench 'PTYThroughput|StartOverhead|PTYStartOverhead|HookStdinOpen|AppServerBigFrame|AppServerFrameLatency|PTYEchoLatency|MCPInitialize|CheckpointCommand' -benchtime 1x -count "${COUNT:-3}" ./cmd/cx
 go test -run '^$' -bench 'HookLatency' -benchtime 1x -count "${COUNT:-3}" ./lifecycle
