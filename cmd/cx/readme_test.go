@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"cx/internal/testing/codextest"
+)
+
+// readmeCtlCommands are the `cx ctl …` lines of the README's code blocks,
+// without their comments.
+func readmeCtlCommands(t *testing.T) []string {
+	t.Helper()
+	f, err := os.Open("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		l := sc.Text()
+		if strings.HasPrefix(l, "```") {
+			in = !in
+			continue
+		}
+		if in && strings.HasPrefix(l, "cx ctl ") {
+			if i := strings.Index(l, "  #"); i >= 0 {
+				l = l[:i]
+			}
+			out = append(out, strings.TrimSpace(l))
+		}
+	}
+	return out
+}
+
+// Every `cx ctl` command the README shows runs as shown (placeholders
+// filled in) on a ledger with a real session in it: none is refused as a
+// usage or query error (exit 2). The commands that start Codex (`cx`,
+// `cx exec`, `cx app-server`) are run by the end-to-end tests.
+func TestREADMECommandsRun(t *testing.T) {
+	cx := codextest.CX(t)
+	cmds := readmeCtlCommands(t)
+	if len(cmds) < 5 {
+		t.Fatalf("found %d cx ctl commands in the README: %v", len(cmds), cmds)
+	}
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	sessions := filepath.Join(home, ".codex", "sessions", "2026", "11", "22")
+	project := filepath.Join(root, "app")
+	bin := filepath.Join(root, "bin")
+	for _, d := range []string{sessions, project, bin} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(scriptRollout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sessions, "rollout-2026-11-22T01-32-37-"+scriptSession+".jsonl"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(cx, filepath.Join(bin, "cx")); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "HOME="+home, "CODEX_HOME="+filepath.Join(home, ".codex"), "CX_HOME="+filepath.Join(home, ".cx"),
+		"PATH="+bin+":/usr/bin:/bin", "CX_CODEX_BIN=/bin/false")
+	run := func(line string) (string, int) {
+		cmd := exec.Command("bash", "-c", line)
+		cmd.Dir, cmd.Env = project, env
+		done := make(chan struct{})
+		var out []byte
+		go func() { out, _ = cmd.CombinedOutput(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Fatalf("%s did not finish", line)
+		}
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	if out, code := run("cx ctl import"); code != 0 {
+		t.Fatalf("cx ctl import: exit %d\n%s", code, out)
+	}
+	fill := strings.NewReplacer("<session>", scriptSession, "<query>", "notes", "~/src/app", project, `"…"`, `"how did we check the notes?"`)
+	placeholder := regexp.MustCompile(`<[a-z]+>|…`)
+	for _, c := range cmds {
+		line := fill.Replace(c)
+		if placeholder.MatchString(line) {
+			t.Errorf("README command %q has a placeholder this test does not fill", c)
+			continue
+		}
+		out, code := run(line)
+		if code == 2 || strings.Contains(out, "syntax error") {
+			t.Errorf("README command %q: exit %d\n%s", line, code, out)
+		}
+	}
+}
