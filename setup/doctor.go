@@ -46,12 +46,19 @@ func Doctor(ctx context.Context, getenv func(string) (string, bool), codexHome, 
 		doctorHome = s.In.CodexHome
 	}
 	checks = append(checks, ledgerChecks(dctx, cfg, doctorHome, getenv)...)
-	if errors.Is(cfgErr, config.ErrParse) {
-		// install refuses a config it cannot parse: that comes first.
-		for i, c := range checks {
-			if c.Fix == "cx ctl install" {
-				checks[i].Fix = "fix " + cfg.Path + " first (see config above), then cx ctl install"
-			}
+	install := "cx ctl install"
+	if codexHome != "" {
+		// The fix is for the home asked about, not the default one.
+		install += " --codex-home " + codexHome
+	}
+	for i, c := range checks {
+		if c.Fix != "cx ctl install" {
+			continue
+		}
+		checks[i].Fix = install
+		if errors.Is(cfgErr, config.ErrParse) {
+			// install refuses a config it cannot parse: that comes first.
+			checks[i].Fix = "fix " + cfg.Path + " first (see config above), then " + install
 		}
 	}
 	r := DoctorReport{OK: true, Checks: checks}

@@ -33,6 +33,13 @@ func (a *app) ctlContext(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if block == "" {
+		// A session's directory may be gone and its project known; a
+		// mistyped one is said so, not answered as a place with nothing.
+		if err := cli.ExistingDir("cwd", dir); err != nil {
+			return fmt.Errorf("context: %w, and no earlier session of its project", err)
+		}
+	}
 	if asJSON {
 		a.printJSON(struct {
 			Cwd   string `json:"cwd"`

@@ -118,7 +118,7 @@ func (a *app) ctlDoctor(ctx context.Context, args []string) error {
 	if _, err := a.args(cli.Spec{Name: "doctor", Define: func(fs *flag.FlagSet) {
 		fs.StringVar(&codexHome, "codex-home", "", codex.HomeFlagUsage)
 		cli.JSONFlag(&asJSON)(fs)
-	}}, args); err != nil {
+	}, Check: func([]string) error { return cli.ExistingDir("codex-home", codexHome) }}, args); err != nil {
 		return err
 	}
 	r := setup.Doctor(ctx, a.getenv, codexHome, cwd())

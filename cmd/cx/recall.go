@@ -59,6 +59,11 @@ func (a *app) ctlSearch(ctx context.Context, args []string) error {
 			}
 			return fmt.Errorf("search: %w", err)
 		}
+		if len(hits) == 0 && !all {
+			if err := cli.ExistingDir("project", project); err != nil && !ar.Knows(ctx, project) {
+				return fmt.Errorf("search: %w, and the archive holds nothing of its project", err)
+			}
+		}
 		if asJSON {
 			a.printJSON(map[string]any{"query": q.Text, "project": q.Project, "hits": hits})
 			return nil
@@ -98,9 +103,15 @@ func (a *app) ctlRecall(ctx context.Context, args []string) error {
 		if err != nil && !errors.Is(err, recall.ErrRemote) {
 			return fmt.Errorf("recall: %w", err)
 		}
+		if len(items) == 0 {
+			if err := cli.ExistingDir("project", project); err != nil && !ar.Knows(ctx, project) {
+				return fmt.Errorf("recall: %w, and the archive holds nothing of its project", err)
+			}
+		}
 		if err != nil {
 			a.errorf("recall: %v (the local archive's items stand)", err)
 		}
+
 		if asJSON {
 			if items == nil {
 				items = []recall.Item{}

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime/debug"
 	"strings"
 )
@@ -88,6 +89,23 @@ func (c Spec) Parse(args []string) (*flag.FlagSet, []string, error) {
 		}
 	}
 	return fs, pos, nil
+}
+
+// ExistingDir checks a flag naming a directory: "" (not given) or a
+// directory that exists. A mistyped path is said so, never answered as a
+// place with nothing in it.
+func ExistingDir(flagName, path string) error {
+	if path == "" {
+		return nil
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return fmt.Errorf("--%s %s: no such directory", flagName, path)
+	case !fi.IsDir():
+		return fmt.Errorf("--%s %s: not a directory", flagName, path)
+	}
+	return nil
 }
 
 // Usage is the command's usage — its synopsis line and its flags — from

@@ -77,6 +77,13 @@ func OpenReadOnly(ctx context.Context, home string) (*Archive, error) {
 // Close closes the ledger.
 func (a *Archive) Close() error { return a.db.Close() }
 
+// Knows reports whether the archive holds a turn of dir's project (one
+// whose directory may be gone since).
+func (a *Archive) Knows(ctx context.Context, dir string) bool {
+	st, err := a.db.RecallWindowStamp(ctx, a.projects.Of(dir))
+	return err == nil && st.Last > 0
+}
+
 // Ledger is the ledger the archive reads.
 func (a *Archive) Ledger() *ledger.DB { return a.db }
 
