@@ -23,6 +23,7 @@ import (
 //	hook EVENT ID [SRC]   run EVENT's hooks for ID (SRC: SessionStart source / compaction trigger)
 //	turn ID TEXT…         a whole turn: UserPromptSubmit, rollout records, Stop, task_complete
 //	compact ID            PreCompact, a compacted record, PostCompact
+//	work ID TEXT…         a whole turn that runs a command (an exec_command call and its output)
 //	abort ID TEXT…        a turn interrupted before it finished
 //	nested ID             run a nested fake Codex (a child, as `codex exec` from a tool call) that starts ID
 //	garbage ID            append an unparsable line to ID's rollout
@@ -130,7 +131,7 @@ func (f *fake) step(fs []string) (int, bool) {
 			src = fs[3]
 		}
 		f.hook(fs[1], fs[2], map[string]any{"source": src, "trigger": src, "model": "mock"})
-	case "turn", "abort":
+	case "turn", "abort", "work":
 		id := fs[1]
 		text := strings.Join(fs[2:], " ")
 		f.turn[id]++
@@ -145,6 +146,14 @@ func (f *fake) step(fs []string) (int, bool) {
 			f.write(id, rec("event_msg", map[string]any{"type": "turn_aborted", "turn_id": tid, "reason": "interrupted"}))
 			f.hook("Interrupt", id, map[string]any{"turn_id": tid})
 			return 0, false
+		}
+		if fs[0] == "work" {
+			// As 0.169+ records a shell call: the call, then its output.
+			call := tid + "-call"
+			f.write(id,
+				rec("response_item", map[string]any{"type": "function_call", "name": "exec_command", "call_id": call, "arguments": `{"cmd":"echo work"}`}),
+				rec("response_item", map[string]any{"type": "function_call_output", "call_id": call, "output": "Process exited with code 0\nOutput:\nwork\n"}),
+			)
 		}
 		f.write(id, rec("response_item", map[string]any{"type": "message", "role": "assistant", "content": []any{map[string]any{"type": "output_text", "text": "fake reply: " + text}}}))
 		f.hook("Stop", id, map[string]any{"turn_id": tid, "stop_hook_active": false, "last_assistant_message": "fake reply: " + text})

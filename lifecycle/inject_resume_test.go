@@ -37,8 +37,8 @@ func TestResumeTakesThePendingCompaction(t *testing.T) {
 func TestResumedThreadGetsItsOwnGoal(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.run("start B; hook SessionStart B startup; turn B tune the bee parser; exit 0")
-	e.run("start A; hook SessionStart A startup; turn A paint the ay button; exit 0")
+	e.run("start B; hook SessionStart B startup; work B tune the bee parser; exit 0")
+	e.run("start A; hook SessionStart A startup; work A paint the ay button; exit 0")
 	rollouts, _ := filepath.Glob(filepath.Join(e.codexHome, "sessions", "*", "*", "*", "rollout-*-B.jsonl"))
 	if len(rollouts) != 1 {
 		t.Fatalf("rollouts %v", rollouts)

@@ -19,9 +19,21 @@ import (
 func TestPerPromptRecall(t *testing.T) {
 	eachCodex(t, func(t *testing.T, in codextest.Install) {
 		h := New(t, in, Options{})
-		first := "The quokkaberry deploy failed: the zebrafinch cache was stale, so clear it [[shell: echo cache-cleared]]"
-		if _, errOut, code := h.Exec("", "exec", first); code != 0 {
-			t.Fatalf("first session: exit %d: %s", code, errOut)
+		// The answering turn is neither the goal (the task that opened the
+		// line) nor the checkpoint's task (the last that did work): those
+		// the start block gives, and recall gives no turn twice.
+		for i, p := range []string{
+			"Set up the quokkaberry deploy [[shell: echo setup]]",
+			"The quokkaberry deploy failed: the zebrafinch cache was stale, so clear it [[shell: echo cache-cleared]]",
+			"Now tag the quokkaberry release [[shell: echo tagged]]",
+		} {
+			args := []string{"exec", p}
+			if i > 0 {
+				args = []string{"exec", "resume", h.RolloutSessionIDs()[0], p}
+			}
+			if _, errOut, code := h.Exec("", args...); code != 0 {
+				t.Fatalf("first session, turn %d: exit %d: %s", i+1, code, errOut)
+			}
 		}
 		ask := "Why did the quokkaberry deploy fail last time?"
 		if _, errOut, code := h.Exec("", "exec", ask); code != 0 {
