@@ -74,8 +74,11 @@ func (a *app) printJSON(v any) {
 }
 
 func (a *app) ctlSessions(ctx context.Context, args []string) error {
-	var asJSON bool
-	if _, err := a.args(cli.Spec{Name: "sessions", Define: cli.JSONFlag(&asJSON)}, args); err != nil {
+	var asJSON, all bool
+	if _, err := a.args(cli.Spec{Name: "sessions", Define: func(fs *flag.FlagSet) {
+		fs.BoolVar(&all, "all", false, "list the sessions that never had a turn too (--json lists every session)")
+		cli.JSONFlag(&asJSON)(fs)
+	}}, args); err != nil {
 		return err
 	}
 	return a.withViews(ctx, func(db *ledger.DB) error {
@@ -87,7 +90,7 @@ func (a *app) ctlSessions(ctx context.Context, args []string) error {
 			a.printJSON(out)
 			return nil
 		}
-		readmodel.WriteSessions(a.stdout, out)
+		readmodel.WriteSessions(a.stdout, out, all)
 		return nil
 	})
 }

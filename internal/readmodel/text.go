@@ -15,10 +15,32 @@ import (
 
 // The text each view prints without --json.
 
-// WriteSessions is `cx ctl sessions`: a table, most recently seen first.
-func WriteSessions(w io.Writer, out []SessionView) {
+// WriteSessions is `cx ctl sessions`: a table, most recently seen first;
+// without all, the sessions that never had a turn (a TUI opened and left)
+// are counted, not listed.
+func WriteSessions(w io.Writer, out []SessionView, all bool) {
 	if len(out) == 0 {
 		fmt.Fprintln(w, "no sessions yet: cx records each Codex session run through it; `cx ctl import` archives the ones Codex already has")
+		return
+	}
+	hidden := 0
+	if !all {
+		var shown []SessionView
+		for _, s := range out {
+			if s.TotalTurns == 0 && s.Status != "live" && !s.Forgotten {
+				hidden++
+				continue
+			}
+			shown = append(shown, s)
+		}
+		out = shown
+		defer func() {
+			if hidden > 0 {
+				fmt.Fprintf(w, "(%s without a turn not listed; --all lists every session)\n", cli.Count(hidden, "session"))
+			}
+		}()
+	}
+	if len(out) == 0 {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
