@@ -9,12 +9,23 @@ import (
 	"cx/supervisor"
 )
 
+// loadConfig is cx's configuration, read once per process: a command that
+// asks for it twice (recall reads it, then opens the archive) warns once.
 func (a *app) loadConfig() (config.Config, error) {
-	cfg, err := config.Load(a.getenv)
-	for _, w := range cfg.Warnings {
-		a.errorf("warning: %s", w)
+	if a.cfg == nil {
+		cfg, err := config.Load(a.getenv)
+		for _, w := range cfg.Warnings {
+			a.errorf("warning: %s", w)
+		}
+		a.cfg = &loadedConfig{cfg, err}
 	}
-	return cfg, err
+	return a.cfg.cfg, a.cfg.err
+}
+
+// loadedConfig is the configuration a process read, and how reading it went.
+type loadedConfig struct {
+	cfg config.Config
+	err error
 }
 
 // loadConfigToRead is the configuration of a command that only reads (the
@@ -22,9 +33,12 @@ func (a *app) loadConfig() (config.Config, error) {
 // file that does not parse is one warning, and the command runs on the
 // defaults, as Codex does past a bad config of its own.
 func (a *app) loadConfigToRead() (config.Config, error) {
+	warned := a.cfg != nil
 	cfg, err := a.loadConfig()
 	if errors.Is(err, config.ErrParse) {
-		a.errorf("warning: %v; running on the defaults (`cx ctl doctor` says how to fix it)", err)
+		if !warned {
+			a.errorf("warning: %v; running on the defaults (`cx ctl doctor` says how to fix it)", err)
+		}
 		return config.OnDefaults(a.getenv, err)
 	}
 	return cfg, err

@@ -20,6 +20,7 @@ import (
 type app struct {
 	stdin, stdout, stderr *os.File
 	getenv                func(string) (string, bool)
+	cfg                   *loadedConfig // once read
 }
 
 func main() {
