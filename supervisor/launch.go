@@ -54,7 +54,7 @@ func startedBy(pid string) bool {
 var ctrlC = []byte{0x03}
 
 // RunCodex runs Codex under supervision and returns its exit status (127
-// when there is no Codex to run). cx never stands between the user and
+// when there is no Codex to run, 126 when the one named cannot be run). cx never stands between the user and
 // Codex: a CX_HOME or config cx cannot use costs the recording, not the
 // run.
 func RunCodex(ctx context.Context, l Launch) int {
@@ -71,6 +71,9 @@ func RunCodex(ctx context.Context, l Launch) int {
 	}
 	bin, caps, err := codex.FindFor(ctx, cfg.Codex.Bin, cfg.Home, l.Getenv)
 	switch {
+	case errors.Is(err, codex.ErrNotExecutable):
+		l.Errorf("%v", err)
+		return 126
 	case errors.Is(err, codex.ErrNotFound), errors.Is(err, codex.ErrIsSelf):
 		l.Errorf("%v", err)
 		return 127

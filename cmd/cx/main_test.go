@@ -133,6 +133,15 @@ func TestNotFound(t *testing.T) {
 	if r.code != 127 || !strings.Contains(r.stderr, "/nonexistent/codex") {
 		t.Fatalf("CX_CODEX_BIN missing: exit %d, stderr %q", r.code, r.stderr)
 	}
+	// There but not executable: 126, as a shell says it.
+	plain := filepath.Join(self, "plain")
+	if err := os.WriteFile(plain, []byte("not a program\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runCX(t, []string{"CX_CODEX_BIN=" + plain})
+	if r.code != 126 || !strings.Contains(r.stderr, plain) {
+		t.Fatalf("CX_CODEX_BIN not executable: exit %d, stderr %q", r.code, r.stderr)
+	}
 }
 
 // A copy of cx (not the same file) named codex on PATH would start itself

@@ -20,6 +20,10 @@ import (
 // ErrNotFound means no Codex binary could be found.
 var ErrNotFound = errors.New("codex not found")
 
+// ErrNotExecutable means the Codex named is there but cannot be run (a
+// shell's 126, where not found is 127).
+var ErrNotExecutable = errors.New("codex not executable")
+
 // ErrIsSelf means the configured codex is cx itself.
 var ErrIsSelf = errors.New("codex resolves to cx itself")
 
@@ -53,6 +57,9 @@ func Resolve(bin, pathEnv, self string) (Binary, error) {
 	switch {
 	case bin != "" && strings.ContainsRune(bin, '/'):
 		if !isExecutable(bin) {
+			if fi, err := os.Stat(bin); err == nil && !fi.IsDir() {
+				return Binary{}, fmt.Errorf("%w: %s is not an executable file", ErrNotExecutable, bin)
+			}
 			return Binary{}, fmt.Errorf("%w: %s is not an executable file", ErrNotFound, bin)
 		}
 		if isSelf(bin) {
