@@ -38,7 +38,7 @@ var ctlCommands = map[string]ctlCommand{
 	"recall":     {"what cx would add to the model's context for a prompt, with scores", (*app).ctlRecall},
 	"import":     {"archive the sessions Codex already has, so search finds them", (*app).ctlImport},
 	"forget":     {"remove a session's (or a project's) archive and search index", (*app).ctlForget},
-	"mcp":        {"the MCP server Codex starts: search, session and turn tools on stdio", (*app).ctlMCP},
+	"mcp":        {"the MCP server Codex starts (as `cx mcp`, answered on a pipe only: typed in a terminal, `cx mcp` is Codex's own `codex mcp`): search, session and turn tools on stdio", (*app).ctlMCP},
 }
 
 const usageExit = 2
@@ -77,6 +77,14 @@ func (a *app) ctl(ctx context.Context, args []string) int {
 		return usageExit
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		if len(args) > 1 && args[0] == "help" {
+			// `cx ctl help search` is `cx ctl search --help`.
+			if c, ok := ctlCommands[args[1]]; ok {
+				return a.exit(c.run(a, ctx, []string{"--help"}))
+			}
+			a.errorf("unknown command %q (see `cx ctl help`)", "ctl "+args[1])
+			return usageExit
+		}
 		a.ctlUsage(a.stdout)
 		return 0
 	}
