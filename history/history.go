@@ -297,7 +297,7 @@ func ForgetAll(ctx context.Context, m *lifecycle.Manager, ids []string, each fun
 // lock (before 0.169) counts as done if left alone.
 func (res ImportResult) WriteText(w io.Writer, dryRun bool, window time.Duration) {
 	if dryRun {
-		fmt.Fprintf(w, "%s: %d rollouts, %d already known, %d to import (cx ctl import), %d still being written\n", res.CodexHome, res.Found, res.Known, res.Remaining, res.Active)
+		fmt.Fprintf(w, "%s: %s, %d already known, %d to import (cx ctl import), %d still being written\n", res.CodexHome, cli.Count(res.Found, "rollout"), res.Known, res.Remaining, res.Active)
 	} else {
 		fmt.Fprintf(w, "%s: %s, %d already known, %d imported (%d with no turns), %d still being written\n", res.CodexHome, cli.Count(res.Found, "rollout"), res.Known, res.Imported, res.Empty, res.Active)
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"cx/internal/testing/codextest"
+
+	"github.com/creack/pty"
 )
 
 // readmeCtlCommands are the `cx ctl …` lines of the README's code blocks,
@@ -102,5 +104,85 @@ func TestREADMECommandsRun(t *testing.T) {
 		if code == 2 || strings.Contains(out, "syntax error") {
 			t.Errorf("README command %q: exit %d\n%s", line, code, out)
 		}
+	}
+}
+
+// Answering "n" to forget's question is the user's choice, not a failure:
+// exit 0, nothing forgotten.
+func TestForgetAnsweredNo(t *testing.T) {
+	cx := codextest.CX(t)
+	home := t.TempDir()
+	sessions := filepath.Join(home, ".codex", "sessions", "2026", "11", "22")
+	if err := os.MkdirAll(sessions, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(scriptRollout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sessions, "rollout-2026-11-22T01-32-37-"+scriptSession+".jsonl"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HOME=" + home, "CODEX_HOME=" + filepath.Join(home, ".codex"), "CX_HOME=" + filepath.Join(home, ".cx"), "PATH=/usr/bin:/bin", "TERM=xterm"}
+	imp := exec.Command(cx, "ctl", "import")
+	imp.Env = env
+	if out, err := imp.CombinedOutput(); err != nil {
+		t.Fatalf("import: %v\n%s", err, out)
+	}
+	master, slave, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer master.Close()
+	defer slave.Close()
+	cmd := exec.Command(cx, "ctl", "forget", scriptSession)
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var screen strings.Builder
+	asked := make(chan struct{})
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			screen.Write(buf[:n])
+			if strings.Contains(screen.String(), "[y/N]") {
+				select {
+				case <-asked:
+				default:
+					close(asked)
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case <-asked:
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("forget did not ask")
+	}
+	if _, err := master.Write([]byte("n\r")); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("forget answered n: %v (want exit 0)", err)
+		}
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("forget did not finish")
+	}
+	show := exec.Command(cx, "ctl", "show", scriptSession)
+	show.Env = env
+	if out, err := show.CombinedOutput(); err != nil || strings.Contains(string(out), "forgotten") {
+		t.Fatalf("after n the session is gone or forgotten: %v\n%s", err, out)
 	}
 }

@@ -261,7 +261,7 @@ func (a *app) ctlForget(ctx context.Context, args []string) error {
 			answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
 			if ans := strings.ToLower(strings.TrimSpace(answer)); ans != "y" && ans != "yes" {
 				fmt.Fprintln(a.stderr, "nothing forgotten")
-				return exitStatus(1)
+				return nil // the user's answer, not a failure
 			}
 		}
 		r := history.ForgetAll(ctx, m, ids, func(id string, n int, err error) {
