@@ -142,6 +142,9 @@ type Result struct {
 	// ConfigCreated (Uninstall): config.toml did not exist before cx's
 	// first install; RemoveEmptyConfig takes it away once nothing is in it.
 	ConfigCreated bool
+	// FileRemoved (Uninstall): hooks.json was cx's own (install created
+	// it and nothing else is in it) and is gone; NoFile: there was none.
+	FileRemoved, NoFile bool
 }
 
 // Install writes cx's entries (atomically, with a backup of the previous
@@ -310,6 +313,7 @@ func (in *Installer) Uninstall(ctx context.Context) (Result, error) {
 	var res Result
 	cur, err := os.ReadFile(in.HooksPath())
 	if errors.Is(err, fs.ErrNotExist) {
+		res.NoFile = true
 		return res, nil
 	}
 	if err != nil {
@@ -364,6 +368,7 @@ func (in *Installer) Uninstall(ctx context.Context) (Result, error) {
 	// Changed: cx's entries were there to take out (a second uninstall
 	// finds none, and says so).
 	res.Changed = removed || (out != nil && !bytes.Equal(out, cur))
+	res.FileRemoved = removed
 	_ = os.Remove(in.statePath())
 	if in.Trust && before != nil {
 		// cx's trust entries go first: a shifted hook's new key may be one of

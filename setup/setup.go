@@ -54,7 +54,10 @@ type Report struct {
 	Backup    string   `json:"backup,omitempty"`
 	Trusted   []string `json:"trusted"`
 	Codex     string   `json:"codex_version,omitempty"`
-	MCP       string   `json:"mcp,omitempty"`    // cx's MCP server: registered, unchanged, removed, skipped
+	MCP       string   `json:"mcp,omitempty"` // cx's MCP server: registered, unchanged, removed, skipped
+	// HooksFile (uninstall): "removed" — hooks.json was cx's own and is
+	// gone; "absent" — there was none.
+	HooksFile string   `json:"hooks_file,omitempty"`
 	Import    int      `json:"import,omitempty"` // sessions `cx ctl import` would archive
 	Warnings  []string `json:"warnings"`
 	// Said are the lines for the user's stderr, in the order they arose
@@ -153,6 +156,12 @@ func (s *Setup) Uninstall(ctx context.Context) (Report, error) {
 		return r, err
 	}
 	r.Changed = res.Changed
+	switch {
+	case res.FileRemoved:
+		r.HooksFile = "removed"
+	case res.NoFile:
+		r.HooksFile = "absent"
+	}
 	warnings := res.Warnings
 	r.MCP = "none"
 	if removed, err := in.UninstallMCP(uctx); err != nil {
