@@ -14,6 +14,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -371,6 +372,9 @@ func Check(cfg Config, err error) health.Check {
 		fix := "fix " + cfg.Path
 		if n := ParseLine(err); n > 0 {
 			fix = fmt.Sprintf("fix line %d of %s (or move the file aside: cx runs on its defaults without it)", n, cfg.Path)
+			if line, hint := lineHint(cfg.Path, n); line != "" {
+				fix = fmt.Sprintf("fix line %d of %s, `%s`%s (or move the file aside: cx runs on its defaults without it)", n, cfg.Path, line, hint)
+			}
 		}
 		return health.Check{Name: "config", Detail: err.Error() + " (Codex runs through cx unrecorded; search, recall and cx's MCP server run on the defaults)", Fix: fix}
 	}
@@ -385,6 +389,30 @@ func Check(cfg Config, err error) health.Check {
 		detail += " (" + strings.Join(cfg.Warnings, "; ") + ")"
 	}
 	return health.Check{Name: "config", OK: true, Detail: detail}
+}
+
+// lineHint is line n of the file at path (trimmed), and what is likely
+// wrong with it: a text value written without quotes (`grace = 5s` wants
+// `grace = "5s"`), the commonest slip in a hand-edited TOML file.
+func lineHint(path string, n int) (line, hint string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", ""
+	}
+	lines := strings.Split(string(data), "\n")
+	if n < 1 || n > len(lines) {
+		return "", ""
+	}
+	line = strings.TrimSpace(lines[n-1])
+	key, value, ok := strings.Cut(line, "=")
+	value = strings.TrimSpace(value)
+	if !ok || value == "" || strings.ContainsAny(value[:1], "\"'[{") {
+		return line, ""
+	}
+	if _, err := strconv.ParseFloat(strings.ReplaceAll(value, "_", ""), 64); err == nil || value == "true" || value == "false" {
+		return line, ""
+	}
+	return line, fmt.Sprintf(": a text value wants quotes, %s = %q", strings.TrimSpace(key), value)
 }
 
 // ToolChars bounds each captured tool input and output of a session that

@@ -119,3 +119,28 @@ func TestHomeWithoutHOMEAndUnusableHome(t *testing.T) {
 		}
 	}
 }
+
+// doctor's fix for a config line that does not parse names the line and,
+// for a text value written bare, the quotes it wants.
+func TestLineHint(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.toml")
+	body := "[wrapper]\ngrace = 5s\nsinks = [local]\nmax = 12\nbroken line\n"
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		n          int
+		line, hint string
+	}{
+		{2, "grace = 5s", `: a text value wants quotes, grace = "5s"`},
+		{3, "sinks = [local]", ""},
+		{4, "max = 12", ""},
+		{5, "broken line", ""},
+		{9, "", ""},
+	} {
+		line, hint := lineHint(path, tc.n)
+		if line != tc.line || hint != tc.hint {
+			t.Errorf("line %d: %q %q, want %q %q", tc.n, line, hint, tc.line, tc.hint)
+		}
+	}
+}
