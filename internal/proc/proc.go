@@ -35,7 +35,14 @@ type Stat struct {
 	// TPGID is the foreground process group of the process's controlling
 	// terminal (-1 or 0 when it has none).
 	TPGID int
+	// Exiting: the process is on its way out — killed (SIGKILL pending) or
+	// past the start of its exit — though the kernel has not finished it
+	// (a thread in D state can hold it there for a while). Linux only.
+	Exiting bool
 }
+
+// pfExiting is the kernel's PF_EXITING task flag (/proc/<pid>/stat field 9).
+const pfExiting = 0x4
 
 // parseStat parses a Linux /proc/<pid>/stat line.
 func parseStat(pid int, s string) (Stat, error) {
@@ -51,6 +58,8 @@ func parseStat(pid int, s string) (Stat, error) {
 		return Stat{}, fmt.Errorf("parse /proc/%d/stat: %d fields", pid, len(fields))
 	}
 	st.State = fields[0][0]
+	flags, _ := strconv.ParseUint(fields[6], 10, 64) // field 9
+	st.Exiting = flags&pfExiting != 0
 	st.PPID, _ = strconv.Atoi(fields[1])
 	st.TPGID, _ = strconv.Atoi(fields[5]) // field 8
 	st.StartTime, _ = strconv.ParseUint(fields[19], 10, 64)
@@ -67,8 +76,8 @@ func Alive(pid int, start uint64) bool {
 		return false
 	}
 	st, err := ReadStat(pid)
-	if err != nil || st.State == 'Z' || st.State == 'X' {
-		return false
+	if err != nil || st.State == 'Z' || st.State == 'X' || st.Exiting || killPending(pid) {
+		return false // gone, a zombie, or being killed: not running
 	}
 	return start == 0 || st.StartTime == start
 }

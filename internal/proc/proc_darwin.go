@@ -18,6 +18,7 @@ func ReadStat(pid int) (Stat, error) {
 	}
 	st := Stat{PID: pid, Comm: unix.ByteSliceToString(k.Proc.P_comm[:]), PPID: int(k.Eproc.Ppid), TPGID: int(k.Eproc.Tpgid)}
 	st.StartTime = uint64(k.Proc.P_starttime.Sec)*1e6 + uint64(k.Proc.P_starttime.Usec)
+	st.Exiting = k.Proc.P_flag&pWeXit != 0
 	// p_stat of <sys/proc.h>: SIDL 1, SRUN 2, SSLEEP 3, SSTOP 4, SZOMB 5.
 	switch k.Proc.P_stat {
 	case 4:
@@ -37,3 +38,10 @@ func ReadStat(pid int) (Stat, error) {
 // tells; cx learns a Codex's threads from its hooks, its logs database
 // and its thread writer locks there.
 func OpenFiles(pid int) []string { return nil }
+
+// pWeXit is P_WEXIT of <sys/proc.h>: the process is working on exiting.
+const pWeXit = 0x00002000
+
+// killPending: macOS does not say through sysctl; P_WEXIT covers a
+// process past the start of its exit.
+func killPending(int) bool { return false }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -30,4 +31,30 @@ func OpenFiles(pid int) []string {
 		}
 	}
 	return out
+}
+
+// killPending reports whether a SIGKILL waits to be delivered to pid (its
+// own or its thread group's pending set, /proc/<pid>/status SigPnd and
+// ShdPnd): the process is as good as gone.
+func killPending(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return false
+	}
+	return killPendingIn(string(data))
+}
+
+// killPendingIn is killPending of a /proc/<pid>/status text.
+func killPendingIn(status string) bool {
+	const sigkill = 1 << (9 - 1)
+	for _, l := range strings.Split(status, "\n") {
+		name, mask, ok := strings.Cut(l, ":")
+		if !ok || (name != "SigPnd" && name != "ShdPnd") {
+			continue
+		}
+		if m, err := strconv.ParseUint(strings.TrimSpace(mask), 16, 64); err == nil && m&sigkill != 0 {
+			return true
+		}
+	}
+	return false
 }
