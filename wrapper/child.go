@@ -40,7 +40,11 @@ type childRun struct {
 
 	ptmx *os.File
 	raw  *tty.Raw
-	pid  int // the process the supervisor waits for (the child, or its leader)
+	// modes follows the terminal modes the child turned on (PTY mode):
+	// whoever gives the terminal back — this process at its end, or the
+	// leader when this process died — turns off those it left on.
+	modes *tty.Modes
+	pid   int // the process the supervisor waits for (the child, or its leader)
 	// target is the child: its process group gets the signals (the child
 	// leads it); with a leader, it is not pid.
 	target int
@@ -56,10 +60,31 @@ type childRun struct {
 	state    *os.ProcessState
 }
 
+// followModes reads what the child wrote to the terminal (the output
+// relay's tap) and tells the leader, whenever it changes, what turns off
+// the modes the child has on: if this process dies, the leader writes it.
+func (s *childRun) followModes(b []byte) {
+	if s.modes.Observe(b) && s.lifeline != nil {
+		_, _ = fmt.Fprintf(s.lifeline, "%s %x\n", modesMsg, s.modes.Reset())
+	}
+}
+
+// leaveModes turns off the terminal modes the child left on (it died, or
+// exited without): the user's shell gets its screen and keys back.
+func (s *childRun) leaveModes() {
+	if s.modes == nil {
+		return
+	}
+	if reset := s.modes.Reset(); len(reset) > 0 {
+		_, _ = s.spec.Stdout.Write(reset)
+	}
+}
+
 // guard restores the terminal before a panic in any goroutine takes the
 // process down, so the user's shell is never left in raw mode.
 func (s *childRun) guard() {
 	if r := recover(); r != nil {
+		s.leaveModes()
 		if s.raw != nil {
 			_ = s.raw.Restore()
 		}
@@ -146,6 +171,8 @@ func (s *childRun) run(ctx context.Context) (ex Exit, err error) {
 		}
 		out := newRelay(ptmxFD, s.spec.Stdout)
 		out.keepReading, out.guard, out.pipelined = true, s.guard, true
+		s.modes = &tty.Modes{}
+		out.tap = s.followModes
 		if fd, err := openNonblocking(s.spec.Stdout); err == nil && testpoint.String(testpoint.Relay) != "pipelined" {
 			out.dstNB = fd // the polled relay; else the reader and writer threads
 		}
@@ -191,6 +218,7 @@ func (s *childRun) run(ctx context.Context) (ex Exit, err error) {
 	if s.childOut != nil {
 		_ = s.childOut.Close()
 	}
+	s.leaveModes()
 	if s.raw != nil {
 		if rerr := s.raw.Restore(); rerr != nil && err == nil {
 			err = rerr

@@ -2,6 +2,7 @@ package wrapper
 
 import (
 	"bufio"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -127,12 +128,36 @@ func LeaderMain(args []string) int {
 	// shell ran cx): a shell takes the terminal back from it when cx dies.
 	parent, _ := strconv.Atoi(os.Getenv(leaderParentEnv))
 	jobGroup := foregroundOf(parent)
+	// givenBack is closed once the terminal is given back after the
+	// supervisor died: the leader does not exit halfway through (the child
+	// dies at once of its PTY's hangup).
+	givenBack := make(chan struct{})
+	watching := false
+	supervisor := os.Getppid()
 	if lifeline := lifelineFile(); lifeline != nil {
-		go watchLifeline(lifeline, pid, grace, func() {
+		watching = true
+		go watchLifeline(lifeline, pid, grace, termios != "", func(leftScreen bool) {
+			defer close(givenBack)
 			if termios != "" {
 				giveTerminalBack(termios, parent, jobGroup)
 			}
+			if leftScreen {
+				redrawShell(parent, jobGroup)
+			}
 		})
+	}
+	// waitGivenBack holds the leader's exit while the terminal is being
+	// given back, bounded.
+	waitGivenBack := func() {
+		// The supervisor gone (this process handed to another parent): its
+		// lifeline has broken, or is breaking, and the terminal is given
+		// back now.
+		if watching && os.Getppid() != supervisor {
+			select {
+			case <-givenBack:
+			case <-time.After(2 * time.Second):
+			}
+		}
 	}
 	go func() {
 		for s := range sigs {
@@ -152,8 +177,10 @@ func LeaderMain(args []string) int {
 		case ws.Stopped():
 			report("stop")
 		case ws.Exited():
+			waitGivenBack()
 			return ws.ExitStatus()
 		case ws.Signaled():
+			waitGivenBack()
 			sig := ws.Signal()
 			// Said first: a Go program cannot always die of the signal its
 			// child died of (SIGQUIT makes the runtime exit 2 with a stack
@@ -169,6 +196,10 @@ func LeaderMain(args []string) int {
 		}
 	}
 }
+
+// modesMsg heads the supervisor's lines on the lifeline that say what
+// turns off the terminal modes the child has on (hex).
+const modesMsg = "modes"
 
 // lifelineFile is the lifeline the supervisor passed, nil if there is
 // none (a leader started without one must not read a closed descriptor's
@@ -186,14 +217,27 @@ func lifelineFile() *os.File {
 // does — then gives the user's terminal back (restore), and stops the
 // child the polite way: SIGTERM to its group, and SIGKILL if it is still
 // there grace later. The leader then exits as the child did.
-func watchLifeline(lifeline *os.File, pid int, grace time.Duration, restore func()) {
-	var b [64]byte
-	for {
-		if _, err := lifeline.Read(b[:]); err != nil {
-			break // EOF: nobody holds the write end any more
+func watchLifeline(lifeline *os.File, pid int, grace time.Duration, haveTerminal bool, restore func(leftScreen bool)) {
+	// The supervisor's messages: the latest "modes <hex>" is what turns off
+	// the terminal modes the child has on.
+	var reset []byte
+	sc := bufio.NewScanner(lifeline)
+	for sc.Scan() {
+		if hexReset, ok := strings.CutPrefix(sc.Text(), modesMsg+" "); ok {
+			if b, err := hex.DecodeString(hexReset); err == nil {
+				reset = b
+			}
 		}
 	}
-	restore()
+	// EOF (or a read error): nobody holds the write end any more. The
+	// modes go first, before a shell draws its prompt on the screen the
+	// child left.
+	leftScreen := false
+	if len(reset) > 0 && haveTerminal {
+		_, _ = unix.Write(terminalFD, reset)
+		leftScreen = tty.LeavesScreen(reset)
+	}
+	restore(leftScreen)
 	signalGroup(pid, syscall.SIGTERM)
 	time.Sleep(grace)
 	signalGroup(pid, syscall.SIGKILL)
@@ -221,6 +265,17 @@ func giveTerminalBack(termios string, parent, jobGroup int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	_ = tty.RestoreTermiosIfRaw(terminalFD, termios)
+}
+
+// redrawShell has the shell that took the terminal back draw its line
+// again: the leader left the child's alternate screen, and a shell quicker
+// than the leader drew its prompt there, now out of sight. A line editor
+// (readline, zle, fish) redraws when the terminal's size changes.
+func redrawShell(parent, jobGroup int) {
+	time.Sleep(50 * time.Millisecond) // the shell back in its line editor
+	if g := foregroundOf(parent); g > 0 && g != jobGroup {
+		_ = tty.NudgeSize(terminalFD)
+	}
 }
 
 // foregroundOf is the foreground group of pid's controlling terminal (0

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -94,3 +95,51 @@ func TestKilledCxLeavesTheShellsTerminal(t *testing.T) {
 		t.Fatalf("%d of %d rounds left the shell's line editing off", broken, rounds)
 	}
 }
+
+// A cx SIGKILLed while the real Codex TUI runs leaves the terminal off
+// Codex's screen: the alternate screen, the hidden cursor, focus reporting
+// and the kitty keyboard flags Codex turned on are turned off by cx's
+// session leader (issue: bash's prompt was drawn over Codex's UI). Read
+// from tmux, the terminal program the shell runs in. A kill -TERM, where
+// Codex leaves the terminal itself, is the baseline.
+func TestKilledCxLeavesNoTerminalModes(t *testing.T) {
+	eachCodex(t, func(t *testing.T, in codextest.Install) {
+		h := New(t, in, Options{NoHooks: true})
+		state := func(tu *TUI) string {
+			out, err := tu.tmux("display-message", "-p", "-t", "cx", "alternate=#{alternate_on} cursor=#{cursor_flag} mouse=#{mouse_any_flag}")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return strings.TrimSpace(out)
+		}
+		// A shell quicker than cx's leader draws its prompt on Codex's
+		// screen before the leader leaves it: the prompt must be in sight
+		// all the same (the leader has the shell draw it again), in every
+		// round.
+		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL, syscall.SIGKILL, syscall.SIGKILL, syscall.SIGKILL} {
+			tu := h.StartInShell()
+			tu.WaitReady()
+			if s := state(tu); !strings.Contains(s, "alternate=1") {
+				t.Logf("Codex %s is not on the alternate screen (%s): the check below proves less", in.Version, s)
+			}
+			tu.Signal(tu.CXPid(), sig)
+			tu.WaitText("cx-exit=", 30*time.Second)
+			// The leader acts once the lifeline breaks; give it a moment.
+			deadline := time.Now().Add(5 * time.Second)
+			for time.Now().Before(deadline) && state(tu) != "alternate=0 cursor=1 mouse=0" {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if s := state(tu); s != "alternate=0 cursor=1 mouse=0" {
+				t.Errorf("after %v of cx the terminal is left %s; screen:\n%s", sig, s, tu.Screen())
+			}
+			tu.WaitFor(promptAfterExit, 5*time.Second)
+			tu.Close()
+		}
+	})
+}
+
+// promptAfterExit is the shell's prompt in sight after the command line
+// that ran cx (a Codex that draws inline, 0.128, may leave its UI beside
+// it; what the shell printed on Codex's alternate screen before the
+// leader left it, its job's status, is out of sight).
+var promptAfterExit = regexp.MustCompile(`(?s)echo "cx-exit=\$\?"\n.*cx-shell\$`)
