@@ -105,7 +105,7 @@ func (a *app) ctlUninstall(ctx context.Context, args []string) error {
 	case r.HooksFile == "removed":
 		fmt.Fprintf(a.stdout, "removed %s: cx's install created it and nothing else was in it\n", r.HooksPath)
 	case r.HooksFile == "absent":
-		fmt.Fprintf(a.stdout, "no %s: no hooks to remove\n", r.HooksPath)
+		fmt.Fprintf(a.stdout, "no %s: nothing to remove\n", r.HooksPath)
 	case r.Changed:
 		fmt.Fprintf(a.stdout, "removed cx's hooks from %s\n", r.HooksPath)
 	default:

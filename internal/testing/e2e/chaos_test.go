@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"cx/internal/codex"
 	"cx/internal/proc"
 	"cx/internal/testing/codextest"
 	"cx/internal/testing/ovfake"
@@ -261,6 +262,10 @@ func (c *chaos) run(d time.Duration) {
 		wg.Add(2)
 		go func() { defer wg.Done(); c.daemonWorker(ctx) }()
 		go func() { defer wg.Done(); c.tuiWorker(ctx) }()
+		if codex.CompareVersions(c.h.Codex.Version, "0.171.0") >= 0 {
+			wg.Add(1)
+			go func() { defer wg.Done(); c.subagentWorker(ctx) }()
+		}
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); c.faultWorker(ctx) }()
@@ -280,6 +285,30 @@ func (c *chaos) execWorker(ctx context.Context) {
 			continue
 		}
 		c.exec(ctx, "exec", "resume", id, c.prompt("resume"))
+	}
+}
+
+// subagentWorker runs `cx exec` threads whose model spawns a subagent
+// that runs a command of its own: the v1 tools (found through
+// tool_search), with and without the parent's history, and the v2 tools
+// (multi_agent_v2), forked and not. The checker counts the children's
+// turns as it counts every thread's.
+func (c *chaos) subagentWorker(ctx context.Context) {
+	for i := 0; ctx.Err() == nil; i++ {
+		p := c.prompt("subagent")
+		child := strings.TrimSuffix(p, ".") + " child task"
+		var args []string
+		switch i % 4 {
+		case 0:
+			args = []string{"exec", p + ` [[tool: spawn_agent {"message":"` + child + ` <<shell: echo child>>"}]] [[shell: sleep 1]]`}
+		case 1:
+			args = []string{"exec", p + ` [[tool: spawn_agent {"message":"` + child + ` <<shell: echo child>>","fork_context":true}]] [[shell: sleep 1]]`}
+		case 2:
+			args = []string{"exec", "--enable", "multi_agent_v2", p + ` [[tool: collaboration.spawn_agent {"task_name":"lister","message":"` + child + `"}]] [[child: <<shell: echo child>>]] [[shell: sleep 1]]`}
+		default:
+			args = []string{"exec", "--enable", "multi_agent_v2", p + ` [[tool: collaboration.spawn_agent {"task_name":"lister","message":"` + child + `","fork_turns":"none"}]] [[shell: sleep 1]]`}
+		}
+		c.exec(ctx, args...)
 	}
 }
 
@@ -654,11 +683,18 @@ func (c *chaos) expected() (want map[string][]string, threads map[string]bool) {
 func typedTexts(texts []string) []string {
 	var out []string
 	for _, t := range texts {
-		if tt := strings.TrimSpace(t); !strings.HasPrefix(tt, "<") && !strings.HasPrefix(tt, "# AGENTS.md") {
+		if !codexContext(t) {
 			out = append(out, t)
 		}
 	}
 	return out
+}
+
+// codexContext reports whether a user-role text is one of Codex's own
+// context messages, each opening with its tag.
+func codexContext(t string) bool {
+	tt := strings.TrimSpace(t)
+	return strings.HasPrefix(tt, "<") || strings.HasPrefix(tt, "# AGENTS.md")
 }
 
 // userInputs is the text of each user input Codex recorded in the rollout
@@ -677,9 +713,15 @@ func userInputs(path string) []string {
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	var out []string
 	seen := map[string]bool{}
+	metas, ownFrom := 0, -1
+	// taken: the current task has its input already (a user's message, or
+	// another agent's that began it); an agent's message after that is
+	// context of the turn (a child's answer), not a turn of its own.
+	taken := false
 	for sc.Scan() {
 		var rec struct {
 			Type    string `json:"type"`
+			Ordinal *int   `json:"ordinal"`
 			Payload struct {
 				Type    string `json:"type"`
 				Role    string `json:"role"`
@@ -687,16 +729,53 @@ func userInputs(path string) []string {
 					Type string `json:"type"`
 					Text string `json:"text"`
 				} `json:"content"`
+				HistoryStart *int `json:"subagent_history_start_ordinal"`
 			} `json:"payload"`
 		}
-		if json.Unmarshal(sc.Bytes(), &rec) != nil || rec.Type != "response_item" || rec.Payload.Type != "message" || rec.Payload.Role != "user" {
+		if json.Unmarshal(sc.Bytes(), &rec) != nil {
 			continue
 		}
-		for _, part := range rec.Payload.Content {
-			if part.Type == "input_text" && !seen[part.Text] {
-				seen[part.Text] = true
-				out = append(out, part.Text)
+		if rec.Type == "session_meta" {
+			// A forked subagent's rollout repeats its parent's history up to
+			// the ordinal its own session_meta names (0.171): not its own.
+			if metas++; metas == 1 && rec.Payload.HistoryStart != nil {
+				ownFrom = *rec.Payload.HistoryStart
 			}
+			continue
+		}
+		if ownFrom >= 0 && rec.Ordinal != nil && *rec.Ordinal < ownFrom {
+			continue
+		}
+		var text string
+		switch {
+		case rec.Type == "event_msg" && rec.Payload.Type == "task_started":
+			taken = false
+		case rec.Type == "response_item" && rec.Payload.Type == "message" && rec.Payload.Role == "user":
+			for _, part := range rec.Payload.Content {
+				if part.Type != "input_text" {
+					continue
+				}
+				if !codexContext(part.Text) {
+					taken = true
+				}
+				if !seen[part.Text] {
+					seen[part.Text] = true
+					out = append(out, part.Text)
+				}
+			}
+			continue
+		case rec.Type == "response_item" && rec.Payload.Type == "agent_message" && !taken:
+			taken = true
+			// A v2 subagent's task: its plain parts (the rest is encrypted).
+			for _, part := range rec.Payload.Content {
+				if part.Type == "input_text" {
+					text += part.Text
+				}
+			}
+		}
+		if text = strings.TrimSpace(text); text != "" && !seen[text] {
+			seen[text] = true
+			out = append(out, text)
 		}
 	}
 	return out
@@ -778,7 +857,9 @@ func archivedGenerations(t testing.TB, cxHome string) map[string][]archivedGener
 			t.Fatalf("the local archive of %s/%d: %v", id, g.generation, err)
 		}
 		for _, tt := range ts {
-			g.users = append(g.users, tt.User)
+			if tt.User != "" { // a turn Codex's goal started has no user text
+				g.users = append(g.users, tt.User)
+			}
 		}
 		out[id] = append(out[id], g)
 	}
