@@ -54,21 +54,13 @@ func TestREADMECommandsRun(t *testing.T) {
 		t.Fatalf("found %d cx ctl commands in the README: %v", len(cmds), cmds)
 	}
 	root := t.TempDir()
-	home := filepath.Join(root, "home")
-	sessions := filepath.Join(home, ".codex", "sessions", "2026", "11", "22")
+	home := homeWithRollout(t, root)
 	project := filepath.Join(root, "app")
 	bin := filepath.Join(root, "bin")
-	for _, d := range []string{sessions, project, bin} {
+	for _, d := range []string{project, bin} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-	}
-	data, err := os.ReadFile(scriptRollout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(sessions, "rollout-2026-11-22T01-32-37-"+scriptSession+".jsonl"), data, 0o600); err != nil {
-		t.Fatal(err)
 	}
 	if err := os.Symlink(cx, filepath.Join(bin, "cx")); err != nil {
 		t.Fatal(err)
@@ -111,18 +103,7 @@ func TestREADMECommandsRun(t *testing.T) {
 // exit 0, nothing forgotten.
 func TestForgetAnsweredNo(t *testing.T) {
 	cx := codextest.CX(t)
-	home := t.TempDir()
-	sessions := filepath.Join(home, ".codex", "sessions", "2026", "11", "22")
-	if err := os.MkdirAll(sessions, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(scriptRollout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(sessions, "rollout-2026-11-22T01-32-37-"+scriptSession+".jsonl"), data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	home := homeWithRollout(t, t.TempDir())
 	env := []string{"HOME=" + home, "CODEX_HOME=" + filepath.Join(home, ".codex"), "CX_HOME=" + filepath.Join(home, ".cx"), "PATH=/usr/bin:/bin", "TERM=xterm"}
 	imp := exec.Command(cx, "ctl", "import")
 	imp.Env = env
@@ -185,4 +166,23 @@ func TestForgetAnsweredNo(t *testing.T) {
 	if out, err := show.CombinedOutput(); err != nil || strings.Contains(string(out), "forgotten") {
 		t.Fatalf("after n the session is gone or forgotten: %v\n%s", err, out)
 	}
+}
+
+// homeWithRollout is a HOME under root whose Codex home holds the scripts'
+// real rollout.
+func homeWithRollout(t *testing.T, root string) string {
+	t.Helper()
+	home := filepath.Join(root, "home")
+	sessions := filepath.Join(home, ".codex", "sessions", "2026", "11", "22")
+	if err := os.MkdirAll(sessions, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(scriptRollout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sessions, "rollout-2026-11-22T01-32-37-"+scriptSession+".jsonl"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return home
 }

@@ -79,12 +79,9 @@ func (r Request) hasInput(typ string) bool {
 	return false
 }
 
-// MCPTool finds how Codex offers an MCP server's tool: as the function
-// "mcp__SERVER__TOOL", or as the function TOOL of the namespace
-// "mcp__SERVER__" (Codex 0.128 lists it so in its tools) or "mcp__SERVER"
-// (Codex 0.169, only in the tools a tool_search_output brought in).
-func (r Request) MCPTool(server, tool string) (namespace, name string, ok bool) {
-	ns, flat := "mcp__"+server+"__", "mcp__"+server+"__"+tool
+// toolLists are the tools Codex offered: the request's, and those its
+// tool_search_outputs brought in.
+func (r Request) toolLists() [][]any {
 	var lists [][]any
 	if tools, _ := r.JSON["tools"].([]any); tools != nil {
 		lists = append(lists, tools)
@@ -96,7 +93,16 @@ func (r Request) MCPTool(server, tool string) (namespace, name string, ok bool) 
 			}
 		}
 	}
-	for _, tools := range lists {
+	return lists
+}
+
+// MCPTool finds how Codex offers an MCP server's tool: as the function
+// "mcp__SERVER__TOOL", or as the function TOOL of the namespace
+// "mcp__SERVER__" (Codex 0.128 lists it so in its tools) or "mcp__SERVER"
+// (Codex 0.169, only in the tools a tool_search_output brought in).
+func (r Request) MCPTool(server, tool string) (namespace, name string, ok bool) {
+	ns, flat := "mcp__"+server+"__", "mcp__"+server+"__"+tool
+	for _, tools := range r.toolLists() {
 		for _, t := range tools {
 			m, _ := t.(map[string]any)
 			switch {
@@ -124,18 +130,7 @@ func (r Request) Tool(name string) (namespace, fn string, ok bool) {
 	if !dotted {
 		wantNS, fn = "", name
 	}
-	lists := [][]any{}
-	if tools, _ := r.JSON["tools"].([]any); tools != nil {
-		lists = append(lists, tools)
-	}
-	for _, it := range r.Inputs() {
-		if it["type"] == "tool_search_output" {
-			if tools, _ := it["tools"].([]any); tools != nil {
-				lists = append(lists, tools)
-			}
-		}
-	}
-	for _, tools := range lists {
+	for _, tools := range r.toolLists() {
 		for _, t := range tools {
 			m, _ := t.(map[string]any)
 			switch {
