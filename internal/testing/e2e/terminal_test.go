@@ -59,9 +59,10 @@ func TestKilledCxLeavesTheShellsTerminal(t *testing.T) {
 		tu := h.StartInShell()
 		ready(tu)
 		tu.Signal(tu.CXPid(), syscall.SIGKILL)
-		// The shell has its job back (a TUI's leftovers may share the
-		// prompt's row, so its status line is what is waited for).
-		tu.WaitText("cx-exit=137", 20*time.Second)
+		// The shell has its job back: its prompt after the command line (a
+		// TUI's leftovers may share the prompt's row; what the shell printed
+		// on Codex's alternate screen, its job's status, leaves with it).
+		tu.WaitFor(promptAfterExit, 20*time.Second)
 		// The leader acts when the lifeline breaks: give it the moment it
 		// takes, then read the settings the shell is left with.
 		deadline := time.Now().Add(5 * time.Second)
