@@ -386,3 +386,36 @@ func TestFitGivesNeighboursAsOnePassage(t *testing.T) {
 		})
 	}
 }
+
+// A hit of a question names its passage: its own turn first, then the turn
+// after it and the one before it when they hold a word of the question —
+// not a neighbour that shares none, and not a turn that is a hit itself.
+func TestHitsNamePassages(t *testing.T) {
+	a, _ := testArchive(t)
+	ctx := context.Background()
+	proj := t.TempDir()
+	archive(t, a, "c1", 1, proj, []rollout.Turn{
+		{Key: "t1", User: "we went camping at the lake last summer"},
+		{Key: "t2", User: "which lake was that again?", Assistant: []string{"the one with the pine trees"}},
+		{Key: "t3", User: "Melanie painted a sunrise over the lake", Assistant: []string{"lovely"}},
+		{Key: "t4", User: "I bought new running shoes"},
+		{Key: "t5", User: "the sunrise painting hangs in the hall"},
+	})
+	hits, err := a.Search(ctx, Query{Text: "what did Melanie paint over the lake?", Project: proj, Limit: 1})
+	if err != nil || len(hits) != 1 {
+		t.Fatalf("hits %+v, %v", hits, err)
+	}
+	if h := hits[0]; h.Turn != 3 || fmt.Sprint(h.Turns) != "[3 2]" {
+		t.Errorf("hit turn %d names %v, want 3 then 2 (4 holds no word of the question)", h.Turn, h.Turns)
+	}
+	// A lookup in FTS5's syntax names no passage.
+	hits, err = a.Search(ctx, Query{Text: "painted OR lake", Project: proj, Limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hits {
+		if len(h.Turns) > 0 {
+			t.Errorf("a syntax query's hit names a passage: %+v", h)
+		}
+	}
+}

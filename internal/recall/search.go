@@ -14,6 +14,7 @@ import (
 	"cx/internal/ledger"
 	"cx/internal/redact"
 	"cx/internal/rollout"
+	"cx/internal/words"
 )
 
 // Archive is the ledger opened for recall.
@@ -104,6 +105,11 @@ type Hit struct {
 	Cwd        string `json:"cwd"`
 	Snippet    string `json:"snippet"`
 	More       string `json:"more"`
+	// Turns is the passage the hit stands for, its own turn first: a
+	// neighbouring turn of its session (before or after it) joins when it
+	// holds a word of the question — a conversation's answer is often the
+	// turn around the one that matched. Natural-language queries only.
+	Turns []int `json:"turns,omitempty"`
 }
 
 // ErrQuery is a query cx will not run: empty, too long, or one the index
@@ -133,12 +139,82 @@ func (a *Archive) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
+	var around map[place][]int
+	if pq.natural {
+		if around, err = a.passages(ctx, pq, found); err != nil {
+			return nil, fmt.Errorf("search: %w", err)
+		}
+	}
 	hits := make([]Hit, 0, len(found))
 	for _, h := range found {
 		hits = append(hits, Hit{Session: h.SessionID, Generation: h.Generation, Turn: h.Turn, Time: h.At.Format(time.RFC3339),
-			Cwd: h.Cwd, Snippet: rollout.OneLine(h.Snippet, 400), More: fmt.Sprintf("cx ctl show %s --turn %d", h.SessionID, h.Turn)})
+			Cwd: h.Cwd, Snippet: rollout.OneLine(h.Snippet, 400), More: fmt.Sprintf("cx ctl show %s --turn %d", h.SessionID, h.Turn),
+			Turns: around[place{h.SessionID, h.Turn}]})
 	}
 	return hits, nil
+}
+
+// passages are the hits' passages: each hit's turn, then the turns just
+// before and after it in its session that hold a word of the question
+// (at most two, the one after first), none a hit of its own.
+func (a *Archive) passages(ctx context.Context, pq query, found []ledger.RecallHit) (map[place][]int, error) {
+	want := map[string]bool{}
+	for _, ph := range pq.phrases() {
+		for _, t := range ph {
+			want[t] = true
+		}
+	}
+	hit := map[place]bool{}
+	for _, h := range found {
+		hit[place{h.SessionID, h.Turn}] = true
+	}
+	var places []ledger.Place
+	for _, h := range found {
+		for _, t := range []int{h.Turn + 1, h.Turn - 1} {
+			if t >= 1 && !hit[place{h.SessionID, t}] {
+				places = append(places, ledger.Place{SessionID: h.SessionID, Turn: t})
+			}
+		}
+	}
+	near, err := a.db.RecallTurnHits(ctx, places)
+	if err != nil || len(near) == 0 {
+		return nil, err
+	}
+	ids := make([]int64, len(near))
+	for i, n := range near {
+		ids[i] = n.ID
+	}
+	texts, err := a.db.RecallTexts(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	shares := map[place]bool{}
+	for _, n := range near {
+		t := texts[n.ID]
+		for _, term := range words.Terms(nil, t.Prompt+"\n"+t.Reply) {
+			if want[term] {
+				shares[place{n.SessionID, n.Turn}] = true
+				break
+			}
+		}
+	}
+	out := map[place][]int{}
+	taken := map[place]bool{}
+	for _, h := range found {
+		p := place{h.SessionID, h.Turn}
+		turns := []int{h.Turn}
+		for _, t := range []int{h.Turn + 1, h.Turn - 1} {
+			q := place{h.SessionID, t}
+			if shares[q] && !taken[q] {
+				taken[q] = true
+				turns = append(turns, t)
+			}
+		}
+		if len(turns) > 1 {
+			out[p] = turns
+		}
+	}
+	return out, nil
 }
 
 // ParseSince reads --since: a duration back from now (90m, 36h, 7d, 2w)
