@@ -57,7 +57,7 @@ import (
 	"cx/internal/testpoint"
 )
 
-// End reasons (DESIGN: "End reasons").
+// End reasons (the README: "End reasons").
 const (
 	reasonSessionEnd = "session_end"
 	reasonExit       = "exit"
