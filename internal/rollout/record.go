@@ -19,6 +19,7 @@ type Record struct {
 	Size        int64
 	Timestamp   string
 	Type        string          // session_meta, turn_context, event_msg, response_item, compacted, …
+	Ordinal     int64           // the record's ordinal (0.169+), -1 when the line has none
 	PType       string          // payload.type, when the payload is an object with one
 	Payload     json.RawMessage // valid only during the callback
 	Placeholder string          // non-empty: the line could not be parsed (kind)
@@ -27,12 +28,13 @@ type Record struct {
 type envelope struct {
 	Timestamp string          `json:"timestamp"`
 	Type      string          `json:"type"`
+	Ordinal   *int64          `json:"ordinal"`
 	Payload   json.RawMessage `json:"payload"`
 }
 
 // parseLine turns a line into a record; an unusable line becomes a placeholder.
 func parseLine(l Line) Record {
-	r := Record{Offset: l.Offset, Size: l.Size}
+	r := Record{Offset: l.Offset, Size: l.Size, Ordinal: -1}
 	switch {
 	case l.TooLong:
 		r.Placeholder = placeholderTooLong
@@ -41,8 +43,8 @@ func parseLine(l Line) Record {
 		r.Placeholder = placeholderInvalidUTF8
 		return r
 	}
-	if ts, typ, payload, ok := scanEnvelope(l.Data); ok {
-		r.Timestamp, r.Type, r.Payload = ts, typ, payload
+	if ts, typ, ordinal, payload, ok := scanEnvelope(l.Data); ok {
+		r.Timestamp, r.Type, r.Ordinal, r.Payload = ts, typ, ordinal, payload
 		if typ == "event_msg" || typ == "response_item" {
 			r.PType = payloadType(payload)
 		}
@@ -54,6 +56,9 @@ func parseLine(l Line) Record {
 		return r
 	}
 	r.Timestamp, r.Type, r.Payload = env.Timestamp, env.Type, env.Payload
+	if env.Ordinal != nil {
+		r.Ordinal = *env.Ordinal
+	}
 	r.PType = payloadType(env.Payload)
 	return r
 }

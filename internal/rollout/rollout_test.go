@@ -249,7 +249,7 @@ func FuzzEnvelope(f *testing.F) {
 	}
 	f.Add([]byte(`{"type":"a\"b","payload":{"x":"}"},"timestamp":"t\\"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ts, typ, payload, ok := scanEnvelope(b)
+		ts, typ, _, payload, ok := scanEnvelope(b)
 		if !ok || !json.Valid(b) || !utf8.Valid(b) { // parseLine checks UTF-8 first
 			return
 		}

@@ -11,36 +11,37 @@ import (
 // never needed, and full JSON validation of every byte was most of the
 // reader's cost. It reports ok=false for anything it does not understand;
 // the caller then falls back to encoding/json, which decides.
-func scanEnvelope(b []byte) (ts, typ string, payload []byte, ok bool) {
+func scanEnvelope(b []byte) (ts, typ string, ordinal int64, payload []byte, ok bool) {
+	ordinal = -1
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return "", "", nil, false
+		return "", "", -1, nil, false
 	}
 	i++
 	for {
 		i = skipSpace(b, i)
 		if i >= len(b) {
-			return "", "", nil, false
+			return "", "", -1, nil, false
 		}
 		if b[i] == '}' {
 			i = skipSpace(b, i+1)
-			return ts, typ, payload, i == len(b) && typ != ""
+			return ts, typ, ordinal, payload, i == len(b) && typ != ""
 		}
 		if b[i] == ',' {
 			i = skipSpace(b, i+1)
 		}
 		key, next, ok := scanString(b, i)
 		if !ok {
-			return "", "", nil, false
+			return "", "", -1, nil, false
 		}
 		i = skipSpace(b, next)
 		if i >= len(b) || b[i] != ':' {
-			return "", "", nil, false
+			return "", "", -1, nil, false
 		}
 		i = skipSpace(b, i+1)
 		end, ok := skipValue(b, i)
 		if !ok {
-			return "", "", nil, false
+			return "", "", -1, nil, false
 		}
 		switch key {
 		case "timestamp":
@@ -49,9 +50,13 @@ func scanEnvelope(b []byte) (ts, typ string, payload []byte, ok bool) {
 			typ, _, ok = scanString(b, i)
 		case "payload":
 			payload = b[i:end]
+		case "ordinal": // 0.169+: the record's place in the thread's history
+			if n, err := strconv.ParseInt(string(b[i:end]), 10, 64); err == nil {
+				ordinal = n
+			}
 		}
 		if !ok {
-			return "", "", nil, false
+			return "", "", -1, nil, false
 		}
 		i = end
 	}

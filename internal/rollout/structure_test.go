@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -88,5 +89,33 @@ func TestEmptyGoalTurnLeavesNoTurn(t *testing.T) {
 	c := Assemble([]byte(strings.Join(lines, "\n")+"\n"), Options{})
 	if len(c.Turns) != 0 {
 		t.Fatalf("turns %+v, want none", c.Turns)
+	}
+}
+
+// A forked subagent's copy of its parent's history ends where its
+// session_meta says (subagent_history_start_ordinal), whatever the copied
+// records' turn ids and start times say: here they are no UUIDv7s and no
+// times, so the time-based rule for a fork's copy could not tell them from
+// the child's own.
+func TestSubagentHistoryStartBoundsTheCopy(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/rollouts/0.171.0/subagent-v2-fork-b.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	meta, err := ReadMeta("../../testdata/rollouts/0.171.0/subagent-v2-fork-b.jsonl")
+	if err != nil || meta.HistoryStart <= 0 {
+		t.Fatalf("meta %+v, %v: no history start", meta, err)
+	}
+	idRE := regexp.MustCompile(`"(turn_id|root_turn_id)":"[0-9a-f-]{36}"`)
+	startRE := regexp.MustCompile(`"started_at":\d+`)
+	for i, l := range lines {
+		if i > 0 && i < int(meta.HistoryStart) {
+			lines[i] = startRE.ReplaceAllString(idRE.ReplaceAllString(l, `"$1":"copied-turn"`), `"started_at":0`)
+		}
+	}
+	c := Assemble([]byte(strings.Join(lines, "\n")+"\n"), Options{})
+	if len(c.Turns) != 1 || strings.Contains(c.Turns[0].User, "flamingo") || c.Turns[0].Trigger != TriggerAgent {
+		t.Fatalf("turns %+v, want the child's own task alone", c.Turns)
 	}
 }

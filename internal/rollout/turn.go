@@ -20,6 +20,9 @@ type SessionMeta struct {
 	ThreadSource string `json:"thread_source,omitempty"` // "user" | "subagent" | …
 	Agent        string `json:"agent_nickname,omitempty"`
 	AgentRole    string `json:"agent_role,omitempty"`
+	// HistoryStart is where a forked subagent's own history begins: the
+	// records before this ordinal repeat its parent's (0.171).
+	HistoryStart int64 `json:"subagent_history_start_ordinal,omitempty"`
 }
 
 // Subagent reports whether the thread is a subagent's: its parent's

@@ -174,6 +174,9 @@ func (a *assembler) add(r Record, end int64) {
 		}
 		return
 	}
+	if a.meta != nil && a.meta.HistoryStart > 0 && r.Ordinal >= 0 && r.Ordinal < a.meta.HistoryStart && r.Type != "session_meta" {
+		return // a forked subagent's copy of its parent's history, as its session_meta bounds it
+	}
 	switch r.Type {
 	case "session_meta":
 		a.sessionMeta(r)
@@ -239,9 +242,10 @@ func (a *assembler) sessionMeta(r Record) {
 		a.forkTime = parseTime(mm.Timestamp)
 		return
 	}
-	if m.ID != "" && m.ID != a.meta.ID {
+	if m.ID != "" && m.ID != a.meta.ID && a.meta.HistoryStart == 0 {
 		// A second session_meta naming another session: the parent's history
-		// copied into a fork (0.128) follows.
+		// copied into a fork (0.128) follows. (A subagent whose meta says
+		// where its own history starts is bounded by that instead.)
 		a.forkCopy, a.forkAt = true, r.Offset
 	}
 }
