@@ -80,6 +80,34 @@ func (s *childRun) leaveModes() {
 	}
 }
 
+// enterModes turns back on the modes leaveModes turned off (the child
+// continued after a suspend); it reports whether it did.
+func (s *childRun) enterModes() bool {
+	if s.modes == nil {
+		return false
+	}
+	set := s.modes.Restore()
+	if len(set) == 0 {
+		return false
+	}
+	_, _ = s.spec.Stdout.Write(set)
+	return true
+}
+
+// nudgeSize sets the PTY one column narrower and back: the child redraws
+// its whole screen, as after a real resize.
+func (s *childRun) nudgeSize() {
+	if s.ptmx == nil {
+		return
+	}
+	if sz, ok := tty.GetSize(s.spec.Stdin.Fd(), s.spec.Stdout.Fd()); ok && sz.Cols > 1 {
+		_ = tty.SetSize(s.ptmx, tty.Size{Rows: sz.Rows, Cols: sz.Cols - 1})
+		_ = syscall.Kill(-s.target, syscall.SIGWINCH)
+		time.Sleep(50 * time.Millisecond) // each size seen on its own
+		_ = tty.SetSize(s.ptmx, sz)
+	}
+}
+
 // guard restores the terminal before a panic in any goroutine takes the
 // process down, so the user's shell is never left in raw mode.
 func (s *childRun) guard() {

@@ -191,6 +191,7 @@ func (st *stopper) signalChild(sig os.Signal) {
 // (SIGSTOP: it leads its own session, so the kernel would drop a SIGTSTP),
 // then the supervisor stops itself. SIGCONT (fg/bg) brings both back.
 func (st *stopper) suspend() {
+	st.s.leaveModes()
 	if st.s.raw != nil {
 		_ = st.s.raw.Restore()
 	}
@@ -211,6 +212,7 @@ func (st *stopper) childStopped() {
 	if s, err := cxproc.ReadStat(st.s.target); err != nil || s.State != 'T' {
 		return
 	}
+	st.s.leaveModes()
 	if st.s.raw != nil {
 		_ = st.s.raw.Restore()
 	}
@@ -225,9 +227,16 @@ func (st *stopper) resume() {
 	if st.s.raw != nil {
 		_ = st.s.raw.Enter()
 	}
+	// The modes the child had on come back (its alternate screen, fresh):
+	// a size that changes and changes back makes it draw its whole screen
+	// again.
+	redraw := st.s.enterModes()
 	st.s.resize()
 	_ = syscall.Kill(-st.s.target, syscall.SIGCONT)
 	if st.s.mode == ModePTY {
+		if redraw {
+			st.s.nudgeSize()
+		}
 		_ = syscall.Kill(-st.s.target, syscall.SIGWINCH)
 	}
 }

@@ -24,7 +24,7 @@ type Modes struct {
 	mu    sync.Mutex
 	carry []byte       // an escape sequence cut by a read, kept for the next
 	on    map[int]bool // private modes (DECSET numbers) the program set
-	kitty int          // kitty keyboard flags pushed and not popped
+	kitty []string     // kitty keyboard flags pushed and not popped, oldest first
 }
 
 // followed are the DECSET modes Modes follows; hidden cursor is 25 off.
@@ -111,13 +111,13 @@ func (m *Modes) csi(params []byte, final byte) {
 			}
 		}
 	case final == 'u' && len(params) > 0 && params[0] == '>':
-		m.kitty++ // push flags
+		m.kitty = append(m.kitty, string(params[1:])) // push flags
 	case final == 'u' && len(params) > 0 && params[0] == '<':
 		n := 1
 		if v, err := strconv.Atoi(string(params[1:])); err == nil && v > 0 {
 			n = v
 		}
-		m.kitty = max(0, m.kitty-n)
+		m.kitty = m.kitty[:max(0, len(m.kitty)-n)]
 	}
 }
 
@@ -145,9 +145,36 @@ func (m *Modes) reset() []byte {
 		b = strconv.AppendInt(b, int64(n), 10)
 		b = append(b, end)
 	}
-	if m.kitty > 0 {
+	if len(m.kitty) > 0 {
 		b = append(b, "\x1b[<"...)
-		b = strconv.AppendInt(b, int64(m.kitty), 10)
+		b = strconv.AppendInt(b, int64(len(m.kitty)), 10)
+		b = append(b, 'u')
+	}
+	return b
+}
+
+// Restore is what turns back on the modes Reset turns off (a program
+// suspended, then continued): the inverse of Reset, in the program's order
+// — the alternate screen first, the keyboard flags pushed as they were.
+func (m *Modes) Restore() []byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var b []byte
+	for _, n := range []int{1049, 1047, 47, 1, 1000, 1002, 1003, 1004, 1005, 1006, 1007, 1015, 25} {
+		if !m.on[n] {
+			continue
+		}
+		end := byte('h')
+		if n == 25 {
+			end = 'l'
+		}
+		b = append(b, "\x1b[?"...)
+		b = strconv.AppendInt(b, int64(n), 10)
+		b = append(b, end)
+	}
+	for _, flags := range m.kitty {
+		b = append(b, "\x1b[>"...)
+		b = append(b, flags...)
 		b = append(b, 'u')
 	}
 	return b

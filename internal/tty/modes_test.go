@@ -31,6 +31,13 @@ func TestModes(t *testing.T) {
 		if tc.want != "" && !changed {
 			t.Errorf("%s: no change reported", tc.name)
 		}
+		// What Restore turns back on, Reset turns off again: a tracker fed
+		// Restore is where m was.
+		var again Modes
+		again.Observe(m.Restore())
+		if got := string(again.Reset()); got != tc.want {
+			t.Errorf("%s: Restore then Reset %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
 
@@ -44,5 +51,13 @@ func BenchmarkModesText(b *testing.B) {
 	b.SetBytes(int64(len(buf)))
 	for b.Loop() {
 		m.Observe(buf)
+	}
+}
+
+func TestModesRestore(t *testing.T) {
+	var m Modes
+	m.Observe([]byte("\x1b[?1049h\x1b[>5u\x1b[?1004h\x1b[?25l"))
+	if got, want := string(m.Restore()), "\x1b[?1049h\x1b[?1004h\x1b[?25l\x1b[>5u"; got != want {
+		t.Errorf("Restore %q, want %q", got, want)
 	}
 }

@@ -637,9 +637,22 @@ func TestCtrlZSuspendsAndResumes(t *testing.T) {
 		// (CI, loaded re-run, 0.128: no "Stopped" in 20 s) had a turn just
 		// starting on a frozen screen after the reply, its cause not found.
 		tu.WaitIdle()
+		alternate := func() string {
+			out, err := tu.tmux("display-message", "-p", "-t", "cx", "#{alternate_on}")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return strings.TrimSpace(out)
+		}
+		onCodexScreen := alternate()
 		codex := tu.CodexPid()
 		tu.Keys("C-z")
 		tu.WaitFor(regexp.MustCompile(`(?m)Stopped.*\n(.*\n)*cx-shell\$\s*$`), 20*time.Second)
+		// The shell is on its own screen while Codex is stopped (Codex's
+		// modes are left with it), and Codex is back on its own after fg.
+		if a := alternate(); a != "0" {
+			t.Errorf("after Ctrl+Z the terminal is on the alternate screen (Codex's: %s)", onCodexScreen)
+		}
 		if st := procState(codex); st != "T" {
 			t.Fatalf("Codex is %q after Ctrl+Z, want stopped; screen:\n%s", st, tu.Screen())
 		}
@@ -648,7 +661,24 @@ func TestCtrlZSuspendsAndResumes(t *testing.T) {
 		}
 		tu.Type("fg")
 		tu.WaitReady()
+		if a := alternate(); a != onCodexScreen {
+			t.Errorf("after fg alternate screen %s, Codex had %s", a, onCodexScreen)
+		}
 		tu.Prompt("after resuming", "mock reply: after resuming")
+		// Suspended from outside (kill -TSTP cx): Codex is stopped without a
+		// word, so cx leaves its modes for it, and brings them back on fg.
+		tu.WaitIdle()
+		tu.Signal(tu.CXPid(), syscall.SIGTSTP)
+		tu.WaitFor(regexp.MustCompile(`(?m)Stopped.*\n(.*\n)*cx-shell\$\s*$`), 20*time.Second)
+		if a := alternate(); a != "0" {
+			t.Errorf("after kill -TSTP of cx the terminal is on the alternate screen (Codex's: %s)", onCodexScreen)
+		}
+		tu.Type("fg")
+		tu.WaitReady()
+		if a := alternate(); a != onCodexScreen {
+			t.Errorf("after fg (kill -TSTP) alternate screen %s, Codex had %s", a, onCodexScreen)
+		}
+		tu.Prompt("after the second resume", "mock reply: after the second resume")
 		cx := tu.CXPid()
 		tu.Slash("/exit")
 		deadline := time.Now().Add(30 * time.Second)
@@ -669,8 +699,8 @@ func TestCtrlZSuspendsAndResumes(t *testing.T) {
 			t.Fatalf("sessions %v", st)
 		}
 		for _, s := range st {
-			if s.TotalTurns != 2 || s.Generation != 1 {
-				t.Fatalf("session %+v, want one generation with both turns", s)
+			if s.TotalTurns != 3 || s.Generation != 1 {
+				t.Fatalf("session %+v, want one generation with the three turns", s)
 			}
 		}
 	})
