@@ -140,12 +140,14 @@ type Prepared struct {
 	quiet   bool // a trivial prompt, or one that reads as FTS5 syntax
 	terms   [][]string
 	project string
-	// said is what the start block gave the thread (its continuity's goal
-	// and notes): a turn whose prompt it quotes is not given again.
-	said   continuity.Said
-	win    *window
-	hits   []windowHit
-	remote chan remoteAnswer
+	// projects finds what the start block gave the thread (its
+	// continuity's goal and notes): a turn whose prompt it quotes is not
+	// given again. Read only when a turn could be given (most prompts find
+	// none), not on every prompt.
+	projects *Projects
+	win      *window
+	hits     []windowHit
+	remote   chan remoteAnswer
 }
 
 type remoteAnswer struct {
@@ -187,7 +189,7 @@ func Prepare(projects *Projects, r PromptRequest) *Prepared {
 	p.terms = pq.phrases()
 	if r.Project != "" {
 		p.project = projects.Of(r.Project)
-		p.said = projects.said(r.Project)
+		p.projects = projects
 	}
 	if p.win = loadWindow(p.home, p.project); p.win != nil {
 		p.hits = p.win.rank(p.terms, r.Session, p.r.MinScore)
@@ -261,12 +263,16 @@ func (p *Prepared) current(ctx context.Context, db *ledger.DB) error {
 // thread was not given before.
 func (p *Prepared) local(given map[string]bool) []Item {
 	var items []Item
+	var said continuity.Said
+	if len(p.hits) > 0 && p.projects != nil {
+		said = p.projects.said(p.r.Project)
+	}
 	for _, h := range p.hits {
 		if len(items) == candidates {
 			break
 		}
 		t := p.win.turn(h.turn)
-		if given[fmt.Sprintf("%s/%d", t.SessionID, t.Turn)] || saidAtStart(p.said, t.body) {
+		if given[fmt.Sprintf("%s/%d", t.SessionID, t.Turn)] || saidAtStart(said, t.body) {
 			continue
 		}
 		items = append(items, Item{Source: "local", Session: t.SessionID, Turn: t.Turn, Generation: t.Generation, Time: t.At.Format(time.RFC3339),
