@@ -130,25 +130,32 @@ func (m *Modes) Reset() []byte {
 }
 
 func (m *Modes) reset() []byte {
+	b := m.private(false)
+	if len(m.kitty) > 0 {
+		b = append(b, "\x1b[<"...)
+		b = strconv.AppendInt(b, int64(len(m.kitty)), 10)
+		b = append(b, 'u')
+	}
+	return b
+}
+
+// private writes the DECSET/DECRST sequences that turn the private modes
+// on (set) or off again — the cursor's 25 the other way round, as what the
+// program left is a hidden cursor — the alternate screen first: what
+// follows applies to the screen it leaves or enters.
+func (m *Modes) private(set bool) []byte {
 	var b []byte
-	// The alternate screen first: what follows applies to the screen the
-	// shell is on.
 	for _, n := range []int{1049, 1047, 47, 1, 1000, 1002, 1003, 1004, 1005, 1006, 1007, 1015, 25} {
 		if !m.on[n] {
 			continue
 		}
 		end := byte('l')
-		if n == 25 {
+		if set != (n == 25) {
 			end = 'h'
 		}
 		b = append(b, "\x1b[?"...)
 		b = strconv.AppendInt(b, int64(n), 10)
 		b = append(b, end)
-	}
-	if len(m.kitty) > 0 {
-		b = append(b, "\x1b[<"...)
-		b = strconv.AppendInt(b, int64(len(m.kitty)), 10)
-		b = append(b, 'u')
 	}
 	return b
 }
@@ -159,19 +166,7 @@ func (m *Modes) reset() []byte {
 func (m *Modes) Restore() []byte {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var b []byte
-	for _, n := range []int{1049, 1047, 47, 1, 1000, 1002, 1003, 1004, 1005, 1006, 1007, 1015, 25} {
-		if !m.on[n] {
-			continue
-		}
-		end := byte('h')
-		if n == 25 {
-			end = 'l'
-		}
-		b = append(b, "\x1b[?"...)
-		b = strconv.AppendInt(b, int64(n), 10)
-		b = append(b, end)
-	}
+	b := m.private(true)
 	for _, flags := range m.kitty {
 		b = append(b, "\x1b[>"...)
 		b = append(b, flags...)
