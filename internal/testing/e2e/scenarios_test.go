@@ -650,34 +650,34 @@ func TestCtrlZSuspendsAndResumes(t *testing.T) {
 		tu.WaitFor(regexp.MustCompile(`(?m)Stopped.*\n(.*\n)*cx-shell\$\s*$`), 20*time.Second)
 		// The shell is on its own screen while Codex is stopped (Codex's
 		// modes are left with it), and Codex is back on its own after fg.
-		if a := alternate(); a != "0" {
-			t.Errorf("after Ctrl+Z the terminal is on the alternate screen (Codex's: %s)", onCodexScreen)
+		stoppedOff := func(how string) {
+			if a := alternate(); a != "0" {
+				t.Errorf("after %s the terminal is on the alternate screen (Codex's: %s)", how, onCodexScreen)
+			}
 		}
+		resumed := func(how string) {
+			tu.Type("fg")
+			tu.WaitReady()
+			if a := alternate(); a != onCodexScreen {
+				t.Errorf("after fg (%s) alternate screen %s, Codex had %s", how, a, onCodexScreen)
+			}
+		}
+		stoppedOff("Ctrl+Z")
 		if st := procState(codex); st != "T" {
 			t.Fatalf("Codex is %q after Ctrl+Z, want stopped; screen:\n%s", st, tu.Screen())
 		}
 		if st := procState(tu.CXPid()); st != "T" {
 			t.Fatalf("cx is %q after Ctrl+Z, want stopped", st)
 		}
-		tu.Type("fg")
-		tu.WaitReady()
-		if a := alternate(); a != onCodexScreen {
-			t.Errorf("after fg alternate screen %s, Codex had %s", a, onCodexScreen)
-		}
+		resumed("Ctrl+Z")
 		tu.Prompt("after resuming", "mock reply: after resuming")
 		// Suspended from outside (kill -TSTP cx): Codex is stopped without a
 		// word, so cx leaves its modes for it, and brings them back on fg.
 		tu.WaitIdle()
 		tu.Signal(tu.CXPid(), syscall.SIGTSTP)
 		tu.WaitFor(regexp.MustCompile(`(?m)Stopped.*\n(.*\n)*cx-shell\$\s*$`), 20*time.Second)
-		if a := alternate(); a != "0" {
-			t.Errorf("after kill -TSTP of cx the terminal is on the alternate screen (Codex's: %s)", onCodexScreen)
-		}
-		tu.Type("fg")
-		tu.WaitReady()
-		if a := alternate(); a != onCodexScreen {
-			t.Errorf("after fg (kill -TSTP) alternate screen %s, Codex had %s", a, onCodexScreen)
-		}
+		stoppedOff("kill -TSTP of cx")
+		resumed("kill -TSTP")
 		tu.Prompt("after the second resume", "mock reply: after the second resume")
 		cx := tu.CXPid()
 		tu.Slash("/exit")
