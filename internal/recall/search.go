@@ -180,11 +180,7 @@ func (a *Archive) passages(ctx context.Context, pq query, found []ledger.RecallH
 	if err != nil || len(near) == 0 {
 		return nil, err
 	}
-	ids := make([]int64, len(near))
-	for i, n := range near {
-		ids[i] = n.ID
-	}
-	texts, err := a.db.RecallTexts(ctx, ids)
+	texts, err := a.textsOf(ctx, near)
 	if err != nil {
 		return nil, err
 	}
@@ -524,11 +520,7 @@ func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) (
 	found = found[:min(limit, len(found))]
 	// The snippets, from the kept hits' text (one statement): a neighbour
 	// shows where its prompt begins.
-	ids := make([]int64, len(found))
-	for i, h := range found {
-		ids[i] = h.ID
-	}
-	texts, err := a.db.RecallTexts(ctx, ids)
+	texts, err := a.textsOf(ctx, found)
 	if err != nil {
 		return nil, err
 	}
@@ -542,6 +534,15 @@ func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) (
 		found[i].Snippet = snippet([]string{t.Prompt, t.Reply, t.Commands, t.Files}, phrases)
 	}
 	return found, nil
+}
+
+// textsOf reads the indexed text of hits (one statement).
+func (a *Archive) textsOf(ctx context.Context, hits []ledger.RecallHit) (map[int64]ledger.RecallText, error) {
+	ids := make([]int64, len(hits))
+	for i, h := range hits {
+		ids[i] = h.ID
+	}
+	return a.db.RecallTexts(ctx, ids)
 }
 
 // place is a turn of a session.
