@@ -15,11 +15,22 @@ import (
 	"github.com/creack/pty"
 )
 
-// readmeCtlCommands are the `cx ctl …` lines of the README's code blocks,
-// without their comments.
+// readmeCtlCommands are the `cx ctl …` lines of the code blocks of the
+// project's pages (README.md, ARCHITECTURE.md, docs/), without their
+// comments.
 func readmeCtlCommands(t *testing.T) []string {
 	t.Helper()
-	f, err := os.Open("../../README.md")
+	pages, _ := filepath.Glob("../../docs/*.md")
+	var out []string
+	for _, page := range append([]string{"../../README.md", "../../ARCHITECTURE.md"}, pages...) {
+		out = append(out, ctlCommandsIn(t, page)...)
+	}
+	return out
+}
+
+func ctlCommandsIn(t *testing.T, page string) []string {
+	t.Helper()
+	f, err := os.Open(page)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +54,7 @@ func readmeCtlCommands(t *testing.T) []string {
 	return out
 }
 
-// Every `cx ctl` command the README shows runs as shown (placeholders
+// Every `cx ctl` command the project's pages show runs as shown (placeholders
 // filled in) on a ledger with a real session in it: none is refused as a
 // usage or query error (exit 2). The commands that start Codex (`cx`,
 // `cx exec`, `cx app-server`) are run by the end-to-end tests.

@@ -1,4 +1,4 @@
-// Package house checks the shape of the repository against what its README
+// Package house checks the shape of the repository against what ARCHITECTURE.md
 // says of it: the code map's imports, and test support kept out of cx.
 package house
 
@@ -45,17 +45,17 @@ func root(t *testing.T) string {
 
 const module = "cx/"
 
-// TestCodeMap holds the README's code map to the code: a row for every
+// TestCodeMap holds ARCHITECTURE.md's code map to the code: a row for every
 // package, each row naming exactly the packages of cx its own import, and
 // every import pointing down the table (test support aside).
 func TestCodeMap(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(root(t), "README.md"))
+	readme, err := os.ReadFile(filepath.Join(root(t), "ARCHITECTURE.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, table, ok := strings.Cut(string(readme), "## Layout (code map)")
 	if !ok {
-		t.Fatal("README has no code map (## Layout (code map))")
+		t.Fatal("ARCHITECTURE.md has no code map (## Layout (code map))")
 	}
 	if i := strings.Index(table, "\n| package"); i >= 0 {
 		table = table[i+1:]
@@ -93,7 +93,7 @@ func TestCodeMap(t *testing.T) {
 	for p, qs := range imports {
 		r, ok := row[p]
 		if !ok {
-			t.Errorf("package %s has no row in the README's code map", p)
+			t.Errorf("package %s has no row in ARCHITECTURE.md's code map", p)
 			continue
 		}
 		for q := range qs {
