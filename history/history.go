@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"time"
@@ -257,6 +258,37 @@ func ProjectSessions(ctx context.Context, m *lifecycle.Manager, dir string) ([]s
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// ProjectSessionsToForget are dir's project's sessions; none, for a
+// directory that does not exist, is an error: a project whose directory is
+// gone may still have sessions, one with neither is most likely a mistyped
+// path.
+func ProjectSessionsToForget(ctx context.Context, m *lifecycle.Manager, dir string) ([]string, error) {
+	ids, err := ProjectSessions(ctx, m, dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, serr := os.Stat(dir); len(ids) == 0 && serr != nil {
+		return nil, fmt.Errorf("no session of %s's project in the ledger, and no such directory", dir)
+	}
+	return ids, nil
+}
+
+// ForgetSays is ForgetAll's each as `cx ctl forget` says it: a line per
+// session forgotten on out (nil: none, as for --json), each failure with
+// errorf.
+func ForgetSays(out io.Writer, errorf func(string, ...any)) func(id string, n int, err error) {
+	return func(id string, n int, err error) {
+		switch {
+		case errors.Is(err, readmodel.ErrNoSession):
+			errorf("no session %s in the ledger", id)
+		case err != nil:
+			errorf("forget: %v", err)
+		case out != nil:
+			fmt.Fprintf(out, "%s: forgotten (%s)\n", id, cli.Count(n, "archived turn"))
+		}
+	}
 }
 
 // ForgetReport is what forgetting sessions did, as `cx ctl forget --json`

@@ -2,10 +2,12 @@ package lifecycle
 
 import (
 	"context"
+	"cx/internal/cli"
 	"cx/internal/codex"
 	"cx/internal/readmodel"
 	"cx/internal/recall"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -340,4 +342,37 @@ func (m *Manager) endQueued(ctx context.Context, id string) bool {
 		}
 	}
 	return false
+}
+
+// View is r as `cx ctl sweep --json` prints it.
+func (r SweepResult) View() map[string]any {
+	inProgress := r.InProgress
+	if inProgress == nil {
+		inProgress = []readmodel.JobView{}
+	}
+	return map[string]any{"orphan_runs": r.Orphans, "generations_ended": r.Ended, "jobs_worked": r.Jobs, "sessions_recovered": r.Recovered,
+		"waited_ms": r.Waited.Milliseconds(), "in_progress": inProgress}
+}
+
+// WriteText is what `cx ctl sweep` prints of r.
+func (r SweepResult) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "orphan runs: %d, generations ended: %d, jobs worked: %d\n", r.Orphans, r.Ended, r.Jobs)
+	if r.Recovered > 0 {
+		fmt.Fprintf(w, "recorded %s a run could not record (from their rollouts)\n", cli.Count(r.Recovered, "session"))
+	}
+	if n := len(r.InProgress); n > 0 {
+		fmt.Fprintf(w, "%d job(s) still in progress elsewhere after %s (`cx ctl sweep` again, or `cx ctl status`):\n", n, r.Waited.Round(time.Second))
+		for _, j := range r.InProgress {
+			fmt.Fprintf(w, "  #%d %s %s g%d → %s, by %s until %s\n", j.ID, j.Kind, j.SessionID, j.Generation, j.Target(), readmodel.LeaseHolder(j.LeaseOwner), *j.LeaseUntil)
+		}
+	}
+}
+
+// WaitingLine is a sweep's Progress for a terminal: one line, rewritten in
+// place, on the jobs it waits for.
+func WaitingLine(w io.Writer) func([]readmodel.JobView, time.Duration) {
+	return func(waiting []readmodel.JobView, waited time.Duration) {
+		j := waiting[0]
+		fmt.Fprintf(w, "\r\033[Kwaiting %ds for %d job(s) in progress elsewhere: #%d %s %s → %s (%s)", int(waited.Seconds()), len(waiting), j.ID, j.Kind, j.SessionID, j.Target(), readmodel.LeaseHolder(j.LeaseOwner))
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"cx/internal/config"
@@ -147,4 +148,19 @@ func checkLedger(ctx context.Context, cfg config.Config) (c health.Check, recove
 		c.Fix = fixParked
 	}
 	return c, recovered
+}
+
+// WriteText is what `cx ctl doctor` prints of r: a line per check, its fix
+// under it.
+func (r DoctorReport) WriteText(w io.Writer) {
+	for _, c := range r.Checks {
+		mark := "ok  "
+		if !c.OK {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(w, "%s %-16s %s\n", mark, c.Name, c.Detail)
+		if c.Fix != "" {
+			fmt.Fprintf(w, "     fix: %s\n", c.Fix)
+		}
+	}
 }

@@ -9,14 +9,17 @@ package setup
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
 
 	"cx/history"
 	"cx/hookcfg"
+	"cx/internal/cli"
 	"cx/internal/codex"
 	"cx/internal/config"
+	"cx/internal/mcpproto"
 	"cx/lifecycle"
 )
 
@@ -178,4 +181,43 @@ func (s *Setup) Uninstall(ctx context.Context) (Report, error) {
 		r.warn("warning: ", w, w)
 	}
 	return r, nil
+}
+
+// WriteInstall is what `cx ctl install` prints of r (s the setup it ran).
+func (r Report) WriteInstall(w io.Writer, s *Setup) {
+	if r.Changed {
+		fmt.Fprintf(w, "installed cx's hooks in %s\n", r.HooksPath)
+		if r.Backup != "" {
+			fmt.Fprintf(w, "the previous file is kept as %s\n", r.Backup)
+		}
+	} else {
+		fmt.Fprintf(w, "cx's hooks are already in %s\n", r.HooksPath)
+	}
+	switch {
+	case s.In.Trust:
+		fmt.Fprintf(w, "trusted %d hook(s) through Codex %s's app-server\n", len(r.Trusted), s.Caps.Version)
+	case s.CodexErr == nil:
+		fmt.Fprintf(w, "Codex %s runs hooks without a trust step\n", s.Caps.Version)
+	}
+	fmt.Fprintf(w, "MCP server %q (search from inside Codex): %s\n", mcpproto.Name, r.MCP)
+	if r.Import > 0 {
+		fmt.Fprintf(w, "%s not archived yet; `cx ctl import` makes them searchable\n", cli.Count(r.Import, "earlier Codex session"))
+	}
+}
+
+// WriteUninstall is what `cx ctl uninstall` prints of r.
+func (r Report) WriteUninstall(w io.Writer) {
+	switch {
+	case r.HooksFile == "removed":
+		fmt.Fprintf(w, "removed %s: cx's install created it and nothing else was in it\n", r.HooksPath)
+	case r.HooksFile == "absent":
+		fmt.Fprintf(w, "no %s: nothing to remove\n", r.HooksPath)
+	case r.Changed:
+		fmt.Fprintf(w, "removed cx's hooks from %s\n", r.HooksPath)
+	default:
+		fmt.Fprintf(w, "no hooks of cx's in %s: nothing to remove\n", r.HooksPath)
+	}
+	if r.MCP == "removed" {
+		fmt.Fprintf(w, "removed cx's MCP server %q from Codex's config\n", mcpproto.Name)
+	}
 }

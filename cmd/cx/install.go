@@ -7,7 +7,6 @@ import (
 
 	"cx/internal/cli"
 	"cx/internal/codex"
-	"cx/internal/mcpproto"
 	"cx/setup"
 )
 
@@ -58,30 +57,9 @@ func (a *app) ctlInstall(ctx context.Context, args []string) error {
 	case o.DryRun:
 		fmt.Fprint(a.stdout, r.Diff)
 	default:
-		a.printInstall(s, r)
+		r.WriteInstall(a.stdout, s)
 	}
 	return nil
-}
-
-func (a *app) printInstall(s *setup.Setup, r setup.Report) {
-	if r.Changed {
-		fmt.Fprintf(a.stdout, "installed cx's hooks in %s\n", r.HooksPath)
-		if r.Backup != "" {
-			fmt.Fprintf(a.stdout, "the previous file is kept as %s\n", r.Backup)
-		}
-	} else {
-		fmt.Fprintf(a.stdout, "cx's hooks are already in %s\n", r.HooksPath)
-	}
-	switch {
-	case s.In.Trust:
-		fmt.Fprintf(a.stdout, "trusted %d hook(s) through Codex %s's app-server\n", len(r.Trusted), s.Caps.Version)
-	case s.CodexErr == nil:
-		fmt.Fprintf(a.stdout, "Codex %s runs hooks without a trust step\n", s.Caps.Version)
-	}
-	fmt.Fprintf(a.stdout, "MCP server %q (search from inside Codex): %s\n", mcpproto.Name, r.MCP)
-	if r.Import > 0 {
-		fmt.Fprintf(a.stdout, "%s not archived yet; `cx ctl import` makes them searchable\n", cli.Count(r.Import, "earlier Codex session"))
-	}
 }
 
 func (a *app) ctlUninstall(ctx context.Context, args []string) error {
@@ -97,23 +75,7 @@ func (a *app) ctlUninstall(ctx context.Context, args []string) error {
 	for _, line := range r.Said {
 		a.errorf("%s", line)
 	}
-	if asJSON {
-		a.printJSON(r)
-		return nil
-	}
-	switch {
-	case r.HooksFile == "removed":
-		fmt.Fprintf(a.stdout, "removed %s: cx's install created it and nothing else was in it\n", r.HooksPath)
-	case r.HooksFile == "absent":
-		fmt.Fprintf(a.stdout, "no %s: nothing to remove\n", r.HooksPath)
-	case r.Changed:
-		fmt.Fprintf(a.stdout, "removed cx's hooks from %s\n", r.HooksPath)
-	default:
-		fmt.Fprintf(a.stdout, "no hooks of cx's in %s: nothing to remove\n", r.HooksPath)
-	}
-	if r.MCP == "removed" {
-		fmt.Fprintf(a.stdout, "removed cx's MCP server %q from Codex's config\n", mcpproto.Name)
-	}
+	a.render(asJSON, r, r.WriteUninstall)
 	return nil
 }
 
@@ -127,20 +89,7 @@ func (a *app) ctlDoctor(ctx context.Context, args []string) error {
 		return err
 	}
 	r := setup.Doctor(ctx, a.getenv, codexHome, cwd())
-	if asJSON {
-		a.printJSON(r)
-	} else {
-		for _, c := range r.Checks {
-			mark := "ok  "
-			if !c.OK {
-				mark = "FAIL"
-			}
-			fmt.Fprintf(a.stdout, "%s %-16s %s\n", mark, c.Name, c.Detail)
-			if c.Fix != "" {
-				fmt.Fprintf(a.stdout, "     fix: %s\n", c.Fix)
-			}
-		}
-	}
+	a.render(asJSON, r, r.WriteText)
 	if !r.OK {
 		return exitStatus(1)
 	}

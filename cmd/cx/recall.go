@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -15,7 +16,6 @@ import (
 	"cx/history"
 	"cx/internal/cli"
 	"cx/internal/codex"
-	"cx/internal/readmodel"
 	"cx/internal/recall"
 	ovsink "cx/internal/sink/openviking"
 	"cx/internal/tty"
@@ -64,14 +64,8 @@ func (a *app) ctlSearch(ctx context.Context, args []string) error {
 				return fmt.Errorf("search: %w, and the archive holds nothing of its project", err)
 			}
 		}
-		if asJSON {
-			a.printJSON(map[string]any{"query": q.Text, "project": q.Project, "hits": hits})
-			return nil
-		}
-		fmt.Fprint(a.stdout, recall.HitsText(q.Text, hits))
-		if len(hits) == 0 && q.Project != "" {
-			fmt.Fprintln(a.stdout, "(this project only; --all searches every project)")
-		}
+		out := recall.SearchResult{Query: q.Text, Project: q.Project, Hits: hits}
+		a.render(asJSON, out, out.WriteText)
 		return nil
 	})
 }
@@ -112,17 +106,8 @@ func (a *app) ctlRecall(ctx context.Context, args []string) error {
 			a.errorf("recall: %v (the local archive's items stand)", err)
 		}
 
-		if asJSON {
-			if items == nil {
-				items = []recall.Item{}
-			}
-			a.printJSON(map[string]any{"prompt": prompt, "project": project, "enabled": cfg.Recall.Enabled, "items": items})
-			return nil
-		}
-		fmt.Fprint(a.stdout, recall.ItemsText(prompt, items))
-		if !cfg.Recall.Enabled {
-			fmt.Fprintln(a.stdout, "(per-prompt recall is off: [recall] enabled = false, or CX_RECALL_OFF=1)")
-		}
+		out := recall.PromptResult{Prompt: prompt, Project: project, Enabled: cfg.Recall.Enabled, Items: items}
+		a.render(asJSON, out, out.WriteText)
 		return nil
 	})
 }
@@ -152,11 +137,7 @@ func (a *app) showTurn(ctx context.Context, id string, n int, asJSON bool) error
 		if err != nil {
 			return fmt.Errorf("show: %v", err)
 		}
-		if asJSON {
-			a.printJSON(v)
-		} else {
-			fmt.Fprint(a.stdout, v.Text())
-		}
+		a.render(asJSON, v, func(w io.Writer) { fmt.Fprint(w, v.Text()) })
 		return nil
 	})
 }
@@ -200,11 +181,7 @@ func (a *app) ctlImport(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("import: %v", err)
 		}
-		if asJSON {
-			a.printJSON(res)
-			return nil
-		}
-		res.WriteText(a.stdout, dryRun, m.Cfg.Lifecycle.ActiveWindow.Duration)
+		a.render(asJSON, res, func(w io.Writer) { res.WriteText(w, dryRun, m.Cfg.Lifecycle.ActiveWindow.Duration) })
 		return nil
 	})
 }
@@ -240,13 +217,8 @@ func (a *app) ctlForget(ctx context.Context, args []string) error {
 		}
 		if project != "" {
 			var err error
-			if ids, err = history.ProjectSessions(ctx, m, project); err != nil {
+			if ids, err = history.ProjectSessionsToForget(ctx, m, project); err != nil {
 				return fmt.Errorf("forget: %v", err)
-			}
-			// A project whose directory is gone may still have sessions; one
-			// with neither is most likely a mistyped path.
-			if _, err := os.Stat(project); len(ids) == 0 && err != nil {
-				return fmt.Errorf("forget: no session of %s's project in the ledger, and no such directory", project)
 			}
 			if len(ids) == 0 && !asJSON {
 				fmt.Fprintf(a.stdout, "no session of %s's project in the ledger: nothing to forget\n", project)
@@ -264,16 +236,11 @@ func (a *app) ctlForget(ctx context.Context, args []string) error {
 				return nil // the user's answer, not a failure
 			}
 		}
-		r := history.ForgetAll(ctx, m, ids, func(id string, n int, err error) {
-			switch {
-			case errors.Is(err, readmodel.ErrNoSession):
-				a.errorf("no session %s in the ledger", id)
-			case err != nil:
-				a.errorf("forget: %v", err)
-			case !asJSON:
-				fmt.Fprintf(a.stdout, "%s: forgotten (%s)\n", id, cli.Count(n, "archived turn"))
-			}
-		})
+		out := a.stdout
+		if asJSON {
+			out = nil
+		}
+		r := history.ForgetAll(ctx, m, ids, history.ForgetSays(out, a.errorf))
 		if r.ScrubErr != nil {
 			a.errorf("forget: the rows are gone, but copies may remain in the ledger's files: %v; run the same forget again once other cx processes are done", r.ScrubErr)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
@@ -66,6 +67,15 @@ func (a *app) withViews(ctx context.Context, f func(*ledger.DB) error) error {
 	return f(db)
 }
 
+// render prints v as one JSON document, or as text.
+func (a *app) render(asJSON bool, v any, text func(io.Writer)) {
+	if asJSON {
+		a.printJSON(v)
+		return
+	}
+	text(a.stdout)
+}
+
 func (a *app) printJSON(v any) {
 	enc := json.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")
@@ -105,11 +115,7 @@ func (a *app) ctlStatus(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("status: %v", err)
 		}
-		if asJSON {
-			a.printJSON(out)
-			return nil
-		}
-		out.WriteText(a.stdout)
+		a.render(asJSON, out, out.WriteText)
 		return nil
 	})
 }
@@ -145,11 +151,7 @@ func (a *app) ctlShow(ctx context.Context, args []string) error {
 		if err != nil {
 			return sessionFailed("show", id, err)
 		}
-		if asJSON {
-			a.printJSON(out)
-			return nil
-		}
-		out.WriteText(a.stdout)
+		a.render(asJSON, out, out.WriteText)
 		return nil
 	})
 }
@@ -169,16 +171,7 @@ func (a *app) ctlCommit(ctx context.Context, args []string) error {
 		if err != nil {
 			return sessionFailed("commit", id, err)
 		}
-		if asJSON {
-			a.printJSON(out)
-			return nil
-		}
-		s := out.Session
-		if out.Ended {
-			fmt.Fprintf(a.stdout, "%s: generation %d ended (%s), status %s\n", s.ID, s.Generation, lifecycle.ReasonManual, s.Status)
-		} else {
-			fmt.Fprintf(a.stdout, "%s: nothing live to end (status %s, generation %d)\n", s.ID, s.Status, s.Generation)
-		}
+		a.render(asJSON, out, out.WriteText)
 		return nil
 	})
 }
@@ -199,10 +192,7 @@ func (a *app) ctlSweep(ctx context.Context, args []string) error {
 		return err
 	}
 	if !background && !asJSON && tty.IsTerminal(a.stderr.Fd()) {
-		o.Progress = func(waiting []readmodel.JobView, waited time.Duration) {
-			j := waiting[0]
-			fmt.Fprintf(a.stderr, "\r\033[Kwaiting %ds for %d job(s) in progress elsewhere: #%d %s %s → %s (%s)", int(waited.Seconds()), len(waiting), j.ID, j.Kind, j.SessionID, j.Target(), readmodel.LeaseHolder(j.LeaseOwner))
-		}
+		o.Progress = lifecycle.WaitingLine(a.stderr)
 		defer fmt.Fprint(a.stderr, "\r\033[K")
 	}
 	res, err := lifecycle.SweepNow(ctx, cfg, o)
@@ -218,25 +208,7 @@ func (a *app) ctlSweep(ctx context.Context, args []string) error {
 	if background {
 		return nil
 	}
-	if asJSON {
-		inProgress := res.InProgress
-		if inProgress == nil {
-			inProgress = []readmodel.JobView{}
-		}
-		a.printJSON(map[string]any{"orphan_runs": res.Orphans, "generations_ended": res.Ended, "jobs_worked": res.Jobs, "sessions_recovered": res.Recovered,
-			"waited_ms": res.Waited.Milliseconds(), "in_progress": inProgress})
-		return nil
-	}
-	fmt.Fprintf(a.stdout, "orphan runs: %d, generations ended: %d, jobs worked: %d\n", res.Orphans, res.Ended, res.Jobs)
-	if res.Recovered > 0 {
-		fmt.Fprintf(a.stdout, "recorded %s a run could not record (from their rollouts)\n", cli.Count(res.Recovered, "session"))
-	}
-	if n := len(res.InProgress); n > 0 {
-		fmt.Fprintf(a.stdout, "%d job(s) still in progress elsewhere after %s (`cx ctl sweep` again, or `cx ctl status`):\n", n, res.Waited.Round(time.Second))
-		for _, j := range res.InProgress {
-			fmt.Fprintf(a.stdout, "  #%d %s %s g%d → %s, by %s until %s\n", j.ID, j.Kind, j.SessionID, j.Generation, j.Target(), readmodel.LeaseHolder(j.LeaseOwner), *j.LeaseUntil)
-		}
-	}
+	a.render(asJSON, res.View(), res.WriteText)
 	return nil
 }
 

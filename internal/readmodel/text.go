@@ -180,3 +180,14 @@ func LeaseHolder(owner string) string {
 	}
 	return owner
 }
+
+// WriteText is `cx ctl commit`: whether a live generation was ended (by
+// hand: manual), and the session's status now.
+func (out CommitView) WriteText(w io.Writer) {
+	s := out.Session
+	if out.Ended {
+		fmt.Fprintf(w, "%s: generation %d ended (%s), status %s\n", s.ID, s.Generation, cmp.Or(out.Reason, "manual"), s.Status)
+	} else {
+		fmt.Fprintf(w, "%s: nothing live to end (status %s, generation %d)\n", s.ID, s.Status, s.Generation)
+	}
+}

@@ -2,8 +2,10 @@ package recall
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strings"
@@ -402,6 +404,31 @@ func itemBody(t ledger.RecallText) string {
 		body = string([]rune(body)[:maxItemChars-1]) + "…"
 	}
 	return body
+}
+
+// PromptResult is per-prompt recall as `cx ctl recall` prints it.
+type PromptResult struct { // fields in the order the command always printed them
+	Enabled bool   `json:"enabled"`
+	Items   []Item `json:"items"`
+	Project string `json:"project"`
+	Prompt  string `json:"prompt"`
+}
+
+// MarshalJSON gives no items as [], not null.
+func (r PromptResult) MarshalJSON() ([]byte, error) {
+	type plain PromptResult
+	if r.Items == nil {
+		r.Items = []Item{}
+	}
+	return json.Marshal(plain(r))
+}
+
+// WriteText is per-prompt recall for a terminal.
+func (r PromptResult) WriteText(w io.Writer) {
+	fmt.Fprint(w, ItemsText(r.Prompt, r.Items))
+	if !r.Enabled {
+		fmt.Fprintln(w, "(per-prompt recall is off: [recall] enabled = false, or CX_RECALL_OFF=1)")
+	}
 }
 
 // ItemsText renders recall's items for a terminal.

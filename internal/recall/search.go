@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -110,6 +111,21 @@ type Hit struct {
 	// holds a word of the question — a conversation's answer is often the
 	// turn around the one that matched. Natural-language queries only.
 	Turns []int `json:"turns,omitempty"`
+}
+
+// SearchResult is a search as `cx ctl search` prints it.
+type SearchResult struct { // fields in the order the command always printed them
+	Hits    []Hit  `json:"hits"`
+	Project string `json:"project"`
+	Query   string `json:"query"`
+}
+
+// WriteText is the search for a terminal.
+func (r SearchResult) WriteText(w io.Writer) {
+	fmt.Fprint(w, HitsText(r.Query, r.Hits))
+	if len(r.Hits) == 0 && r.Project != "" {
+		fmt.Fprintln(w, "(this project only; --all searches every project)")
+	}
 }
 
 // ErrQuery is a query cx will not run: empty, too long, or one the index
