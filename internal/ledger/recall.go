@@ -209,6 +209,7 @@ type RecallQuery struct {
 	Match   string    // an FTS5 query
 	Project string    // "" for every project
 	Since   time.Time // zero for all time
+	Until   time.Time // before it; zero for up to now
 	Limit   int
 	// NoSnippets leaves the hits' snippets to the caller: FTS5 makes one
 	// for every turn that matches, before the sort.
@@ -296,6 +297,10 @@ func (db *DB) searchTable(ctx context.Context, table string, q RecallQuery) ([]R
 	if !q.Since.IsZero() {
 		where = append(where, "t.at >= ?")
 		args = append(args, ts(q.Since))
+	}
+	if !q.Until.IsZero() {
+		where = append(where, "t.at < ?")
+		args = append(args, ts(q.Until))
 	}
 	args = append(args, q.Limit)
 	snippet := `snippet(` + table + `, -1, '«', '»', '…', 24)`

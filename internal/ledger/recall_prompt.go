@@ -8,6 +8,8 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 )
 
 // RecallEpochKey is the meta key counting the times index rows were
@@ -129,4 +131,22 @@ func (db *DB) MarkGiven(ctx context.Context, sessionID string, given []Given) er
 		}
 		return nil
 	})
+}
+
+// RecallCount is how many indexed turns of project ("" for every project)
+// were at or after since and before until (zero: unbounded).
+func (db *DB) RecallCount(ctx context.Context, project string, since, until time.Time) (int, error) {
+	where, args := []string{"1"}, []any{}
+	if project != "" {
+		where, args = append(where, "project = ?"), append(args, project)
+	}
+	if !since.IsZero() {
+		where, args = append(where, "at >= ?"), append(args, ts(since))
+	}
+	if !until.IsZero() {
+		where, args = append(where, "at < ?"), append(args, ts(until))
+	}
+	var n int
+	err := db.db.QueryRowContext(ctx, `SELECT count(*) FROM recall_turns WHERE `+strings.Join(where, " AND "), args...).Scan(&n)
+	return n, err
 }

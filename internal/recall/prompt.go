@@ -58,6 +58,9 @@ type Item struct {
 	// head and body are an item's text before fit puts it in a passage:
 	// where it came from, and what it holds.
 	head, body string
+	// follows: an archived turn given only as the one after the turn
+	// before it, so only beside that turn.
+	follows bool
 }
 
 const (
@@ -141,6 +144,7 @@ type Prepared struct {
 	home    string
 	quiet   bool // a trivial prompt, or one that reads as FTS5 syntax
 	terms   [][]string
+	dates   []dateSpan
 	project string
 	// projects finds what the start block gave the thread (its
 	// continuity's goal and notes): a turn whose prompt it quotes is not
@@ -188,13 +192,13 @@ func Prepare(projects *Projects, r PromptRequest) *Prepared {
 		p.quiet = true // a prompt that reads as FTS5 syntax is not a question to recall for
 		return p
 	}
-	p.terms = pq.phrases()
+	p.terms, p.dates = pq.phrases(), pq.dates
 	if r.Project != "" {
 		p.project = projects.Of(r.Project)
 		p.projects = projects
 	}
 	if p.win = loadWindow(p.home, p.project); p.win != nil {
-		p.hits = p.win.rank(p.terms, r.Session, p.r.MinScore)
+		p.hits = p.win.rank(p.terms, p.dates, r.Session, p.r.MinScore)
 	}
 	return p
 }
@@ -256,7 +260,7 @@ func (p *Prepared) current(ctx context.Context, db *ledger.DB) error {
 		if p.win, err = readWindow(ctx, db, p.home, p.project); err != nil {
 			return err
 		}
-		p.hits = p.win.rank(p.terms, p.r.Session, p.r.MinScore)
+		p.hits = p.win.rank(p.terms, p.dates, p.r.Session, p.r.MinScore)
 	}
 	return nil
 }
@@ -269,16 +273,18 @@ func (p *Prepared) local(given map[string]bool) []Item {
 	if len(p.hits) > 0 && p.projects != nil {
 		said = p.projects.said(p.r.Project)
 	}
+	taken := map[place]bool{}
 	for _, h := range p.hits {
 		if len(items) == candidates {
 			break
 		}
 		t := p.win.turn(h.turn)
-		if given[fmt.Sprintf("%s/%d", t.SessionID, t.Turn)] || saidAtStart(said, t.body) {
+		if given[fmt.Sprintf("%s/%d", t.SessionID, t.Turn)] || saidAtStart(said, t.body) || h.follows && !taken[place{t.SessionID, t.Turn - 1}] {
 			continue
 		}
+		taken[place{t.SessionID, t.Turn}] = true
 		items = append(items, Item{Source: "local", Session: t.SessionID, Turn: t.Turn, Generation: t.Generation, Time: t.At.Format(time.RFC3339),
-			Score: math.Round(h.cover*100) / 100, head: itemHead(t.RecallHit), body: t.body})
+			Score: math.Round(h.cover*100) / 100, head: itemHead(t.RecallHit), body: t.body, follows: h.follows})
 	}
 	return items
 }
@@ -333,6 +339,9 @@ func fit(local, far []Item, budget int) []Item {
 				it.body = it.Text // a remote's memory: its text whole
 			}
 			p := find(it)
+			if it.follows && (p == nil || !slices.ContainsFunc(p.items, func(x Item) bool { return x.Turn == it.Turn-1 })) {
+				continue // the turn it follows was not given
+			}
 			cost := utf8.RuneCountInString(it.body)
 			if p == nil {
 				cost += utf8.RuneCountInString(it.head)

@@ -21,9 +21,10 @@ import (
 // all — the terms are OR-ed and bm25 ranks the turns that hold more of the
 // rarer ones first.
 type query struct {
-	expr    string   // the FTS5 query
-	terms   []string // plain words: each term's FTS5 phrase; nil for syntax
-	natural bool     // plain words, ranked rather than all required
+	expr    string     // the FTS5 query
+	terms   []string   // plain words: each term's FTS5 phrase; nil for syntax
+	natural bool       // plain words, ranked rather than all required
+	dates   []dateSpan // the dates it names (plain words only): matched against a turn's time, not its words
 }
 
 func parseQuery(text string) (query, error) {
@@ -37,6 +38,10 @@ func parseQuery(text string) (query, error) {
 	fields := strings.Fields(text)
 	if isSyntax(text, fields) {
 		return query{expr: text}, nil
+	}
+	plain, dates := cutDates(text)
+	if strings.IndexFunc(plain, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0 {
+		plain, dates = text, nil // a date alone is searched for as words
 	}
 	var all, content []string
 	seen := map[string]bool{}
@@ -53,9 +58,9 @@ func parseQuery(text string) (query, error) {
 	}
 	// A quoted part of a question ("the book "nothing is impossible"") is
 	// one term, its words in order; a lone quote is only a character.
-	rest := text
-	if strings.Count(text, `"`)%2 == 0 {
-		rest = quotedRE.ReplaceAllStringFunc(text, func(q string) string {
+	rest := plain
+	if strings.Count(plain, `"`)%2 == 0 {
+		rest = quotedRE.ReplaceAllStringFunc(plain, func(q string) string {
 			var ws []string
 			for _, w := range strings.Fields(q[1 : len(q)-1]) {
 				if w = normalWord(w); w != "" {
@@ -79,7 +84,7 @@ func parseQuery(text string) (query, error) {
 	if len(content) > maxTerms {
 		content = content[:maxTerms]
 	}
-	return query{expr: strings.Join(content, " OR "), terms: content, natural: true}, nil
+	return query{expr: strings.Join(content, " OR "), terms: content, natural: true, dates: dates}, nil
 }
 
 // phrases are a plain query's terms as the index's words (internal/words):

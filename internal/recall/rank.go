@@ -3,6 +3,8 @@ package recall
 import (
 	"math"
 	"sort"
+
+	"cx/internal/words"
 )
 
 // windowHit is a window's turn above the floor: its coverage of the prompt
@@ -10,6 +12,9 @@ import (
 type windowHit struct {
 	turn  int // in the window
 	cover float64
+	// follows: the turn comes only as the one after a turn above the
+	// floor (its own coverage is below it), so only with that turn.
+	follows bool
 }
 
 // rank orders the window's turns for a prompt's terms (each a word's
@@ -24,10 +29,11 @@ type windowHit struct {
 // index. A turn's score is its coverage of the prompt, the words weighed
 // by their rarity in the window (see weights); among the best by
 // coverage, a shorter turn that holds the same words is more about them;
+// a date the prompt names is held by the turns of that day;
 // the turn after a turn takes that turn's score when higher (the answer
 // follows the question, as in search: Archive.ranked); ties go to the newer
 // turn.
-func (w *window) rank(terms [][]string, session string, floor float64) []windowHit {
+func (w *window) rank(terms [][]string, dates []dateSpan, session string, floor float64) []windowHit {
 	own := func(i int) bool { return session != "" && string(w.session(i)) == session }
 	size := 0
 	for i := 0; i < w.nTurns; i++ {
@@ -35,13 +41,22 @@ func (w *window) rank(terms [][]string, session string, floor float64) []windowH
 			size++
 		}
 	}
-	rows := make([][]uint16, len(terms))
+	rows := make([][]uint16, len(terms), len(terms)+len(dates))
 	for j, t := range terms {
 		for _, i := range w.holdingAll(t) {
 			if !own(int(i)) {
 				rows[j] = append(rows[j], i)
 			}
 		}
+	}
+	for _, d := range dates { // a date is held by the turns of its day
+		var row []uint16
+		for i := 0; i < w.nTurns; i++ {
+			if !own(i) && d.holds(w.at(i)) {
+				row = append(row, uint16(i))
+			}
+		}
+		rows = append(rows, row)
 	}
 	idf := weights(rows, size)
 	score := map[int]float64{}
@@ -62,21 +77,39 @@ func (w *window) rank(terms [][]string, session string, floor float64) []windowH
 		}
 		return cands[x] > cands[y]
 	})
-	// Among the best by coverage, a shorter turn that holds the same words
-	// is more about them: bm25's length normalisation (k1 1.2, b 0.75, each
-	// word counted once) against the candidates' mean length orders them;
-	// the floor stays on coverage, which does not depend on length.
-	cands = cands[:min(len(cands), 3*candidates)]
+	// Among the best by coverage, the order is bm25's (k1 1.2, b 0.75) over
+	// what an item of the turn holds: a turn that says the prompt's words
+	// more often, in fewer words, is more about them; the floor stays on
+	// coverage, which depends on neither.
+	cands = cands[:min(len(cands), preselect)]
+	held := map[int][]int{} // a candidate turn: the prompt's terms it holds
+	for j, ids := range rows {
+		for _, i := range ids {
+			if score[int(i)] >= floor {
+				held[int(i)] = append(held[int(i)], j)
+			}
+		}
+	}
 	hits := make([]windowTurn, len(cands))
+	counts := make([]map[string]int, len(cands))
+	lens := make([]int, len(cands))
 	mean := 0.0
 	for k, i := range cands {
 		hits[k] = w.turn(i)
-		mean += float64(hits[k].Chars)
+		counts[k], lens[k] = termCounts(hits[k].body)
+		mean += float64(lens[k])
 	}
 	mean = max(mean/float64(max(len(hits), 1)), 1)
 	rank := map[int]float64{}
 	for k, i := range cands {
-		rank[i] = score[i] * 2.2 / (1 + 1.2*(0.25+0.75*float64(hits[k].Chars)/mean))
+		norm := 1.2 * (0.25 + 0.75*float64(lens[k])/mean)
+		for _, j := range held[i] {
+			f := 1.0 // a date, or a word the item's text lost to its bound
+			if j < len(terms) && len(terms[j]) > 0 {
+				f = max(f, float64(counts[k][terms[j][0]]))
+			}
+			rank[i] += idf[j] * f * 2.2 / (f + norm)
+		}
 	}
 	order := make([]int, len(cands)) // positions in cands
 	for k := range order {
@@ -84,17 +117,17 @@ func (w *window) rank(terms [][]string, session string, floor float64) []windowH
 	}
 	sort.SliceStable(order, func(x, y int) bool { return rank[cands[order[x]]] > rank[cands[order[y]]] })
 	order = order[:min(len(order), candidates)]
-	// The turn after each candidate (in the window, not the thread's own),
-	// at that candidate's coverage and rank when they are higher than its
-	// own.
+	// The turn after each candidate (in the window, not the thread's own)
+	// joins them.
 	type entry struct {
 		at          int // in the window
 		t           windowTurn
 		cover, rank float64
+		follows     bool
 	}
 	var list []entry
 	for _, k := range order {
-		list = append(list, entry{cands[k], hits[k], score[cands[k]], rank[cands[k]]})
+		list = append(list, entry{at: cands[k], t: hits[k], cover: score[cands[k]], rank: rank[cands[k]]})
 	}
 	at := map[place]int{}
 	for k, e := range list {
@@ -119,11 +152,21 @@ func (w *window) rank(terms [][]string, session string, floor float64) []windowH
 			continue
 		}
 		at[place{nt.SessionID, nt.Turn}] = len(list)
-		list = append(list, entry{next, nt, score[next], rank[next]})
+		list = append(list, entry{at: next, t: nt, cover: score[next], rank: rank[next], follows: score[next] < floor})
+	}
+	// The turn after a turn gains a share of that turn's rank, as in
+	// search (nextShare); one below the floor comes with that turn, never
+	// above it.
+	before := make([]float64, len(list))
+	for k := range list {
+		before[k] = list[k].rank
 	}
 	for k := range list {
 		if j, ok := at[place{list[k].t.SessionID, list[k].t.Turn - 1}]; ok {
-			list[k].cover, list[k].rank = max(list[k].cover, list[j].cover), max(list[k].rank, list[j].rank)
+			list[k].rank += nextShare * before[j]
+			if list[k].follows {
+				list[k].rank = min(list[k].rank, before[j])
+			}
 		}
 	}
 	sort.SliceStable(list, func(x, y int) bool {
@@ -138,8 +181,8 @@ func (w *window) rank(terms [][]string, session string, floor float64) []windowH
 	})
 	var out []windowHit
 	for _, e := range list {
-		if e.cover >= floor && len(out) < 2*candidates {
-			out = append(out, windowHit{e.at, e.cover})
+		if (e.cover >= floor || e.follows) && len(out) < 2*candidates {
+			out = append(out, windowHit{e.at, e.cover, e.follows})
 		}
 	}
 	return out
@@ -169,3 +212,17 @@ func weights(rows [][]uint16, size int) []float64 {
 
 // minArchive is the fewest turns coverage weighs words against.
 const minArchive = 1000
+
+// preselect is how many turns, best by coverage, are ordered by bm25.
+const preselect = 3 * candidates
+
+// termCounts counts each term of text, and all of them.
+func termCounts(text string) (map[string]int, int) {
+	counts := map[string]int{}
+	n := 0
+	words.Each(text, func(term string, _, _ int) {
+		counts[term]++
+		n++
+	})
+	return counts, n
+}

@@ -72,17 +72,18 @@ func TestSearchFindsWhatATurnSaidAndDid(t *testing.T) {
 		{"reply", "tokenizer", "", time.Time{}, []string{"s1/1"}},
 		{"command", "TestFlaky", "", time.Time{}, []string{"s1/2"}},
 		{"exit code", `"exit 1"`, "", time.Time{}, []string{"s1/2"}},
-		{"file", "cache_guard", "", time.Time{}, []string{"s1/2"}},
+		{"file", "cache_guard", "", time.Time{}, []string{"s1/2+1"}}, // the turn before holds "cache"
 		{"every project", "parser", "", time.Time{}, []string{"s1/1", "s2/1", "s1/2"}},
 		{"one project", "parser", projB, time.Time{}, []string{"s2/1"}},
 		{"since", "parser", "", time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), []string{"s2/1"}},
 		// A question's hits bring the turn after a match (the answer
 		// follows the question), after the turns that match.
-		{"punctuation in plain words", "parser-test flaky?", "", time.Time{}, []string{"s1/1", "s1/2"}},
-		// The fix (both words, and after the question) ranks first; then the
-		// question; the other project's mention; the turn after the fix.
-		{"a question, not every word", "Why was the parser test failing?", "", time.Time{}, []string{"s1/2", "s1/1", "s2/1", "s1/3"}},
-		{"word forms", "tokenizers racing", "", time.Time{}, []string{"s1/1", "s1/2"}},
+		{"punctuation in plain words", "parser-test flaky?", "", time.Time{}, []string{"s1/1+2"}},
+		// The fix (both words, and after the question) ranks first, the
+		// question and the turn after the fix in its passage (a hit next to a
+		// better one joins it); then the other project's mention.
+		{"a question, not every word", "Why was the parser test failing?", "", time.Time{}, []string{"s1/2+1+3", "s2/1"}},
+		{"word forms", "tokenizers racing", "", time.Time{}, []string{"s1/1+2"}},
 		{"FTS operators", "bluefinch OR tokenizer", "", time.Time{}, []string{"s1/1", "s1/3"}},
 		{"prefix", "bluefin*", "", time.Time{}, []string{"s1/3"}},
 		{"column", "files:cache_guard", "", time.Time{}, []string{"s1/2"}},
@@ -96,7 +97,11 @@ func TestSearchFindsWhatATurnSaidAndDid(t *testing.T) {
 			}
 			var got []string
 			for _, h := range hits {
-				got = append(got, h.Session+"/"+itoa(h.Turn))
+				p := h.Session + "/" + itoa(h.Turn)
+				for _, t := range h.Turns[min(1, len(h.Turns)):] {
+					p += "+" + itoa(t)
+				}
+				got = append(got, p)
 				if !(strings.Contains(h.Snippet, "«") || strings.HasPrefix(h.Snippet, "(after turn ")) || h.More != "cx ctl show "+h.Session+" --turn "+itoa(h.Turn) {
 					t.Errorf("hit %+v: no marked snippet or no way to see more", h)
 				}
@@ -387,9 +392,11 @@ func TestFitGivesNeighboursAsOnePassage(t *testing.T) {
 	}
 }
 
-// A hit of a question names its passage: its own turn first, then the turn
-// after it and the one before it when they hold a word of the question —
-// not a neighbour that shares none, and not a turn that is a hit itself.
+// A hit of a question names its passage: its own turn first, then the
+// hits next to it (the turn after a match is one, the answer following
+// the question) and the turns next to those that hold a word of the
+// question, at most three — never a neighbour that shares no word and is
+// not a hit.
 func TestHitsNamePassages(t *testing.T) {
 	a, _ := testArchive(t)
 	ctx := context.Background()
@@ -401,15 +408,27 @@ func TestHitsNamePassages(t *testing.T) {
 		{Key: "t4", User: "I bought new running shoes"},
 		{Key: "t5", User: "the sunrise painting hangs in the hall"},
 	})
-	hits, err := a.Search(ctx, Query{Text: "what did Melanie paint over the lake?", Project: proj, Limit: 1})
-	if err != nil || len(hits) != 1 {
-		t.Fatalf("hits %+v, %v", hits, err)
-	}
-	if h := hits[0]; h.Turn != 3 || fmt.Sprint(h.Turns) != "[3 2]" {
-		t.Errorf("hit turn %d names %v, want 3 then 2 (4 holds no word of the question)", h.Turn, h.Turns)
+	archive(t, a, "c2", 1, proj, []rollout.Turn{
+		{Key: "u1", User: "the weather was grey all week"},
+		{Key: "u2", User: "Melanie showed me her watercolours"},
+		{Key: "u3", User: "they were lovely"},
+	})
+	for _, c := range []struct {
+		query, want string
+	}{
+		{"what did Melanie paint over the lake?", "c1 3 [3 4 5]"}, // 4 follows the best match; 5 holds "paint"; 2 finds the passage full
+		{"Melanie watercolours", "c2 2 [2 3]"},                    // u1 holds neither word
+	} {
+		hits, err := a.Search(ctx, Query{Text: c.query, Project: proj, Limit: 1})
+		if err != nil || len(hits) != 1 {
+			t.Fatalf("%q: hits %+v, %v", c.query, hits, err)
+		}
+		if h := hits[0]; fmt.Sprint(h.Session, " ", h.Turn, " ", h.Turns) != c.want {
+			t.Errorf("%q: hit %s turn %d names %v, want %s", c.query, h.Session, h.Turn, h.Turns, c.want)
+		}
 	}
 	// A lookup in FTS5's syntax names no passage.
-	hits, err = a.Search(ctx, Query{Text: "painted OR lake", Project: proj, Limit: 5})
+	hits, err := a.Search(ctx, Query{Text: "painted OR lake", Project: proj, Limit: 5})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -148,16 +150,15 @@ func (a *Archive) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if q.Project != "" {
 		rq.Project = a.projects.Of(q.Project)
 	}
-	found, err := a.ranked(ctx, pq, rq)
+	found, around, err := a.ranked(ctx, pq, rq)
 	if errors.Is(err, ledger.ErrQuery) {
 		return nil, fmt.Errorf("%w: %s (put words with other characters in double quotes)", ErrQuery, strings.TrimPrefix(err.Error(), ledger.ErrQuery.Error()+": "))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
-	var around map[place][]int
 	if pq.natural {
-		if around, err = a.passages(ctx, pq, found); err != nil {
+		if err = a.passages(ctx, pq, found, around); err != nil {
 			return nil, fmt.Errorf("search: %w", err)
 		}
 	}
@@ -170,35 +171,41 @@ func (a *Archive) Search(ctx context.Context, q Query) ([]Hit, error) {
 	return hits, nil
 }
 
-// passages are the hits' passages: each hit's turn, then the turns just
-// before and after it in its session that hold a word of the question
-// (at most two, the one after first), none a hit of its own.
-func (a *Archive) passages(ctx context.Context, pq query, found []ledger.RecallHit) (map[place][]int, error) {
+// passages completes the hits' passages (around: each hit's turn first,
+// then the hits folded into it): the turns just before and after a
+// passage in its session that hold a word of the question join it (the
+// one after first), up to maxPassage turns, none a hit or in a passage
+// of its own.
+func (a *Archive) passages(ctx context.Context, pq query, found []ledger.RecallHit, around map[place][]int) error {
 	want := map[string]bool{}
 	for _, ph := range pq.phrases() {
 		for _, t := range ph {
 			want[t] = true
 		}
 	}
-	hit := map[place]bool{}
+	taken := map[place]bool{}
 	for _, h := range found {
-		hit[place{h.SessionID, h.Turn}] = true
+		for _, t := range around[place{h.SessionID, h.Turn}] {
+			taken[place{h.SessionID, t}] = true
+		}
 	}
+	edges := func(turns []int) (int, int) { return slices.Max(turns) + 1, slices.Min(turns) - 1 }
 	var places []ledger.Place
 	for _, h := range found {
-		for _, t := range []int{h.Turn + 1, h.Turn - 1} {
-			if t >= 1 && !hit[place{h.SessionID, t}] {
+		after, before := edges(around[place{h.SessionID, h.Turn}])
+		for _, t := range []int{after, before} {
+			if t >= 1 && !taken[place{h.SessionID, t}] {
 				places = append(places, ledger.Place{SessionID: h.SessionID, Turn: t})
 			}
 		}
 	}
 	near, err := a.db.RecallTurnHits(ctx, places)
 	if err != nil || len(near) == 0 {
-		return nil, err
+		return err
 	}
 	texts, err := a.textsOf(ctx, near)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	shares := map[place]bool{}
 	for _, n := range near {
@@ -210,23 +217,59 @@ func (a *Archive) passages(ctx context.Context, pq query, found []ledger.RecallH
 			}
 		}
 	}
-	out := map[place][]int{}
-	taken := map[place]bool{}
 	for _, h := range found {
 		p := place{h.SessionID, h.Turn}
-		turns := []int{h.Turn}
-		for _, t := range []int{h.Turn + 1, h.Turn - 1} {
+		turns := around[p]
+		after, before := edges(turns)
+		for _, t := range []int{after, before} {
 			q := place{h.SessionID, t}
-			if shares[q] && !taken[q] {
+			if shares[q] && !taken[q] && len(turns) < maxPassage {
 				taken[q] = true
 				turns = append(turns, t)
 			}
 		}
-		if len(turns) > 1 {
-			out[p] = turns
+		around[p] = turns
+	}
+	for p, turns := range around {
+		if len(turns) == 1 {
+			delete(around, p) // a turn alone is its hit's own
 		}
 	}
-	return out, nil
+	return nil
+}
+
+// maxPassage bounds the turns one hit stands for.
+const maxPassage = 3
+
+// fold keeps the best limit hits, a hit next to a better one of its
+// session (or to the turns folded into it) joining that one's passage
+// while it has room: two turns of one exchange are one place to look, not
+// two of the few a search shows (a question's hits; a one-word lookup's
+// are each their own). It returns the kept hits and each one's turns, its
+// own first.
+func fold(found []ledger.RecallHit, limit int, join bool) ([]ledger.RecallHit, map[place][]int) {
+	var kept []ledger.RecallHit
+	around := map[place][]int{}
+	for _, h := range found {
+		joined := false
+		for _, k := range kept {
+			if !join {
+				break
+			}
+			p := place{k.SessionID, k.Turn}
+			turns := around[p]
+			if k.SessionID == h.SessionID && len(turns) < maxPassage && (h.Turn == slices.Max(turns)+1 || h.Turn == slices.Min(turns)-1) {
+				around[p] = append(turns, h.Turn)
+				joined = true
+				break
+			}
+		}
+		if !joined && len(kept) < limit {
+			kept = append(kept, h)
+			around[place{h.SessionID, h.Turn}] = []int{h.Turn}
+		}
+	}
+	return kept, around
 }
 
 // ParseSince reads --since: a duration back from now (90m, 36h, 7d, 2w)
@@ -486,16 +529,20 @@ func (ar *Archive) ResolveSession(ctx context.Context, id string) (string, error
 // after a strong match is a candidate even when it shares no word with
 // the query (a question's, not a single word's: that is a lookup). Its
 // own words count too.
-func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) ([]ledger.RecallHit, error) {
+func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) ([]ledger.RecallHit, map[place][]int, error) {
 	if !pq.natural {
-		return a.db.Search(ctx, rq)
+		found, err := a.db.Search(ctx, rq)
+		return found, nil, err
 	}
 	limit := rq.Limit
 	rq.Limit = max(2*limit, 10)
 	rq.NoSnippets = true // made below, for the hits kept
 	found, err := a.db.Search(ctx, rq)
-	if err != nil || len(found) == 0 {
-		return found, err
+	if err != nil {
+		return nil, nil, err
+	}
+	if found, err = a.dated(ctx, pq, rq, found); err != nil || len(found) == 0 {
+		return found, nil, err
 	}
 	at := placesOf(found)
 	bonus := make([]float64, len(found))
@@ -515,7 +562,7 @@ func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) (
 	}
 	nexts, err := a.db.RecallTurnHits(ctx, wanted)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	after := map[int64]int{} // a neighbour's row: the turn it follows
 	for _, nh := range nexts {
@@ -533,12 +580,12 @@ func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) (
 		}
 		return found[i].At.After(found[j].At)
 	})
-	found = found[:min(limit, len(found))]
+	found, around := fold(found, limit, len(pq.terms) >= 2)
 	// The snippets, from the kept hits' text (one statement): a neighbour
 	// shows where its prompt begins.
 	texts, err := a.textsOf(ctx, found)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	phrases := pq.phrases()
 	for i, h := range found {
@@ -549,8 +596,64 @@ func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) (
 		}
 		found[i].Snippet = snippet([]string{t.Prompt, t.Reply, t.Commands, t.Files}, phrases)
 	}
+	return found, around, nil
+}
+
+// dated weighs the dates a question names: the turns of a date's span
+// that match the question join the hits, and each hit within a span
+// gains what a word held by as many turns would add (bm25's idf of the
+// span's turns among the project's, as a prompt's word once).
+func (a *Archive) dated(ctx context.Context, pq query, rq ledger.RecallQuery, found []ledger.RecallHit) ([]ledger.RecallHit, error) {
+	total := -1
+	for _, d := range pq.dates {
+		from, to, ok := d.bounds()
+		if !ok {
+			continue // a day of any year: the window's recall matches it, search does not
+		}
+		if from.Before(rq.Since) {
+			from = rq.Since
+		}
+		df, err := a.db.RecallCount(ctx, rq.Project, from, to)
+		if err != nil {
+			return nil, err
+		}
+		if df == 0 {
+			continue
+		}
+		if total < 0 {
+			if total, err = a.db.RecallCount(ctx, rq.Project, time.Time{}, time.Time{}); err != nil {
+				return nil, err
+			}
+		}
+		in := rq
+		in.Since, in.Until = from, to
+		more, err := a.db.Search(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		seen := map[int64]bool{}
+		for _, h := range found {
+			seen[h.ID] = true
+		}
+		for _, h := range more {
+			if !seen[h.ID] {
+				found = append(found, h)
+			}
+		}
+		n := float64(total)
+		w := dateWeight * math.Log(1+(n-float64(df)+0.5)/(float64(df)+0.5))
+		for i := range found {
+			if d.holds(found[i].At) {
+				found[i].Score += w
+			}
+		}
+	}
 	return found, nil
 }
+
+// dateWeight is a date's weight as a word of a turn's prompt would have
+// it (the index weighs the prompt twice the reply: ledger's recallWeights).
+const dateWeight = 2.0
 
 // textsOf reads the indexed text of hits (one statement).
 func (a *Archive) textsOf(ctx context.Context, hits []ledger.RecallHit) (map[int64]ledger.RecallText, error) {

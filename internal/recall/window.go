@@ -257,6 +257,11 @@ func (w *window) turn(i int) windowTurn {
 	return t
 }
 
+// at is turn i's time, read without the rest of the turn.
+func (w *window) at(i int) time.Time {
+	return time.Unix(0, int64(binary.LittleEndian.Uint64(w.turns[i*windowTurnLen+8:]))).UTC()
+}
+
 // session is turn i's session, read without the rest of the turn.
 func (w *window) session(i int) []byte {
 	r := w.turns[i*windowTurnLen+28:]
