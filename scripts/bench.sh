@@ -29,8 +29,21 @@ go test -run '^$' -bench 'HookLatency' -benchtime 1x -count "${COUNT:-3}" ./life
 CX_BENCH_ROUNDS="${ROUNDS:-5}" go test -run '^$' -bench 'HookHistory' -benchtime 1x -timeout 60m -v ./lifecycle
 # Recall: cx ctl search over a ~100 MB archived session against a ~1 MB one.
 go test -run '^$' -bench 'RecallSearch' -benchtime 1x -timeout 20m -v ./lifecycle
-# Recall's quality on LoCoMo (read from ../shared/recall-dev, or CX_RECALL_DATA), and
-# UserPromptSubmit with per-prompt recall on vs off over a 1 GB archive (CX_BENCH_RECALL_MB).
+# Recall's quality as it is judged: ../shared/recall-dev/measure (LoCoMo's dev split, its
+# conversion and scorer) on this build, and on BASE's beside it; the project's own
+# LoCoMo bench for its traces; UserPromptSubmit with per-prompt recall on vs off over a
+# 1 GB archive (CX_BENCH_RECALL_MB).
+if [ -f ../shared/recall-dev/measure ]; then
+  mtmp=$(mktemp -d)
+  go build -o "$mtmp/cx" ./cmd/cx
+  echo "recall-dev/measure, this build:" && bash ../shared/recall-dev/measure "$mtmp/cx"
+  if [ -n "${CX_BENCH_BASELINE_CX:-}" ]; then
+    echo "recall-dev/measure, BASE=$BASE:" && bash ../shared/recall-dev/measure "$CX_BENCH_BASELINE_CX"
+  fi
+  rm -rf "$mtmp"
+else
+  echo "recall-dev/measure: ../shared/recall-dev is absent; recall's judged figures not measured"
+fi
 go test -run '^$' -bench 'RecallQuality' -benchtime 1x -timeout 20m -v ./internal/recall
 go test -run '^$' -bench 'PromptRecall' -benchtime 1x -timeout 60m -v ./lifecycle
 # Per-prompt recall's word lists for a seldom-used project's window amid another's 40,000 turns.
