@@ -25,13 +25,13 @@ import (
 	"cx/internal/readmodel"
 	"cx/internal/recall"
 	"cx/internal/rollout"
-	"cx/internal/sink/local"
+	"cx/internal/sink"
 	"cx/lifecycle"
 )
 
 // ReasonImport ends the one generation of a session `cx ctl import`
 // recorded from Codex's own history.
-const ReasonImport = local.ReasonImport
+const ReasonImport = sink.ReasonImport
 
 // ImportOptions say what `cx ctl import` takes and where it sends it.
 type ImportOptions struct {

@@ -10,7 +10,7 @@ import (
 	"cx/internal/ledger"
 	"cx/internal/logs"
 	"cx/internal/recall"
-	ovsink "cx/internal/sink/openviking"
+	"cx/internal/sinks"
 )
 
 // recallBudget bounds per-prompt recall from the hook's start: past it the
@@ -28,7 +28,7 @@ func wantsRecall(ev string, p codex.HookPayload, cfg config.Config) bool {
 // the remote search started. It opens no ledger.
 func prepareRecall(cfg config.Config, getenv func(string) (string, bool), p codex.HookPayload) *recall.Prepared {
 	return recall.Prepare(recall.NewProjects(cfg.Home), recall.PromptRequest{Prompt: p.Prompt, Project: p.Cwd, Session: p.SessionID,
-		Budget: cfg.Recall.MaxChars, MinScore: cfg.Recall.MinScore, Remote: ovsink.RecallSource(cfg, getenv)})
+		Budget: cfg.Recall.MaxChars, MinScore: cfg.Recall.MinScore, Remote: sinks.RemoteRecall(cfg, getenv)})
 }
 
 // finishRecall is its second half, on db (the hook's own connection, after

@@ -3,6 +3,7 @@ package lifecycle_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -843,9 +844,13 @@ func TestLockedLedgerHookAnswersInTime(t *testing.T) {
 	e.run("start A; hook SessionStart A startup; turn A first; exit 0")
 	e.want("A", "committed", "exit", 1, 1)
 	// A second turn lands in the rollout while the ledger is locked.
-	db := e.db()
+	raw, err := sql.Open("sqlite", ledger.Path(e.cxHome))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
 	ctx := context.Background()
-	conn, err := db.SQL().Conn(ctx)
+	conn, err := raw.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"cx/internal/ledger"
 	"cx/internal/readmodel"
 	"cx/internal/sink"
-	ovsink "cx/internal/sink/openviking"
 	"cx/internal/sinks"
 )
 
@@ -99,7 +98,7 @@ func ledgerChecks(ctx context.Context, cfg config.Config, codexHome string, gete
 // installNotes are what `cx ctl install` tells about the sinks: the
 // OpenViking Codex plugin, when it is there.
 func installNotes(cfg config.Config, codexHome string, getenv func(string) (string, bool)) []health.Check {
-	if c, found := ovsink.PluginCheck(cfg, codexHome, getenv); found {
+	if c, found := sinks.PluginCheck(cfg, codexHome, getenv); found {
 		return []health.Check{c}
 	}
 	return nil

@@ -143,10 +143,6 @@ func (s *Supervision) Stopping(sig os.Signal) {
 	}
 }
 
-// Exited implements wrapper.Observer; the work happens in finish, after
-// wrapper.Run has restored the terminal.
-func (s *Supervision) Exited(wrapper.Exit) {}
-
 // Finish ends the run after wrapper.Run has restored the terminal: the
 // synthesized session ends, bounded.
 func (s *Supervision) Finish(ctx context.Context, ex wrapper.Exit, cut <-chan struct{}) {

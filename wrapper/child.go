@@ -130,9 +130,7 @@ func (s *childRun) run(ctx context.Context) (ex Exit, err error) {
 	defer s.guard()
 	if err := s.start(); err != nil {
 		ex = startExit(err)
-		if s.spec.Observer != nil {
-			s.spec.Observer.Exited(ex)
-		}
+		s.exited(ex)
 		return ex, nil
 	}
 	if s.spec.Observer != nil {
@@ -255,10 +253,15 @@ func (s *childRun) run(ctx context.Context) (ex Exit, err error) {
 	ex = s.childExit()
 	ex.Pid = s.target
 	ex.Received = stopper.received
-	if s.spec.Observer != nil {
-		s.spec.Observer.Exited(ex)
-	}
+	s.exited(ex)
 	return ex, err
+}
+
+// exited tells an ExitObserver of the child's exit.
+func (s *childRun) exited(ex Exit) {
+	if o, ok := s.spec.Observer.(ExitObserver); ok {
+		o.Exited(ex)
+	}
 }
 
 func (s *childRun) start() error {

@@ -102,10 +102,16 @@ type Exit struct {
 	CPU time.Duration
 }
 
-// Observer learns of the child's start and exit. Calls are made from the
-// goroutine that called Run; Exited is called before Run returns.
+// Observer learns of the child's start. Calls are made from the goroutine
+// that called Run.
 type Observer interface {
 	Started(pid int, mode Mode)
+}
+
+// ExitObserver is an Observer that also learns of the child's exit before
+// Run returns it (Run's own result says the same, after the terminal is
+// restored).
+type ExitObserver interface {
 	Exited(Exit)
 }
 

@@ -17,7 +17,7 @@ import (
 	"cx/internal/cli"
 	"cx/internal/codex"
 	"cx/internal/recall"
-	ovsink "cx/internal/sink/openviking"
+	"cx/internal/sinks"
 	"cx/internal/tty"
 	"cx/lifecycle"
 	"cx/mcpserver"
@@ -93,7 +93,7 @@ func (a *app) ctlRecall(ctx context.Context, args []string) error {
 	prompt := strings.Join(pos, " ")
 	return a.withArchive(ctx, func(ar *recall.Archive) error {
 		items, err := ar.Recall(ctx, recall.PromptRequest{Prompt: prompt, Project: project, Budget: cfg.Recall.MaxChars, MinScore: cfg.Recall.MinScore,
-			Remote: ovsink.RecallSource(cfg, a.getenv)})
+			Remote: sinks.RemoteRecall(cfg, a.getenv)})
 		if err != nil && !errors.Is(err, recall.ErrRemote) {
 			return fmt.Errorf("recall: %w", err)
 		}

@@ -90,7 +90,7 @@ func TestIdentitySharedAcrossWorktrees(t *testing.T) {
 	git(main, "commit", "-q", "-m", "one")
 	git(main, "worktree", "add", "-q", filepath.Join(dir, "wt"), "-b", "feature")
 	os.MkdirAll(filepath.Join(main, "sub"), 0o755)
-	a, b, c := Identify(filepath.Join(main, "sub")), Identify(filepath.Join(dir, "wt")), Identify(main)
+	a, b, c := identify(filepath.Join(main, "sub"), rootCommit), identify(filepath.Join(dir, "wt"), rootCommit), identify(main, rootCommit)
 	if a.ProjectID != b.ProjectID || !strings.HasPrefix(a.Project, "root:") {
 		t.Fatalf("worktrees are different projects: %+v %+v", a, b)
 	}
@@ -98,11 +98,11 @@ func TestIdentitySharedAcrossWorktrees(t *testing.T) {
 		t.Fatalf("worktree ids: %+v %+v %+v", a, b, c)
 	}
 	git(main, "remote", "add", "origin", "https://example.invalid/repo.git")
-	if id := Identify(filepath.Join(dir, "wt")); id.Project != "origin:https://example.invalid/repo.git" {
+	if id := identify(filepath.Join(dir, "wt"), rootCommit); id.Project != "origin:https://example.invalid/repo.git" {
 		t.Fatalf("origin not used: %+v", id)
 	}
 	plain := t.TempDir()
-	if id := Identify(plain); id.Project != plain || id.Worktree != plain {
+	if id := identify(plain, rootCommit); id.Project != plain || id.Worktree != plain {
 		t.Fatalf("outside git: %+v", id)
 	}
 }

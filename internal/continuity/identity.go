@@ -39,11 +39,9 @@ func shortHash(s string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// Identify finds the project and worktree of dir.
-func Identify(dir string) Identity { return identify(dir, rootCommit) }
-
-// Identify is Identify with the root commits remembered in the store's
-// cache (finding one runs git; a hook should not, on every session start).
+// Identify finds the project and worktree of dir, the root commits
+// remembered in the store's cache (finding one runs git; a hook should
+// not, on every session start).
 func (s Store) Identify(dir string) Identity {
 	path := filepath.Join(s.Home, "cache", "root-commits.json")
 	return identify(dir, func(root string) string {

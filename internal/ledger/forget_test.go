@@ -52,13 +52,13 @@ func TestForgetReachesRunsJobsEvents(t *testing.T) {
 		}
 	}
 	var detail string
-	if err := db.SQL().QueryRow(`SELECT detail FROM events WHERE session_id = 's2' AND kind = 'job.parked'`).Scan(&detail); err != nil || detail != "" {
+	if err := db.db.QueryRow(`SELECT detail FROM events WHERE session_id = 's2' AND kind = 'job.parked'`).Scan(&detail); err != nil || detail != "" {
 		t.Errorf("event detail after forget: %q, %v", detail, err)
 	}
-	if _, err := db.SQL().Exec(`UPDATE events SET kind = 'other' WHERE session_id = 's2'`); err == nil {
+	if _, err := db.db.Exec(`UPDATE events SET kind = 'other' WHERE session_id = 's2'`); err == nil {
 		t.Error("the event log took an update other than a blanked detail")
 	}
-	if _, err := db.SQL().Exec(`DELETE FROM events`); err == nil {
+	if _, err := db.db.Exec(`DELETE FROM events`); err == nil {
 		t.Error("the event log took a delete")
 	}
 }

@@ -194,9 +194,6 @@ func isDamage(err error) bool {
 // Close closes the ledger.
 func (db *DB) Close() error { return db.db.Close() }
 
-// SQL exposes the handle for read-only queries of the commands.
-func (db *DB) SQL() *sql.DB { return db.db }
-
 // Tx runs f in one write transaction (the write lock taken at BEGIN).
 func (db *DB) Tx(ctx context.Context, f func(tx *Tx) error) error {
 	stx, err := db.db.BeginTx(ctx, nil)

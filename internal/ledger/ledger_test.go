@@ -34,11 +34,11 @@ func TestOpenCreatesPrivateFilesAndMigrates(t *testing.T) {
 		t.Fatalf("dir mode %v", fi.Mode().Perm())
 	}
 	var v int
-	if err := db.SQL().QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != SchemaVersion {
+	if err := db.db.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != SchemaVersion {
 		t.Fatalf("user_version %d (%v), want %d", v, err, SchemaVersion)
 	}
 	var mode string
-	_ = db.SQL().QueryRow("PRAGMA journal_mode").Scan(&mode)
+	_ = db.db.QueryRow("PRAGMA journal_mode").Scan(&mode)
 	if mode != "wal" {
 		t.Fatalf("journal mode %q", mode)
 	}
@@ -86,10 +86,10 @@ func TestEnqueueUniqueAndEventsAppendOnly(t *testing.T) {
 	if err := db.Tx(ctx, func(tx *Tx) error { return tx.AddEvent(ctx, "test", "s1", "", "x") }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.SQL().Exec(`DELETE FROM events`); err == nil {
+	if _, err := db.db.Exec(`DELETE FROM events`); err == nil {
 		t.Fatal("deleted from the append-only event log")
 	}
-	if _, err := db.SQL().Exec(`UPDATE events SET detail = 'y'`); err == nil {
+	if _, err := db.db.Exec(`UPDATE events SET detail = 'y'`); err == nil {
 		t.Fatal("updated the append-only event log")
 	}
 }

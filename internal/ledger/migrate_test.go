@@ -40,7 +40,7 @@ func TestMigrateFromEveryVersion(t *testing.T) {
 			}
 			defer db.Close()
 			var v int
-			if err := db.SQL().QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != SchemaVersion {
+			if err := db.db.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != SchemaVersion {
 				t.Fatalf("user_version %d (%v), want %d", v, err, SchemaVersion)
 			}
 			if err := db.Check(ctx); err != nil {

@@ -29,7 +29,7 @@ func putAndDelete(t *testing.T, db *DB, text string) {
 		`DELETE FROM meta WHERE key IN ('small', 'big')`,
 		`DELETE FROM recall_text WHERE rowid = 424242`,
 	} {
-		if _, err := db.SQL().ExecContext(ctx, q); err != nil {
+		if _, err := db.db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
@@ -58,11 +58,11 @@ func TestScrub(t *testing.T) {
 	t.Run("legacy free space is vacuumed once", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), FileName)
 		db := open(t, path)
-		if _, err := db.SQL().ExecContext(ctx, `PRAGMA secure_delete = 0`); err != nil {
+		if _, err := db.db.ExecContext(ctx, `PRAGMA secure_delete = 0`); err != nil {
 			t.Fatal(err)
 		}
 		putAndDelete(t, db, text)
-		if _, err := db.SQL().ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		if _, err := db.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 			t.Fatal(err)
 		}
 		if n := copiesIn(t, path, text); n == 0 {
@@ -126,7 +126,7 @@ func TestResolveSession(t *testing.T) {
 	ctx := context.Background()
 	db := open(t, filepath.Join(t.TempDir(), FileName))
 	for _, id := range []string{"01a2-aaaa", "01a2-aabb", "01b3-cccc", "x_y%z"} {
-		if _, err := db.SQL().ExecContext(ctx, `INSERT INTO sessions (id, status, created_at, last_seen) VALUES (?, 'live', '', '')`, id); err != nil {
+		if _, err := db.db.ExecContext(ctx, `INSERT INTO sessions (id, status, created_at, last_seen) VALUES (?, 'live', '', '')`, id); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -177,7 +177,7 @@ func TestSecretsNeverReachTheIndex(t *testing.T) {
 		}
 	}
 	// The text FTS5 keeps (its content table), read back whole.
-	rows, err := a.db.SQL().QueryContext(ctx, `SELECT prompt || reply || commands || files FROM recall_text`)
+	rows, err := rawLedger(t, home).QueryContext(ctx, `SELECT prompt || reply || commands || files FROM recall_text`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestBackfillIndexesOldArchivesOnce(t *testing.T) {
 		t.Errorf("second backfill: %d %v", n, err)
 	}
 	var rows int
-	_ = a.db.SQL().QueryRow(`SELECT count(*) FROM recall_turns`).Scan(&rows)
+	_ = rawLedger(t, home).QueryRow(`SELECT count(*) FROM recall_turns`).Scan(&rows)
 	if rows != 450 {
 		t.Errorf("%d index rows, want 450", rows)
 	}
@@ -437,4 +437,16 @@ func TestHitsNamePassages(t *testing.T) {
 			t.Errorf("a syntax query's hit names a passage: %+v", h)
 		}
 	}
+}
+
+// rawLedger is a plain SQLite handle on home's ledger, for a test to read
+// what cx's own API does not show (closed with the test).
+func rawLedger(t *testing.T, home string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", ledger.Path(home))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }

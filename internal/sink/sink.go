@@ -66,6 +66,11 @@ type PermanentError struct{ Err error }
 func (e *PermanentError) Error() string { return e.Err.Error() }
 func (e *PermanentError) Unwrap() error { return e.Err }
 
+// ReasonImport ends the one generation of a session `cx ctl import`
+// recorded from Codex's history: it is archived and indexed, but old work
+// does not rewrite the project's continuity.
+const ReasonImport = "import"
+
 // Host is what a sink may use of cx.
 type Host struct {
 	Store  ledger.SinkStore // what the sink may read and write of the ledger

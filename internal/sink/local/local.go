@@ -26,11 +26,6 @@ type Sink struct{ h sink.Host }
 // New returns the local sink.
 func New(h sink.Host) *Sink { return &Sink{h: h} }
 
-// ReasonImport ends the one generation of a session `cx ctl import`
-// recorded from Codex's history: it is archived and indexed, but old work
-// does not rewrite the project's continuity.
-const ReasonImport = "import"
-
 // Commit stores the archive and indexes its turns (storing it twice is a
 // no-op, indexing it twice leaves one copy) after updating continuity
 // (merging the same evidence twice changes nothing).
@@ -61,7 +56,7 @@ func (l *Sink) Commit(ctx context.Context, req sink.Request) error {
 		id = store.Identify(cwd) // the project of continuity and of the index
 	}
 	if cpJSON != "" {
-		if cwd != "" && len(req.Turns) > 0 && req.Generation.EndReason != ReasonImport {
+		if cwd != "" && len(req.Turns) > 0 && req.Generation.EndReason != sink.ReasonImport {
 			_, wt, err := store.Update(id, continuity.Evidence{
 				SessionID: req.Session.ID, EndReason: req.Generation.EndReason, Turns: req.Turns, Plan: cp.Plan.Steps,
 				Goal: cp.Goal, Parent: cp.Parent})

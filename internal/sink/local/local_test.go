@@ -36,7 +36,7 @@ func TestCommitArchivesAndIndexesOnce(t *testing.T) {
 	for _, c := range []struct {
 		reason     string
 		continuity bool
-	}{{"exit", true}, {ReasonImport, false}} {
+	}{{"exit", true}, {sink.ReasonImport, false}} {
 		t.Run(c.reason, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
