@@ -20,12 +20,14 @@ import (
 
 	"cx/internal/cli"
 	"cx/internal/codex"
+	"cx/internal/config"
 	"cx/internal/continuity"
 	"cx/internal/ledger"
 	"cx/internal/readmodel"
 	"cx/internal/recall"
 	"cx/internal/rollout"
 	"cx/internal/sink"
+	"cx/internal/testpoint"
 	"cx/lifecycle"
 )
 
@@ -61,23 +63,23 @@ type ImportResult struct {
 // a session with one generation ended for ReasonImport, and commits it to
 // the local archive (and the recall index) only, unless o.Sinks names
 // others. Importing again imports nothing twice.
-func Import(ctx context.Context, m *lifecycle.Manager, o ImportOptions) (ImportResult, error) {
+func Import(ctx context.Context, st State, o ImportOptions) (ImportResult, error) {
 	home, _ := filepath.Abs(o.CodexHome)
 	res := ImportResult{CodexHome: home}
 	rollouts := codex.RolloutsSince(home, o.Since)
 	res.Found = len(rollouts)
 	var todo []string
-	now := m.Now()
+	now := testpoint.Now()
 	var until time.Time
 	for id, path := range rollouts {
-		if _, err := m.Ledger().Session(ctx, id); err == nil {
+		if _, err := st.DB.Session(ctx, id); err == nil {
 			res.Known++
 			continue
 		} else if !errors.Is(err, ledger.ErrNotFound) {
 			return res, err
 		}
 		// A dry run and the import judge alike what is still being written.
-		if lv := codex.RolloutFileLiveness(home, id, path, now, m.Cfg.Lifecycle.ActiveWindow.Duration); lv.Live {
+		if lv := codex.RolloutFileLiveness(home, id, path, now, st.Cfg.Lifecycle.ActiveWindow.Duration); lv.Live {
 			res.Active++ // a session still running: its own hooks or a later import take it
 			if lv.Until.After(until) {
 				until = lv.Until
@@ -106,15 +108,15 @@ func Import(ctx context.Context, m *lifecycle.Manager, o ImportOptions) (ImportR
 			o.Progress(i, len(todo))
 		}
 		path := rollouts[id]
-		err := m.Learn(ctx, ledger.Session{ID: id, TranscriptPath: path, CodexHome: home, Sinks: sinks, EndReason: ReasonImport},
+		err := st.M.Learn(ctx, ledger.Session{ID: id, TranscriptPath: path, CodexHome: home, Sinks: sinks, EndReason: ReasonImport},
 			"session.imported", "recorded from Codex's history by cx ctl import")
 		if err != nil {
 			return res, fmt.Errorf("import %s: %w", id, err)
 		}
-		if _, err := m.End(ctx, id, ReasonImport, lifecycle.EndOptions{}); err != nil {
+		if _, err := st.M.End(ctx, id, ReasonImport, lifecycle.EndOptions{}); err != nil {
 			return res, fmt.Errorf("import %s: %w", id, err)
 		}
-		if n, err := m.Ledger().TotalTurns(ctx, id); err == nil && n == 0 {
+		if n, err := st.DB.TotalTurns(ctx, id); err == nil && n == 0 {
 			res.Empty++
 		}
 		res.Imported++
@@ -123,16 +125,22 @@ func Import(ctx context.Context, m *lifecycle.Manager, o ImportOptions) (ImportR
 		o.Progress(len(todo), len(todo))
 	}
 	if res.Imported > 0 {
-		if _, err := m.Outbox().Work(ctx, nil); err != nil {
+		if _, err := st.M.Outbox().Work(ctx, nil); err != nil {
 			return res, err
 		}
-		// What the import indexed, one transaction per session, merged into
-		// one segment: searches seek each word once.
-		if err := m.Ledger().OptimizeRecall(ctx); err != nil {
-			return res, err
-		}
+		// What the import indexed, one transaction per session, merged
+		// (the local sink's upkeep).
+		st.M.Upkeep(ctx)
 	}
 	return res, nil
+}
+
+// State is what history works on, opened by the entry point: the ledger
+// (to write), cx's configuration, and the state machine over the ledger.
+type State struct {
+	DB  *ledger.DB
+	Cfg config.Config
+	M   *lifecycle.Manager
 }
 
 // ErrBusy is a session cx is still working on.
@@ -143,11 +151,11 @@ var ErrBusy = errors.New("still in use")
 // that its generations were committed. A live session, or one with a
 // commit still in the outbox, is refused: end it or let it commit first.
 // It returns how many archived turns left the index.
-func Forget(ctx context.Context, m *lifecycle.Manager, id string) (int, error) {
+func Forget(ctx context.Context, st State, id string) (int, error) {
 	n := 0
 	var words continuity.Forgotten
 	var cwd string
-	err := m.Ledger().Tx(ctx, func(tx *ledger.Tx) error {
+	err := st.DB.Tx(ctx, func(tx *ledger.Tx) error {
 		s, err := tx.Session(ctx, id)
 		if errors.Is(err, ledger.ErrNotFound) {
 			return fmt.Errorf("%w: %s", readmodel.ErrNoSession, id)
@@ -193,14 +201,14 @@ func Forget(ctx context.Context, m *lifecycle.Manager, id string) (int, error) {
 	// Per-prompt recall's windows hold turns' text: they go, and are read
 	// again from the ledger (a window written meanwhile from before this
 	// forget removes itself, see internal/recall).
-	if err := recall.DropWindows(m.Cfg.Home); err != nil {
+	if err := recall.DropWindows(st.Cfg.Home); err != nil {
 		return n, fmt.Errorf("forget %s: %w", id, err)
 	}
 	if cwd == "" {
 		return n, nil
 	}
 	// What the session merged into its project's continuity files goes too.
-	store := continuity.Store{Home: m.Cfg.Home}
+	store := continuity.Store{Home: st.Cfg.Home}
 	if _, err := store.Forget(store.Identify(cwd), words); err != nil {
 		return n, fmt.Errorf("forget %s: %w", id, err)
 	}
@@ -243,12 +251,12 @@ func sessionWords(ctx context.Context, tx *ledger.Tx, id string) (continuity.For
 
 // ProjectSessions lists the sessions whose working directory belongs to
 // dir's project (the identity continuity uses).
-func ProjectSessions(ctx context.Context, m *lifecycle.Manager, dir string) ([]string, error) {
-	all, err := m.Ledger().Sessions(ctx)
+func ProjectSessions(ctx context.Context, st State, dir string) ([]string, error) {
+	all, err := st.DB.Sessions(ctx)
 	if err != nil {
 		return nil, err
 	}
-	projects := recall.NewProjects(m.Cfg.Home)
+	projects := recall.NewProjects(st.Cfg.Home)
 	want := projects.Of(dir)
 	var out []string
 	for _, s := range all {
@@ -264,8 +272,8 @@ func ProjectSessions(ctx context.Context, m *lifecycle.Manager, dir string) ([]s
 // directory that does not exist, is an error: a project whose directory is
 // gone may still have sessions, one with neither is most likely a mistyped
 // path.
-func ProjectSessionsToForget(ctx context.Context, m *lifecycle.Manager, dir string) ([]string, error) {
-	ids, err := ProjectSessions(ctx, m, dir)
+func ProjectSessionsToForget(ctx context.Context, st State, dir string) ([]string, error) {
+	ids, err := ProjectSessions(ctx, st, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -304,10 +312,10 @@ type ForgetReport struct {
 // ForgetAll forgets each session (told to each, in order), then scrubs
 // the ledger's files once: gone from the bytes too, the database's free
 // space and its WAL.
-func ForgetAll(ctx context.Context, m *lifecycle.Manager, ids []string, each func(id string, turns int, err error)) ForgetReport {
+func ForgetAll(ctx context.Context, st State, ids []string, each func(id string, turns int, err error)) ForgetReport {
 	r := ForgetReport{Forgotten: map[string]int{}, Scrubbed: true}
 	for _, id := range ids {
-		n, err := Forget(ctx, m, id)
+		n, err := Forget(ctx, st, id)
 		each(id, n, err)
 		if err != nil {
 			r.Failed++
@@ -316,7 +324,7 @@ func ForgetAll(ctx context.Context, m *lifecycle.Manager, ids []string, each fun
 		r.Forgotten[id] = n
 	}
 	if len(r.Forgotten) > 0 {
-		if _, err := m.Ledger().Scrub(ctx); err != nil {
+		if _, err := st.DB.Scrub(ctx); err != nil {
 			r.Scrubbed, r.ScrubErr = false, err
 			r.Failed++
 		}

@@ -30,12 +30,12 @@ func TestForget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := lifecycle.Open(ctx, cfg, lifecycle.Options{})
+	db, err := ledger.Open(ctx, home, ledger.Writer, ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
-	db := m.Ledger()
+	defer db.Close()
+	st := State{DB: db, Cfg: cfg, M: lifecycle.New(cfg, db)}
 	err = db.Tx(ctx, func(tx *ledger.Tx) error {
 		now := tx.Now()
 		for _, s := range []ledger.Session{
@@ -64,19 +64,15 @@ func TestForget(t *testing.T) {
 		t.Fatal(err)
 	}
 	for id, want := range map[string]error{"nobody": readmodel.ErrNoSession, "live": ErrBusy, "queued": ErrBusy} {
-		if _, err := Forget(ctx, m, id); !errors.Is(err, want) {
+		if _, err := Forget(ctx, st, id); !errors.Is(err, want) {
 			t.Errorf("Forget(%s): %v, want %v", id, err, want)
 		}
 	}
-	n, err := Forget(ctx, m, "done")
+	n, err := Forget(ctx, st, "done")
 	if err != nil || n != 1 {
 		t.Fatalf("Forget(done): %d turns, %v", n, err)
 	}
-	ar, err := recall.OpenReadOnly(ctx, home)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ar.Close()
+	ar := recall.NewArchive(db, home)
 	if hits, err := ar.Search(ctx, recall.Query{Text: "narwhalzebra"}); err != nil || len(hits) != 0 {
 		t.Errorf("search after forget: %+v, %v", hits, err)
 	}

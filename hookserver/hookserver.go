@@ -4,10 +4,10 @@
 // the ledger or a bug does; the audit line in hook-events.jsonl; the
 // background sweeper started when commits are due. What the event means
 // for the session is lifecycle's (Manager.HandleHook); what context it
-// gives back is the Injector's.
+// gives back is inject's, and per-prompt recall's (internal/recall).
 //
 // A hook payload goes down once: cmd/cx → hookserver → internal/codex
-// (ParseHook) → lifecycle (HandleHook, InjectRequest) → inject.
+// (ParseHook) → lifecycle (HandleHook, OwnContext) → inject.
 package hookserver
 
 import (
@@ -37,15 +37,6 @@ import (
 	"cx/lifecycle"
 )
 
-// Injector builds the context a hook gives back to Codex; inject.Injector
-// implements it.
-type Injector interface {
-	ForSessionStart(ctx context.Context, r inject.Request) (string, []inject.Quote)
-	ForCompaction(r inject.Request) string
-}
-
-var _ Injector = inject.Injector{}
-
 // HookCall is one run of the hook handler Codex starts for an event.
 type HookCall struct {
 	Event  string // the event named on the command line
@@ -55,8 +46,7 @@ type HookCall struct {
 	Getenv func(string) (string, bool)
 	// Start is when the process began: deadlines count from there, as
 	// Codex's timeout does.
-	Start  time.Time
-	Inject Injector
+	Start time.Time
 }
 
 // hookBudget is how long, from process start, the handler may take before
@@ -155,85 +145,20 @@ func Serve(ctx context.Context, c HookCall) (code int) {
 	defer cancel()
 	// Per-prompt recall reads and ranks its window beside the hook's
 	// ledger work, so the prompt waits for the slower of the two, not their
-	// sum; it finishes on the hook's own connection after.
-	var prepared chan *recall.Prepared
-	if wantsRecall(ev, p, cfg) {
-		prepared = make(chan *recall.Prepared, 1)
-		go func() {
-			var prep *recall.Prepared
-			defer func() {
-				if r := recover(); r != nil {
-					logger.Printf("hook %s %s: recall: panic: %v\n%s", ev, p.SessionID, r, debug.Stack())
-				}
-				prepared <- prep
-			}()
-			prep = prepareRecall(cfg, c.Getenv, p)
-		}()
-	}
-	var m *lifecycle.Manager
+	// sum.
+	rec := startRecall(ev, p, cfg, c.Getenv, logger)
 	go func() {
 		defer close(done)
-		defer func() {
-			if r := recover(); r != nil {
-				logger.Printf("hook %s %s: panic: %v\n%s", ev, p.SessionID, r, debug.Stack())
-				injection, due = "", false
-			}
-		}()
-		defer func() {
-			if prepared == nil {
-				return
-			}
-			prep := <-prepared
-			if prep == nil {
-				return
-			}
-			rctx, rcancel := context.WithDeadline(wctx, c.Start.Add(recallBudget))
-			defer rcancel()
-			var db *ledger.DB
-			if m != nil {
-				db = m.Ledger()
-			}
-			items := finishRecall(rctx, cfg, prep, db, p, logger)
-			if len(items) > 0 && m != nil {
-				if err := recall.MarkGiven(wctx, m.Ledger(), p.SessionID, items); err != nil {
-					logger.Printf("recall %s: record what was given: %v (it may be given again)", p.SessionID, err)
-				}
-			}
+		// In order: the event's work on the ledger, opened to write (what
+		// the event means for the session, and the block it gives back);
+		// then per-prompt recall, finished on that connection (or a
+		// read-only one of its own when the hook could not open it) and
+		// added after the block.
+		var db *ledger.DB
+		db, injection, due = handle(wctx, c, cfg, ev, p, runID, deadline, logger)
+		if items := rec.give(wctx, c.Start, cfg, db, p); len(items) > 0 {
 			injection = joinBlocks(injection, inject.ForPrompt(items))
-		}()
-		testpoint.Panic("hook-work")
-		var err error
-		m, err = lifecycle.Open(wctx, cfg, lifecycle.Options{BusyTimeout: time.Until(deadline) / 2})
-		if err != nil {
-			logger.Printf("hook %s %s: %v", ev, p.SessionID, err)
-			// The next start or sweep that can write the ledger records
-			// this session from its rollout.
-			if !strings.HasPrefix(p.SessionID, health.DoctorPrefix) {
-				_ = crumbs.Mark(cfg.Home, codex.Home(c.Getenv), crumbs.Hook, c.Start, []string{p.SessionID})
-			}
-			return
 		}
-		// Not closed: closing the last connection checkpoints and removes
-		// the WAL (milliseconds on every hook); the process exits right after
-		// and SQLite's WAL is safe without it.
-		res, err := m.HandleHook(wctx, lifecycle.Hook{Event: ev, Payload: p, RunID: runID, PPID: os.Getppid()})
-		if err != nil {
-			logger.Printf("hook %s %s: %v", ev, p.SessionID, err)
-		}
-		if cfg.Inject.Enabled && c.Inject != nil {
-			switch {
-			case ev == codex.HookSessionStart:
-				var quoted []inject.Quote
-				injection, quoted = c.Inject.ForSessionStart(wctx, m.InjectRequest(wctx, p, p.Source == "resume" || p.Source == "compact"))
-				// What the block quotes was given: recall does not give it again.
-				if err := recall.MarkGiven(wctx, m.Ledger(), p.SessionID, quotedItems(quoted)); err != nil {
-					logger.Printf("hook %s %s: record what the block quoted: %v", ev, p.SessionID, err)
-				}
-			case res.InjectCheckpoint:
-				injection = c.Inject.ForCompaction(m.InjectRequest(wctx, p, true))
-			}
-		}
-		due = m.AfterHook(wctx, ev) || res.CatchUpDeferred
 	}()
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
@@ -251,6 +176,71 @@ func Serve(ctx context.Context, c HookCall) (code int) {
 		spawnSweeper(cfg.Home, logger)
 	}
 	return 0
+}
+
+// handle is the event's work: the ledger opened to write (nil when it
+// could not be: the next start or sweep that can write it records the
+// session from its rollout), what the event means for the session
+// (lifecycle), the block it gives back, and whether commits are due. A
+// panic is logged and answered with nothing.
+func handle(ctx context.Context, c HookCall, cfg config.Config, ev string, p codex.HookPayload, runID string, deadline time.Time, logger *logs.Logger) (db *ledger.DB, injection string, due bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			logger.Printf("hook %s %s: panic: %v\n%s", ev, p.SessionID, r, debug.Stack())
+			injection, due = "", false
+		}
+	}()
+	testpoint.Panic("hook-work")
+	var err error
+	if err = config.EnsureHome(cfg.Home); err == nil {
+		db, err = ledger.Open(ctx, cfg.Home, ledger.Writer, ledger.Options{BusyTimeout: time.Until(deadline) / 2})
+	}
+	if err != nil {
+		logger.Printf("hook %s %s: %v", ev, p.SessionID, err)
+		if !strings.HasPrefix(p.SessionID, health.DoctorPrefix) {
+			_ = crumbs.Mark(cfg.Home, codex.Home(c.Getenv), crumbs.Hook, c.Start, []string{p.SessionID})
+		}
+		return nil, "", false
+	}
+	// Not closed: closing the last connection checkpoints and removes the
+	// WAL (milliseconds on every hook); the process exits right after and
+	// SQLite's WAL is safe without it.
+	m := lifecycle.New(cfg, db)
+	res, err := m.HandleHook(ctx, lifecycle.Hook{Event: ev, Payload: p, RunID: runID, PPID: os.Getppid()})
+	if err != nil {
+		logger.Printf("hook %s %s: %v", ev, p.SessionID, err)
+	}
+	if cfg.Inject.Enabled {
+		switch {
+		case ev == codex.HookSessionStart:
+			var quoted []inject.Quote
+			injection, quoted = inject.ForSessionStartQuoting(ctx, injectRequest(ctx, m, db, cfg, p, p.Source == "resume" || p.Source == "compact"))
+			// What the block quotes was given: recall does not give it again.
+			if err := recall.MarkGiven(ctx, db, p.SessionID, quotedItems(quoted)); err != nil {
+				logger.Printf("hook %s %s: record what the block quoted: %v", ev, p.SessionID, err)
+			}
+		case res.InjectCheckpoint:
+			injection = inject.ForCompaction(injectRequest(ctx, m, db, cfg, p, true))
+		}
+	}
+	return db, injection, m.AfterHook(ctx, ev) || res.CatchUpDeferred
+}
+
+// injectRequest is what the block a hook gives back is built from: the
+// session, the ledger and — when the block is about the session itself
+// (own: resume, compaction) — what the ledger holds of it.
+func injectRequest(ctx context.Context, m *lifecycle.Manager, db *ledger.DB, cfg config.Config, p codex.HookPayload, own bool) inject.Request {
+	req := inject.Request{Home: cfg.Home, Ledger: db, Source: p.Source, SessionID: p.SessionID, Cwd: p.Cwd,
+		TranscriptPath: p.TranscriptPath, MaxChars: cfg.Inject.MaxChars}
+	if !own {
+		return req
+	}
+	o := m.OwnContext(ctx, p)
+	req.Checkpoint, req.Present, req.RemoteOverview = o.Checkpoint, o.Present, o.RemoteOverview
+	if o.SkipTranscript {
+		req.TranscriptPath = ""
+	}
+	return req
 }
 
 // joinBlocks puts two context blocks one after the other.

@@ -2,6 +2,7 @@ package hookserver
 
 import (
 	"context"
+	"runtime/debug"
 	"time"
 
 	"cx/inject"
@@ -23,32 +24,71 @@ func wantsRecall(ev string, p codex.HookPayload, cfg config.Config) bool {
 	return ev == codex.HookUserPromptSubmit && !p.FromSubagent() && cfg.Inject.Enabled && cfg.Recall.Enabled && cfg.Home != "" && !recall.Trivial(p.Prompt)
 }
 
-// prepareRecall is per-prompt recall's first half, run beside the hook's
-// own ledger work: the project's window read from its file and ranked,
-// the remote search started. It opens no ledger.
-func prepareRecall(cfg config.Config, getenv func(string) (string, bool), p codex.HookPayload) *recall.Prepared {
-	return recall.Prepare(recall.NewProjects(cfg.Home), recall.PromptRequest{Prompt: p.Prompt, Project: p.Cwd, Session: p.SessionID,
-		Budget: cfg.Recall.MaxChars, MinScore: cfg.Recall.MinScore, Remote: sinks.RemoteRecall(cfg, getenv)})
+// promptRecall is per-prompt recall for one hook: started beside the
+// hook's work, given after it. The zero value gives nothing.
+type promptRecall struct {
+	prepared chan *recall.Prepared
+	logger   *logs.Logger
 }
 
-// finishRecall is its second half, on db (the hook's own connection, after
-// its work; a read-only one of recall's own when the hook could not open
-// the ledger): the items to add. Whatever fails, the prompt goes on
-// without them (logged).
-func finishRecall(ctx context.Context, cfg config.Config, prep *recall.Prepared, db *ledger.DB, p codex.HookPayload, logger *logs.Logger) []recall.Item {
+// startRecall starts per-prompt recall's first half when the event wants
+// it: the project's window read from its file and ranked, the remote
+// search started; it opens no ledger.
+func startRecall(ev string, p codex.HookPayload, cfg config.Config, getenv func(string) (string, bool), logger *logs.Logger) promptRecall {
+	if !wantsRecall(ev, p, cfg) {
+		return promptRecall{}
+	}
+	r := promptRecall{prepared: make(chan *recall.Prepared, 1), logger: logger}
+	go func() {
+		var prep *recall.Prepared
+		defer func() {
+			if v := recover(); v != nil {
+				logger.Printf("hook %s %s: recall: panic: %v\n%s", ev, p.SessionID, v, debug.Stack())
+			}
+			r.prepared <- prep
+		}()
+		prep = recall.Prepare(recall.NewProjects(cfg.Home), recall.PromptRequest{Prompt: p.Prompt, Project: p.Cwd, Session: p.SessionID,
+			Budget: cfg.Recall.MaxChars, MinScore: cfg.Recall.MinScore, Remote: sinks.RemoteRecall(cfg, getenv)})
+	}()
+	return r
+}
+
+// give is per-prompt recall's second half, within recallBudget of the
+// hook's start, on db (the hook's own connection, after its work; a
+// read-only one of recall's own when the hook could not open the ledger):
+// the items to add, recorded as given to the thread. Whatever fails, the
+// prompt goes on without them (logged).
+func (r promptRecall) give(ctx context.Context, start time.Time, cfg config.Config, db *ledger.DB, p codex.HookPayload) (items []recall.Item) {
+	if r.prepared == nil {
+		return nil
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			r.logger.Printf("recall %s: panic: %v\n%s", p.SessionID, v, debug.Stack())
+			items = nil
+		}
+	}()
+	prep := <-r.prepared
+	if prep == nil {
+		return nil
+	}
+	ctx, cancel := context.WithDeadline(ctx, start.Add(recallBudget))
+	defer cancel()
+	give := prep.Give
 	if db == nil {
-		ar, err := recall.OpenForPrompt(ctx, cfg.Home)
-		if err != nil {
-			logger.Printf("recall %s: %v", p.SessionID, err)
+		var err error
+		if db, err = ledger.Open(ctx, cfg.Home, ledger.Prompt, ledger.Options{}); err != nil {
+			r.logger.Printf("recall %s: %v", p.SessionID, err)
 			return nil
 		}
-		defer ar.Close()
-		db = ar.Ledger()
+		defer db.Close()
+		give = prep.Finish // read only: what it gives cannot be recorded (it may be given again)
 	}
-	items, err := prep.Finish(ctx, db)
+	items, err := give(ctx, db)
 	if err != nil {
-		// A remote that failed still leaves the local items.
-		logger.Printf("recall %s: %v", p.SessionID, err)
+		// A remote that failed still leaves the local items; a record of
+		// what was given that failed leaves them given (they may be again).
+		r.logger.Printf("recall %s: %v", p.SessionID, err)
 	}
 	return items
 }

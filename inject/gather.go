@@ -39,17 +39,6 @@ type Ledger interface {
 	Generations(ctx context.Context, sessionID string) ([]ledger.Generation, error)
 }
 
-// Injector is the injector the hook server asks (hookserver.Injector).
-type Injector struct{}
-
-// ForSessionStart is ForSessionStartQuoting.
-func (Injector) ForSessionStart(ctx context.Context, r Request) (string, []Quote) {
-	return ForSessionStartQuoting(ctx, r)
-}
-
-// ForCompaction is ForCompaction.
-func (Injector) ForCompaction(r Request) string { return ForCompaction(r) }
-
 // ForSessionStart builds the SessionStart block: continuity, and the
 // checkpoint of this session (resume, compact) or of the project's latest
 // archived session (startup, clear, fork); on resume, only what the

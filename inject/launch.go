@@ -8,19 +8,14 @@ import (
 
 	"cx/internal/codex"
 	"cx/internal/config"
-	"cx/internal/ledger"
 )
 
 // AtStart is the block a session starting in cwd would be given by its
 // SessionStart hook (source "startup" for `cx ctl context`, "fallback" when
-// hooks cannot give it), read from the ledger in cfg.Home.
-func AtStart(ctx context.Context, cfg config.Config, source, cwd string) (string, error) {
-	db, err := ledger.Open(ctx, ledger.Path(cfg.Home), ledger.Options{})
-	if err != nil {
-		return "", err
-	}
-	defer db.Close()
-	return ForSessionStart(ctx, Request{Home: cfg.Home, Ledger: db, Source: source, Cwd: cwd, MaxChars: cfg.Inject.MaxChars}), nil
+// hooks cannot give it), read from db (the ledger in cfg.Home, opened by
+// the caller to read).
+func AtStart(ctx context.Context, cfg config.Config, db Ledger, source, cwd string) string {
+	return ForSessionStart(ctx, Request{Home: cfg.Home, Ledger: db, Source: source, Cwd: cwd, MaxChars: cfg.Inject.MaxChars})
 }
 
 // AtLaunch is what a launch of Codex is given (user: the user's arguments;
@@ -30,7 +25,10 @@ func AtStart(ctx context.Context, cfg config.Config, source, cwd string) (string
 // (the others start no session of the user's). The note says so to the user ("" when nothing
 // was added). Checking costs one stat when there is no continuity yet;
 // only then is hooksActive asked (the installer's answer, and why not).
-func AtLaunch(ctx context.Context, cfg config.Config, codexHome, cwd string, user, codexArgs []string, caps codex.Caps, hooksActive func(context.Context) (bool, string)) ([]string, string) {
+//
+// readLedger opens the ledger to read, for the archive part of the block
+// (nil when it cannot: the block goes without), and says how to close it.
+func AtLaunch(ctx context.Context, cfg config.Config, readLedger func(context.Context) (Ledger, func()), codexHome, cwd string, user, codexArgs []string, caps codex.Caps, hooksActive func(context.Context) (bool, string)) ([]string, string) {
 	sub := codex.Subcommand(user, caps)
 	if !cfg.Inject.Enabled || !hasContinuity(cfg.Home) || !(codex.SelectsTUI(user, caps) || sub == "exec" || sub == "e") {
 		return codexArgs, ""
@@ -39,7 +37,7 @@ func AtLaunch(ctx context.Context, cfg config.Config, codexHome, cwd string, use
 	if ok {
 		return codexArgs, ""
 	}
-	args, given := fallbackArgs(ctx, cfg, codexHome, cwd, codexArgs)
+	args, given := fallbackArgs(ctx, cfg, readLedger, codexHome, cwd, codexArgs)
 	if !given {
 		return args, ""
 	}
@@ -58,11 +56,10 @@ func hasContinuity(home string) bool {
 // with the user's own (from their -c, or from config.toml). It reports
 // whether anything was added; the ledger, when it cannot be read, only
 // costs the archive part of the block.
-func fallbackArgs(ctx context.Context, cfg config.Config, codexHome, cwd string, args []string) ([]string, bool) {
-	block, err := AtStart(ctx, cfg, "fallback", cwd)
-	if err != nil {
-		block = ForSessionStart(ctx, Request{Home: cfg.Home, Source: "fallback", Cwd: cwd, MaxChars: cfg.Inject.MaxChars})
-	}
+func fallbackArgs(ctx context.Context, cfg config.Config, readLedger func(context.Context) (Ledger, func()), codexHome, cwd string, args []string) ([]string, bool) {
+	db, done := readLedger(ctx)
+	defer done()
+	block := AtStart(ctx, cfg, db, "fallback", cwd)
 	if block == "" {
 		return args, false
 	}

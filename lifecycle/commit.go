@@ -1,32 +1,14 @@
 package lifecycle
 
-import (
-	"context"
-
-	"cx/internal/readmodel"
-)
+import "context"
 
 // CommitNow ends the session's live generation now (reason manual, `cx
-// ctl commit`) and works the outbox.
-func (m *Manager) CommitNow(ctx context.Context, id string) (readmodel.CommitView, error) {
-	if _, err := readmodel.Lookup(ctx, m.db, id); err != nil {
-		return readmodel.CommitView{}, err
+// ctl commit`) and works the outbox; ended is false when nothing was live
+// to end.
+func (m *Manager) CommitNow(ctx context.Context, id string) (ended bool, err error) {
+	if ended, err = m.End(ctx, id, ReasonManual, EndOptions{}); err != nil {
+		return false, err
 	}
-	ended, err := m.End(ctx, id, ReasonManual, EndOptions{})
-	if err != nil {
-		return readmodel.CommitView{}, err
-	}
-	if _, err := m.outbox.Work(ctx, nil); err != nil {
-		return readmodel.CommitView{}, err
-	}
-	out := readmodel.CommitView{Ended: ended}
-	if ended {
-		out.Reason = ReasonManual
-	}
-	s, err := m.db.Session(ctx, id)
-	if err != nil {
-		return out, err
-	}
-	out.Session = readmodel.Session(ctx, m.db, s)
-	return out, nil
+	_, err = m.outbox.Work(ctx, nil)
+	return ended, err
 }

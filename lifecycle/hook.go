@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"cx/inject"
+	"cx/internal/checkpoint"
 	"cx/internal/codex"
 	"cx/internal/fsutil"
 	"cx/internal/health"
@@ -156,7 +156,7 @@ func (m *Manager) startForeground(ctx context.Context, tx *ledger.Tx, rec *hookR
 		if err != nil {
 			return err
 		}
-		cutoff := tx.Now().Add(-m.Cfg.Lifecycle.ActiveWindow.Duration)
+		cutoff := tx.Now().Add(-m.cfg.Lifecycle.ActiveWindow.Duration)
 		var cands []string
 		for _, s := range live {
 			if s.ID != id && s.LastSeen.After(cutoff) {
@@ -209,7 +209,7 @@ func (m *Manager) onSessionStart(ctx context.Context, source string, rec hookRec
 		})
 		res.CatchUpDeferred = deferred
 		if err != nil && source == "resume" {
-			m.Log.Printf("catch up %s on resume: %v", rec.session.ID, err)
+			m.log.Printf("catch up %s on resume: %v", rec.session.ID, err)
 			return nil
 		}
 		return err
@@ -284,9 +284,9 @@ func (m *Manager) onSessionEnd(ctx context.Context, s ledger.Session, res *HookR
 // commits are due (the caller starts the background sweeper).
 func (m *Manager) AfterHook(ctx context.Context, event string) (sweepDue bool) {
 	if _, err := m.recoverOrphans(ctx); err != nil {
-		m.Log.Printf("hook %s: orphan recovery: %v", event, err)
+		m.log.Printf("hook %s: orphan recovery: %v", event, err)
 	}
-	due, _ := m.db.DueJobs(ctx, m.Now())
+	due, _ := m.db.DueJobs(ctx, m.now())
 	return due
 }
 
@@ -296,47 +296,55 @@ func SweeperRunning(home string) bool { return fsutil.Held(sweepLockPath(home)) 
 // sweepLockPath is held by the one background sweeper at a time.
 func sweepLockPath(home string) string { return filepath.Join(home, "sweep.lock") }
 
-// lockSweeper makes this process the one background sweeper; it fails at
-// once (fsutil.ErrLocked) while another holds the place.
-func lockSweeper(home string) (func(), error) { return fsutil.Lock(sweepLockPath(home), false) }
+// LockSweeper makes this process the one background sweeper a hook
+// starts; it fails at once (fsutil.ErrLocked) while another holds the
+// place.
+func LockSweeper(home string) (func(), error) { return fsutil.Lock(sweepLockPath(home), false) }
 
-// InjectRequest is what the injector is asked for one hook: the session,
-// a read-only view of the ledger and — when the block is about the session
-// itself (own: resume, compaction) — its checkpoint as of its last capture,
-// from the ledger, and on resume the overview of a remote sink it goes to.
-func (m *Manager) InjectRequest(ctx context.Context, p codex.HookPayload, own bool) inject.Request {
-	req := inject.Request{Home: m.Cfg.Home, Ledger: m.db, Source: p.Source, SessionID: p.SessionID, Cwd: p.Cwd,
-		TranscriptPath: p.TranscriptPath, MaxChars: m.Cfg.Inject.MaxChars}
-	if !own {
-		return req
-	}
+// OwnContext is what the ledger holds of a session for a context block
+// about the session itself (resume, compaction).
+type OwnContext struct {
+	// Checkpoint is the session's checkpoint as of its last capture and
+	// Present the cx sections its history holds; nil when none is kept.
+	Checkpoint *checkpoint.Checkpoint
+	Present    map[string]bool
+	// SkipTranscript: no checkpoint is kept yet for a long history, which
+	// is not read on Codex's time (the sweeper is catching it up).
+	SkipTranscript bool
+	// RemoteOverview, on resume, reads the overview a remote sink the
+	// session goes to keeps of it.
+	RemoteOverview func(ctx context.Context, sessionID string) string
+}
+
+// OwnContext is what the ledger holds of p's session for a block about
+// the session itself.
+func (m *Manager) OwnContext(ctx context.Context, p codex.HookPayload) OwnContext {
+	var own OwnContext
 	if cp, present, ok, err := checkpointOf(ctx, m.db, p.SessionID); err != nil {
-		m.Log.Printf("checkpoint of %s from the ledger: %v", p.SessionID, err)
+		m.log.Printf("checkpoint of %s from the ledger: %v", p.SessionID, err)
 	} else if ok {
-		req.Checkpoint, req.Present = &cp, present
+		own.Checkpoint, own.Present = &cp, present
 	} else if fi, err := os.Stat(p.TranscriptPath); err == nil && fi.Size() > m.hookBacklog {
-		// No checkpoint kept yet for a long history: none now, rather than
-		// reading it on Codex's time (the sweeper is catching it up).
-		req.TranscriptPath = ""
+		own.SkipTranscript = true
 	}
 	if p.Source != "resume" {
-		return req
+		return own
 	}
 	s, err := m.db.Session(ctx, p.SessionID)
 	if err != nil {
-		return req
+		return own
 	}
 	for _, name := range s.Sinks {
-		if ov, ok := m.Sinks[name].(sink.Overviewer); ok {
-			req.RemoteOverview = func(ctx context.Context, id string) string {
+		if ov, ok := m.sinks[name].(sink.Overviewer); ok {
+			own.RemoteOverview = func(ctx context.Context, id string) string {
 				octx, cancel := context.WithTimeout(ctx, 2*time.Second)
 				defer cancel()
-				return ov.ResumeOverview(octx, id, m.Cfg.Inject.MaxChars/2)
+				return ov.ResumeOverview(octx, id, m.cfg.Inject.MaxChars/2)
 			}
 			break
 		}
 	}
-	return req
+	return own
 }
 
 // backlog is how much of the session's rollout is unread (0 when none,
@@ -388,7 +396,7 @@ func (m *Manager) armAppends(ctx context.Context, tx *ledger.Tx, s *ledger.Sessi
 		return nil
 	}
 	for _, name := range s.Sinks {
-		if _, ok := m.Sinks[name].(sink.Appender); !ok {
+		if _, ok := m.sinks[name].(sink.Appender); !ok {
 			continue
 		}
 		if err := tx.ArmJob(ctx, outbox.JobAppend, s.ID, s.Generation, name); err != nil {
@@ -451,4 +459,4 @@ func (m *Manager) attribute(ctx context.Context, runID string, ppid int) (ledger
 }
 
 // codexHome is Codex's home for sessions whose run does not say.
-func (m *Manager) codexHome() string { return codex.Home(m.Getenv) }
+func (m *Manager) codexHome() string { return codex.Home(m.getenv) }

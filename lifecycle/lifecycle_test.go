@@ -207,7 +207,7 @@ func (e *env) want(id, status, reason string, gen, commits int) sessionState {
 // db opens the ledger directly for assertions the commands do not show.
 func (e *env) db() *ledger.DB {
 	e.t.Helper()
-	db, err := ledger.Open(context.Background(), ledger.Path(e.cxHome), ledger.Options{})
+	db, err := ledger.Open(context.Background(), e.cxHome, ledger.Writer, ledger.Options{})
 	if err != nil {
 		e.t.Fatal(err)
 	}

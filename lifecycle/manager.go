@@ -27,11 +27,14 @@
 // Every end (End) is one transaction with its capture and its jobs; the
 // outbox then records each job's outcome in one.
 //
-// It offers operations, not fields: HandleHook and InjectRequest to the
-// hook server, runs (BeginRun, ChildStarted, Stopping, Finish, the
-// app-server threads) to the supervisor, End and Learn to history,
-// CommitNow, Sweep and the Outbox to cmd/cx. The sinks are packages of
-// their own behind internal/sink, wired in internal/sinks.
+// It offers operations, not fields, over a ledger the entry point opened
+// (New): HandleHook and OwnContext to the hook server, runs (BeginRun,
+// ChildStarted, Stopping, Finish, the app-server threads) to the
+// supervisor, End, Learn and Upkeep to history, CommitNow, SweepNow and
+// the Outbox to cmd/cx. It returns facts and its own result types; the
+// caller builds the context block (inject) or the view (readmodel). The
+// sinks are packages of their own behind internal/sink, wired in
+// internal/sinks.
 package lifecycle
 
 import (
@@ -69,19 +72,20 @@ const (
 	ReasonManual     = "manual"
 )
 
-// Manager owns the ledger for one cx process.
+// Manager is the state machine over one process's ledger, which the
+// entry point opened (ledger.Open) and closes.
 type Manager struct {
 	db    *ledger.DB
-	Cfg   config.Config
-	Sinks map[string]sink.Sink
-	Log   *logs.Logger
+	cfg   config.Config
+	sinks map[string]sink.Sink
+	log   *logs.Logger
 	// outbox works the jobs the ends enqueue.
 	outbox *outbox.Outbox
-	// Now is the clock (tests may replace it).
-	Now func() time.Time
-	// Getenv reads the environment (Codex's home for sessions of Codex started
-	// without cx).
-	Getenv func(string) (string, bool)
+	// now is the clock.
+	now func() time.Time
+	// getenv reads the environment (Codex's home for sessions of Codex
+	// started without cx).
+	getenv func(string) (string, bool)
 	// hookBacklog is the most unread rollout a hook reads: past it (a long
 	// history cx has not seen, e.g. a session from before cx was
 	// installed) the hook answers with what the ledger has and the
@@ -93,37 +97,22 @@ type Manager struct {
 // nowUTC is the state machine's clock (a test may set it ahead).
 func nowUTC() time.Time { return testpoint.Now() }
 
-// Options tune Open.
-type Options struct {
-	BusyTimeout time.Duration
-}
-
-// Open opens the ledger in cfg.Home and returns a manager with the default sinks.
-func Open(ctx context.Context, cfg config.Config, opts Options) (*Manager, error) {
-	if err := config.EnsureHome(cfg.Home); err != nil {
-		return nil, err
-	}
-	db, err := ledger.Open(ctx, ledger.Path(cfg.Home), ledger.Options{BusyTimeout: opts.BusyTimeout, Now: nowUTC})
-	if err != nil {
-		return nil, err
-	}
-	return newManager(cfg, db), nil
-}
-
-func newManager(cfg config.Config, db *ledger.DB) *Manager {
+// New returns the state machine over db (open to write), with the sinks
+// this build has.
+func New(cfg config.Config, db *ledger.DB) *Manager {
 	m := &Manager{
 		db:          db,
-		Cfg:         cfg,
-		Log:         logs.New(cfg.Home),
-		Now:         nowUTC,
-		Getenv:      os.LookupEnv,
+		cfg:         cfg,
+		log:         logs.New(cfg.Home),
+		now:         nowUTC,
+		getenv:      os.LookupEnv,
 		hookBacklog: 4 << 20,
 	}
 	if n, ok := testpoint.Int(testpoint.HookBacklog); ok {
 		m.hookBacklog = n // the first-sight tests: a long history without 4 MiB of it
 	}
-	m.Sinks = sinks.Build(m.host())
-	m.outbox = outbox.New(db, m.Sinks, m.Log, cfg.Lifecycle.MaxAttempts)
+	m.sinks = sinks.Build(m.host())
+	m.outbox = outbox.New(db, m.sinks, m.log, cfg.Lifecycle.MaxAttempts)
 	m.outbox.End = func(ctx context.Context, id, reason string) error {
 		// What the hook would have ended: whatever is live once caught up.
 		_, err := m.End(ctx, id, reason, EndOptions{})
@@ -133,15 +122,17 @@ func newManager(cfg config.Config, db *ledger.DB) *Manager {
 	return m
 }
 
-// Ledger is the manager's ledger, for the packages its package doc names
-// writers of tables beside lifecycle (history's forget; per-prompt recall's
-// record of what it gave, on the hook's connection). Views read their own
-// (readmodel.Open).
-func (m *Manager) Ledger() *ledger.DB { return m.db }
-
-// ResolveSession is the ledger's session id for a prefix of one.
-func (m *Manager) ResolveSession(ctx context.Context, prefix string) (string, error) {
-	return m.db.ResolveSession(ctx, prefix)
+// Upkeep runs the sinks' upkeep after their jobs were worked (the local
+// sink's search index); a failure is logged, and the next upkeep tries
+// again.
+func (m *Manager) Upkeep(ctx context.Context) {
+	for name, s := range m.sinks {
+		if u, ok := s.(sink.Upkeeper); ok {
+			if err := u.Upkeep(ctx); err != nil {
+				m.log.Printf("upkeep of the %s sink: %v", name, err)
+			}
+		}
+	}
 }
 
 // Outbox is the outbox the manager's ends go to.
@@ -150,9 +141,9 @@ func (m *Manager) Outbox() *outbox.Outbox { return m.outbox }
 // host is what the sinks may use of the manager (its clock and environment
 // read at each call, so a test's replacement holds).
 func (m *Manager) host() sink.Host {
-	return sink.Host{Store: m.db.SinkStore(), Cfg: m.Cfg, Log: m.Log,
-		Getenv: func(k string) (string, bool) { return m.Getenv(k) },
-		Now:    func() time.Time { return m.Now() }}
+	return sink.Host{Store: m.db.SinkStore(), Index: m.db, Cfg: m.cfg, Log: m.log,
+		Getenv: func(k string) (string, bool) { return m.getenv(k) },
+		Now:    func() time.Time { return m.now() }}
 }
 
 // settleGeneration marks a generation committed, and its session when it
@@ -174,14 +165,6 @@ func settleGeneration(ctx context.Context, tx *ledger.Tx, sessionID string, gen 
 	return tx.AddEvent(ctx, "generation.committed", sessionID, s.RunID, fmt.Sprintf("g%d", gen))
 }
 
-// Close closes the ledger.
-func (m *Manager) Close() error {
-	if m.db == nil {
-		return nil
-	}
-	return m.db.Close()
-}
-
 // ensureSession returns the session, creating it live (generation 1) when
 // unknown. Fields that are empty in the ledger are filled from hint.
 func (m *Manager) ensureSession(ctx context.Context, tx *ledger.Tx, hint ledger.Session) (ledger.Session, bool, error) {
@@ -192,7 +175,7 @@ func (m *Manager) ensureSession(ctx context.Context, tx *ledger.Tx, hint ledger.
 			TranscriptPath: hint.TranscriptPath, Cwd: hint.Cwd, CodexHome: hint.CodexHome, Sinks: hint.Sinks,
 			CreatedAt: now, LastSeen: now}
 		if s.Sinks == nil {
-			s.Sinks = m.Cfg.Sinks
+			s.Sinks = m.cfg.Sinks
 		}
 		if err := tx.PutSession(ctx, s); err != nil {
 			return s, false, err
@@ -264,7 +247,7 @@ func (m *Manager) capture(ctx context.Context, id string, limit int64, then afte
 		_ = json.Unmarshal([]byte(s.Meta), meta)
 	}
 	cur := rollout.Cursor{Offset: s.Cursor.Offset, Seen: s.Cursor.Seen, Inode: s.Cursor.Inode, Size: s.Cursor.Size, Head: s.Cursor.Head}
-	capt, err := rollout.CaptureFile(path, cur, meta, rollout.Options{MaxLineBytes: m.Cfg.Capture.MaxLineBytes, MaxToolChars: m.Cfg.ToolChars(s.Sinks)})
+	capt, err := rollout.CaptureFile(path, cur, meta, rollout.Options{MaxLineBytes: m.cfg.Capture.MaxLineBytes, MaxToolChars: m.cfg.ToolChars(s.Sinks)})
 	if err != nil {
 		return s, false, fmt.Errorf("capture %s: %w", id, err)
 	}
@@ -529,7 +512,7 @@ func (m *Manager) End(ctx context.Context, id, reason string, o EndOptions) (boo
 		return err
 	})
 	if err != nil {
-		m.Log.Printf("catch up %s before end: %v", id, err)
+		m.log.Printf("catch up %s before end: %v", id, err)
 		return m.endLive(ctx, id, reason, o)
 	}
 	if ended {

@@ -29,9 +29,9 @@ func (m *Manager) recoverUnrecorded(ctx context.Context, codexHome string) (int,
 		return 0, nil
 	}
 	codexHome, _ = filepath.Abs(codexHome)
-	now := m.Now()
+	now := m.now()
 	recovered := 0
-	for _, b := range crumbs.List(m.Cfg.Home) {
+	for _, b := range crumbs.List(m.cfg.Home) {
 		if b.CodexHome != codexHome {
 			continue
 		}
@@ -81,7 +81,7 @@ func (m *Manager) recoverThread(ctx context.Context, codexHome, id, kind string,
 		if codex.ThreadLocked(codexHome, id) {
 			return 0, true, nil // resumed by another Codex meanwhile
 		}
-	} else if codex.RolloutFileLiveness(codexHome, id, path, now, m.Cfg.Lifecycle.ActiveWindow.Duration).Live {
+	} else if codex.RolloutFileLiveness(codexHome, id, path, now, m.cfg.Lifecycle.ActiveWindow.Duration).Live {
 		return 0, true, nil
 	}
 	if !recorded {
@@ -102,16 +102,16 @@ func (m *Manager) recoverThread(ctx context.Context, codexHome, id, kind string,
 // and works the commits left in the outbox (for at most 30 s).
 func (m *Manager) RecoverAtStart(ctx context.Context, codexHome string) {
 	if _, err := m.recoverOrphans(ctx); err != nil {
-		m.Log.Printf("orphan recovery at start: %v", err)
+		m.log.Printf("orphan recovery at start: %v", err)
 	}
 	if n, err := m.recoverUnrecorded(ctx, codexHome); err != nil {
-		m.Log.Printf("recovering unrecorded sessions at start: %v", err)
+		m.log.Printf("recovering unrecorded sessions at start: %v", err)
 	} else if n > 0 {
-		m.Log.Printf("recorded %d session(s) an earlier run could not record", n)
+		m.log.Printf("recorded %d session(s) an earlier run could not record", n)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if _, err := m.outbox.Work(wctx, nil); err != nil && wctx.Err() == nil {
-		m.Log.Printf("outbox at start: %v", err)
+		m.log.Printf("outbox at start: %v", err)
 	}
 }

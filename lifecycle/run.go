@@ -93,7 +93,7 @@ func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
 	r.threads = &codex.Threads{Home: info.CodexHome, Since: r.started, Logs: r.logs}
 	go func() {
 		defer close(r.recorded) // after a panic is logged
-		defer m.Log.Recover("record run " + info.ID)
+		defer m.log.Recover("record run " + info.ID)
 		r.recErr = errors.New("the run was not recorded") // stays, if recording panics
 		// A run that could not be recorded is nobody's to end if its cx
 		// dies: its hooks' threads are recorded with no run. A failure that
@@ -109,9 +109,9 @@ func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
 		r.recErr = err
 		switch {
 		case err != nil:
-			m.Log.Printf("record run %s (%d tries): %v", info.ID, tries, err)
+			m.log.Printf("record run %s (%d tries): %v", info.ID, tries, err)
 		case tries > 1:
-			m.Log.Printf("record run %s: recorded at try %d", info.ID, tries)
+			m.log.Printf("record run %s: recorded at try %d", info.ID, tries)
 		}
 	}()
 	return r
@@ -133,7 +133,7 @@ func (r *Run) ChildStarted(pid int) {
 	r.mu.Unlock()
 	go func() {
 		defer close(r.stopped)
-		defer r.m.Log.Recover("session discovery of " + r.info.ID) // logged before stopped closes
+		defer r.m.log.Recover("session discovery of " + r.info.ID) // logged before stopped closes
 		<-r.recorded
 		if r.recErr != nil {
 			return
@@ -159,7 +159,7 @@ func (r *Run) recordCodex(ctx context.Context, pid int, start uint64) bool {
 		return tx.PutRun(ctx, run)
 	})
 	if err != nil {
-		r.m.Log.Printf("record codex pid for %s: %v", r.info.ID, err)
+		r.m.log.Printf("record codex pid for %s: %v", r.info.ID, err)
 	}
 	return err == nil
 }
@@ -234,7 +234,7 @@ func (r *Run) learn(ctx context.Context, found map[string]string) bool {
 			delete(r.known, id)
 			delete(r.paths, id)
 			r.threads.Again(id)
-			r.m.Log.Printf("discover session %s: %v", id, err)
+			r.m.log.Printf("discover session %s: %v", id, err)
 		}
 	}
 	return learned
@@ -293,7 +293,7 @@ func (r *Run) recordStopping(reason string) {
 		return tx.PutRun(ctx, run)
 	})
 	if err != nil {
-		r.m.Log.Printf("record stop of %s: %v", r.info.ID, err)
+		r.m.log.Printf("record stop of %s: %v", r.info.ID, err)
 	}
 }
 
@@ -331,7 +331,7 @@ func (r *Run) Finish(ctx context.Context, ex ExitInfo) error {
 	code := ex.Code
 	for _, s := range sessions {
 		if _, err := r.m.End(ctx, s.ID, ex.Reason(), EndOptions{ExitStatus: &code}); err != nil {
-			r.m.Log.Printf("end %s at exit of %s: %v", s.ID, r.info.ID, err)
+			r.m.log.Printf("end %s at exit of %s: %v", s.ID, r.info.ID, err)
 		}
 	}
 	err = r.m.db.Tx(ctx, func(tx *ledger.Tx) error {
@@ -347,7 +347,7 @@ func (r *Run) Finish(ctx context.Context, ex ExitInfo) error {
 	if err != nil {
 		return err
 	}
-	wctx, cancel := context.WithTimeout(ctx, r.m.Cfg.Lifecycle.ExitBudget.Duration)
+	wctx, cancel := context.WithTimeout(ctx, r.m.cfg.Lifecycle.ExitBudget.Duration)
 	defer cancel()
 	if ex.Cut != nil {
 		go func() {
@@ -359,7 +359,7 @@ func (r *Run) Finish(ctx context.Context, ex ExitInfo) error {
 		}()
 	}
 	if _, err := r.m.outbox.Work(wctx, nil); err != nil && wctx.Err() == nil {
-		r.m.Log.Printf("outbox at exit of %s: %v", r.info.ID, err)
+		r.m.log.Printf("outbox at exit of %s: %v", r.info.ID, err)
 	}
 	return nil
 }

@@ -2,16 +2,11 @@ package lifecycle
 
 import (
 	"context"
-	"cx/internal/cli"
 	"cx/internal/codex"
-	"cx/internal/readmodel"
-	"cx/internal/recall"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
-	"cx/internal/config"
 	"cx/internal/ledger"
 	"cx/internal/outbox"
 	"cx/internal/proc"
@@ -27,7 +22,7 @@ type SweepResult struct {
 	Recovered int
 	// InProgress are jobs another process (a hook's background sweeper, a
 	// run's exit) still held when the sweep stopped waiting for them.
-	InProgress []readmodel.JobView
+	InProgress []ledger.Job
 	// Waited is how long the sweep waited for such jobs.
 	Waited time.Duration
 }
@@ -43,7 +38,7 @@ type SweepOptions struct {
 	Wait time.Duration
 	// Progress, when set, is told which jobs are waited for, about every
 	// second.
-	Progress func(waiting []readmodel.JobView, waited time.Duration)
+	Progress func(waiting []ledger.Job, waited time.Duration)
 }
 
 // jobPoll is how often a sweep looks whether other workers' jobs are done.
@@ -84,15 +79,8 @@ func (m *Manager) waitForOthers(ctx context.Context, o SweepOptions, res *SweepR
 }
 
 // leasedElsewhere lists the jobs another worker holds a live lease on.
-func (m *Manager) leasedElsewhere(ctx context.Context) ([]readmodel.JobView, error) {
-	jobs, err := m.outbox.LeasedElsewhere(ctx, m.Now())
-	var out []readmodel.JobView
-	for _, j := range jobs {
-		v := readmodel.Job(j)
-		v.LeaseOwner = j.LeaseOwner
-		out = append(out, v)
-	}
-	return out, err
+func (m *Manager) leasedElsewhere(ctx context.Context) ([]ledger.Job, error) {
+	return m.outbox.LeasedElsewhere(ctx, m.now())
 }
 
 // recoverOrphans ends the live sessions of runs whose cx died (pid gone, or
@@ -163,11 +151,11 @@ func (m *Manager) Sweep(ctx context.Context) (SweepResult, error) {
 	// have left turns to commit): never every session ever recorded. An
 	// older session Codex resumes is learned again by its hooks or by the
 	// next start's recovery.
-	sessions, err := m.db.SweepCandidates(ctx, m.Now().Add(-24*time.Hour))
+	sessions, err := m.db.SweepCandidates(ctx, m.now().Add(-24*time.Hour))
 	if err != nil {
 		return res, err
 	}
-	cutoff := m.Now().Add(-m.Cfg.Lifecycle.IdleTTL.Duration)
+	cutoff := m.now().Add(-m.cfg.Lifecycle.IdleTTL.Duration)
 	for _, s := range sessions {
 		reason := ""
 		switch {
@@ -225,7 +213,7 @@ func (m *Manager) catchUpDeferred(ctx context.Context, s ledger.Session) {
 		return
 	}
 	if _, _, err := m.capture(ctx, s.ID, 0, m.armAppends); err != nil {
-		m.Log.Printf("sweep: catch up %s: %v", s.ID, err)
+		m.log.Printf("sweep: catch up %s: %v", s.ID, err)
 	}
 }
 
@@ -261,29 +249,17 @@ func (m *Manager) learnOrphaned(ctx context.Context, r ledger.Run) {
 			return tx.AddEvent(ctx, "session.recovered", id, r.ID, "learned from Codex's files when its run was found dead")
 		})
 		if err != nil {
-			m.Log.Printf("sweep: learn %s of dead run %s: %v", id, r.ID, err)
+			m.log.Printf("sweep: learn %s of dead run %s: %v", id, r.ID, err)
 		}
 	}
 }
 
-// SweepNow opens the ledger and sweeps once, within five minutes: `cx ctl
-// sweep`, and the background sweeper a hook starts when commits are due
-// (background: it holds the one sweeper's lock, or leaves at once when
-// another does, with no error). A foreground sweep then waits, up to
-// o.Wait, for the jobs other processes are working on.
-func SweepNow(ctx context.Context, cfg config.Config, o SweepOptions) (SweepResult, error) {
-	if o.Background {
-		unlock, err := lockSweeper(cfg.Home)
-		if err != nil {
-			return SweepResult{}, nil // another sweeper is at work
-		}
-		defer unlock()
-	}
-	m, err := Open(ctx, cfg, Options{})
-	if err != nil {
-		return SweepResult{}, err
-	}
-	defer m.Close()
+// SweepNow sweeps once, within five minutes: `cx ctl sweep`, and the
+// background sweeper a hook starts when commits are due (background: the
+// caller holds LockSweeper's place). A foreground sweep then waits, up to
+// o.Wait, for the jobs other processes are working on. The sinks' upkeep
+// follows.
+func (m *Manager) SweepNow(ctx context.Context, o SweepOptions) (SweepResult, error) {
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	res, err := m.Sweep(sctx)
@@ -291,21 +267,12 @@ func SweepNow(ctx context.Context, cfg config.Config, o SweepOptions) (SweepResu
 		err = m.waitForOthers(sctx, o, &res)
 	}
 	if err != nil {
-		m.Log.Printf("sweep: %v", err)
+		m.log.Printf("sweep: %v", err)
 		return res, fmt.Errorf("sweep: %w", err)
 	}
-	// Archives from before the recall index: indexed once, by whoever gets
-	// there first (a sweep, a search).
-	if _, err := recall.Backfill(sctx, m.db, cfg.Home); err != nil {
-		m.Log.Printf("sweep: %v", err)
-	}
-	// The recall index and per-prompt recall's windows, kept current
-	// after what this sweep committed.
-	if err := recall.AfterSweep(sctx, m.db, cfg.Home, res.Jobs > 0); err != nil {
-		m.Log.Printf("sweep: %v", err)
-	}
+	m.Upkeep(sctx)
 	if o.Background {
-		m.Log.Printf("background sweep: %d ended, %d job(s) worked; cpu cx=%s", res.Ended, res.Jobs, proc.SelfCPU().Round(time.Millisecond))
+		m.log.Printf("background sweep: %d ended, %d job(s) worked; cpu cx=%s", res.Ended, res.Jobs, proc.SelfCPU().Round(time.Millisecond))
 	}
 	return res, nil
 }
@@ -317,7 +284,7 @@ func (m *Manager) liveness(s ledger.Session) codex.Liveness {
 	if path == "" {
 		return codex.Liveness{}
 	}
-	return codex.RolloutFileLiveness(s.CodexHome, s.ID, path, m.Now(), m.Cfg.Lifecycle.ActiveWindow.Duration)
+	return codex.RolloutFileLiveness(s.CodexHome, s.ID, path, m.now(), m.cfg.Lifecycle.ActiveWindow.Duration)
 }
 
 // heldByNone reports whether the session's Codex keeps writer locks and
@@ -342,37 +309,4 @@ func (m *Manager) endQueued(ctx context.Context, id string) bool {
 		}
 	}
 	return false
-}
-
-// View is r as `cx ctl sweep --json` prints it.
-func (r SweepResult) View() map[string]any {
-	inProgress := r.InProgress
-	if inProgress == nil {
-		inProgress = []readmodel.JobView{}
-	}
-	return map[string]any{"orphan_runs": r.Orphans, "generations_ended": r.Ended, "jobs_worked": r.Jobs, "sessions_recovered": r.Recovered,
-		"waited_ms": r.Waited.Milliseconds(), "in_progress": inProgress}
-}
-
-// WriteText is what `cx ctl sweep` prints of r.
-func (r SweepResult) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "orphan runs: %d, generations ended: %d, jobs worked: %d\n", r.Orphans, r.Ended, r.Jobs)
-	if r.Recovered > 0 {
-		fmt.Fprintf(w, "recorded %s a run could not record (from their rollouts)\n", cli.Count(r.Recovered, "session"))
-	}
-	if n := len(r.InProgress); n > 0 {
-		fmt.Fprintf(w, "%d job(s) still in progress elsewhere after %s (`cx ctl sweep` again, or `cx ctl status`):\n", n, r.Waited.Round(time.Second))
-		for _, j := range r.InProgress {
-			fmt.Fprintf(w, "  #%d %s %s g%d → %s, by %s until %s\n", j.ID, j.Kind, j.SessionID, j.Generation, j.Target(), readmodel.LeaseHolder(j.LeaseOwner), *j.LeaseUntil)
-		}
-	}
-}
-
-// WaitingLine is a sweep's Progress for a terminal: one line, rewritten in
-// place, on the jobs it waits for.
-func WaitingLine(w io.Writer) func([]readmodel.JobView, time.Duration) {
-	return func(waiting []readmodel.JobView, waited time.Duration) {
-		j := waiting[0]
-		fmt.Fprintf(w, "\r\033[Kwaiting %ds for %d job(s) in progress elsewhere: #%d %s %s → %s (%s)", int(waited.Seconds()), len(waiting), j.ID, j.Kind, j.SessionID, j.Target(), readmodel.LeaseHolder(j.LeaseOwner))
-	}
 }

@@ -33,7 +33,7 @@ func (r *Run) LearnThread(ctx context.Context, th codex.AppThread, resume bool) 
 		return tx.PutSession(ctx, s)
 	})
 	if err != nil {
-		r.m.Log.Printf("app-server: learn thread %s: %v", th.ID, err)
+		r.m.log.Printf("app-server: learn thread %s: %v", th.ID, err)
 	}
 }
 
@@ -44,7 +44,7 @@ func (r *Run) EndThread(ctx context.Context, id string) {
 		return
 	}
 	if _, err := r.m.End(ctx, id, r.m.endReason(ctx, r.info.ID, reasonSessionEnd), EndOptions{}); err != nil {
-		r.m.Log.Printf("app-server: end %s: %v", id, err)
+		r.m.log.Printf("app-server: end %s: %v", id, err)
 	}
 }
 
@@ -55,9 +55,9 @@ func (r *Run) TurnCompleted(ctx context.Context, id string) {
 		return
 	}
 	if _, _, err := r.m.capture(ctx, id, 0, r.m.armAppends); err != nil {
-		r.m.Log.Printf("app-server: capture %s: %v", id, err)
+		r.m.log.Printf("app-server: capture %s: %v", id, err)
 	}
 }
 
 // Logf writes a line to cx.log.
-func (r *Run) Logf(format string, args ...any) { r.m.Log.Printf(format, args...) }
+func (r *Run) Logf(format string, args ...any) { r.m.log.Printf(format, args...) }

@@ -29,6 +29,7 @@ import (
 	"strings"
 
 	"cx/inject"
+	"cx/internal/ledger"
 	"cx/internal/mcpproto"
 	"cx/internal/recall"
 )
@@ -76,6 +77,7 @@ func prop(typ, description string) map[string]any {
 type server struct {
 	o           Options
 	tools       []tool
+	db          *ledger.DB
 	archive     *recall.Archive
 	archiveErr  error
 	opened      bool
@@ -109,14 +111,17 @@ func newServer(o Options) *server {
 func (s *server) open(ctx context.Context) (*recall.Archive, error) {
 	if !s.opened {
 		s.opened = true
-		s.archive, s.archiveErr = recall.OpenReadOnly(ctx, s.o.Home)
+		// Read only: `cx mcp` never writes the ledger.
+		if s.db, s.archiveErr = ledger.Open(ctx, s.o.Home, ledger.Reader, ledger.Options{}); s.archiveErr == nil {
+			s.archive = recall.NewArchive(s.db, s.o.Home)
+		}
 	}
 	return s.archive, s.archiveErr
 }
 
 func (s *server) close() {
-	if s.archive != nil {
-		s.archive.Close()
+	if s.db != nil {
+		s.db.Close()
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"cx/internal/cli"
 	"cx/internal/codex"
 	"cx/internal/config"
+	"cx/internal/ledger"
 	"cx/internal/mcpproto"
 	"cx/lifecycle"
 )
@@ -134,12 +135,15 @@ func (s *Setup) Install(ctx context.Context, o InstallOptions) (Report, error) {
 // importable counts the sessions of codexHome `cx ctl import` would take
 // (0, quietly, when the ledger cannot be read: doctor says why).
 func importable(ctx context.Context, cfg config.Config, codexHome string) int {
-	m, err := lifecycle.Open(ctx, cfg, lifecycle.Options{})
+	if config.EnsureHome(cfg.Home) != nil {
+		return 0
+	}
+	db, err := ledger.Open(ctx, cfg.Home, ledger.Writer, ledger.Options{})
 	if err != nil {
 		return 0
 	}
-	defer m.Close()
-	res, err := history.Import(ctx, m, history.ImportOptions{CodexHome: codexHome, DryRun: true})
+	defer db.Close()
+	res, err := history.Import(ctx, history.State{DB: db, Cfg: cfg, M: lifecycle.New(cfg, db)}, history.ImportOptions{CodexHome: codexHome, DryRun: true})
 	if err != nil {
 		return 0
 	}
@@ -185,6 +189,14 @@ func (s *Setup) Uninstall(ctx context.Context) (Report, error) {
 
 // WriteInstall is what `cx ctl install` prints of r (s the setup it ran).
 func (r Report) WriteInstall(w io.Writer, s *Setup) {
+	if r.DryRun {
+		if !r.Changed {
+			fmt.Fprintf(w, "%s: cx's hooks are already installed; nothing to change\n", r.HooksPath)
+			return
+		}
+		fmt.Fprint(w, r.Diff)
+		return
+	}
 	if r.Changed {
 		fmt.Fprintf(w, "installed cx's hooks in %s\n", r.HooksPath)
 		if r.Backup != "" {

@@ -14,6 +14,7 @@ import (
 	"cx/inject"
 	"cx/internal/codex"
 	"cx/internal/config"
+	"cx/internal/ledger"
 	"cx/internal/proc"
 	"cx/internal/testpoint"
 	"cx/lifecycle"
@@ -104,7 +105,7 @@ func RunCodex(ctx context.Context, l Launch) int {
 		return ex.Code
 	}
 
-	codexArgs, note := inject.AtLaunch(ctx, cfg, codex.Home(l.Getenv), l.Cwd, l.Args, spec.Args, caps, func(ctx context.Context) (bool, string) {
+	codexArgs, note := inject.AtLaunch(ctx, cfg, readLedger(cfg.Home), codex.Home(l.Getenv), l.Cwd, l.Args, spec.Args, caps, func(ctx context.Context) (bool, string) {
 		self, _ := hookcfg.Self()
 		in := &hookcfg.Installer{CodexHome: codex.Home(l.Getenv), CXPath: self, Trust: caps.HasHookTrust()}
 		return in.Active(ctx)
@@ -198,4 +199,16 @@ func newRunID() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return "run-" + hex.EncodeToString(b)
+}
+
+// readLedger opens the ledger in home to read, for the block given at
+// launch when hooks cannot give it: nil when it cannot be read.
+func readLedger(home string) func(context.Context) (inject.Ledger, func()) {
+	return func(ctx context.Context) (inject.Ledger, func()) {
+		db, err := ledger.Open(ctx, home, ledger.Reader, ledger.Options{})
+		if err != nil {
+			return nil, func() {}
+		}
+		return db, func() { db.Close() }
+	}
 }

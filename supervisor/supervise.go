@@ -84,10 +84,14 @@ func Supervise(ctx context.Context, cfg config.Config, info lifecycle.RunInfo, t
 			}
 		}()
 		testpoint.Panic("supervise-open")
-		s.m, s.err = lifecycle.Open(ctx, cfg, lifecycle.Options{})
+		var db *ledger.DB
+		if s.err = config.EnsureHome(cfg.Home); s.err == nil {
+			db, s.err = ledger.Open(ctx, cfg.Home, ledger.Writer, ledger.Options{})
+		}
 		if s.err != nil {
 			return
 		}
+		s.m = lifecycle.New(cfg, db)
 		s.run = s.m.BeginRun(ctx, info)
 		if tap != nil {
 			tap.bind(s.run)

@@ -8,6 +8,7 @@ import (
 
 	"cx/inject"
 	"cx/internal/cli"
+	"cx/internal/ledger"
 )
 
 // ctlContext prints the block cx would give a new session started here
@@ -21,37 +22,32 @@ func (a *app) ctlContext(ctx context.Context, args []string) error {
 	}}, args); err != nil {
 		return err
 	}
-	cfg, err := a.loadConfigToRead()
-	if err != nil {
-		return err
-	}
 	if dir == "" {
 		dir = cwd()
 	}
 	dir, _ = filepath.Abs(dir)
-	block, err := inject.AtStart(ctx, cfg, "startup", dir)
-	if err != nil {
-		return err
-	}
-	if block == "" {
-		// A session's directory may be gone and its project known; a
-		// mistyped one is said so, not answered as a place with nothing.
-		if err := cli.ExistingDir("cwd", dir); err != nil {
-			return fmt.Errorf("context: %w, and no earlier session of its project", err)
+	return a.withViews(ctx, func(db *ledger.DB) error {
+		cfg, _ := a.loadConfigToRead() // read once: withViews did
+		block := inject.AtStart(ctx, cfg, db, "startup", dir)
+		if block == "" {
+			// A session's directory may be gone and its project known; a
+			// mistyped one is said so, not answered as a place with nothing.
+			if err := cli.ExistingDir("cwd", dir); err != nil {
+				return fmt.Errorf("context: %w, and no earlier session of its project", err)
+			}
 		}
-	}
-	if asJSON {
-		a.printJSON(struct {
-			Cwd   string `json:"cwd"`
-			Chars int    `json:"chars"`
-			Block string `json:"block"`
-		}{dir, len([]rune(block)), block})
+		if asJSON {
+			a.printJSON(struct {
+				Cwd   string `json:"cwd"`
+				Chars int    `json:"chars"`
+				Block string `json:"block"`
+			}{dir, len([]rune(block)), block})
+			return nil
+		}
+		if block == "" {
+			block = "(nothing yet: no earlier session of this project)"
+		}
+		fmt.Fprintln(a.stdout, block)
 		return nil
-	}
-	if block == "" {
-		fmt.Fprintln(a.stdout, "(nothing yet: no earlier session of this project)")
-		return nil
-	}
-	fmt.Fprintln(a.stdout, block)
-	return nil
+	})
 }

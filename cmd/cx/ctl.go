@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
+	"cx/internal/cli"
+	"cx/internal/codex"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
-
-	"cx/internal/cli"
-	"cx/internal/codex"
 )
 
 // ctlCommand is one `cx ctl` subcommand.
@@ -104,20 +103,12 @@ func (a *app) ctlUsage(w io.Writer) {
 	fmt.Fprint(w, "`cx ctl <command> --help` shows a command's flags; --json prints one JSON document.\n")
 }
 
-// version is cx's version when set at link time (-X main.version=…).
-var version = ""
-
 func (a *app) ctlVersion(ctx context.Context, args []string) error {
 	var asJSON bool
 	if _, err := a.args(cli.Spec{Name: "version", Define: cli.JSONFlag(&asJSON)}, args); err != nil {
 		return err
 	}
-	out := struct {
-		Version      string `json:"version"`
-		Codex        string `json:"codex,omitempty"`
-		CodexVersion string `json:"codex_version,omitempty"`
-		CodexError   string `json:"codex_error,omitempty"`
-	}{Version: cli.Version(version)}
+	out := cli.VersionView{Version: cli.Version(version)}
 	if cfg, err := a.loadConfig(); err != nil {
 		out.CodexError = err.Error()
 	} else if bin, caps, err := codex.FindFor(ctx, cfg.Codex.Bin, cfg.Home, a.getenv); err != nil {
@@ -125,15 +116,9 @@ func (a *app) ctlVersion(ctx context.Context, args []string) error {
 	} else {
 		out.Codex, out.CodexVersion = bin.Path, caps.Version
 	}
-	if asJSON {
-		a.printJSON(out)
-		return nil
-	}
-	fmt.Fprintf(a.stdout, "cx %s\n", out.Version)
-	if out.CodexError != "" {
-		fmt.Fprintf(a.stdout, "codex: %s\n", out.CodexError)
-	} else {
-		fmt.Fprintf(a.stdout, "codex %s (%s)\n", out.CodexVersion, out.Codex)
-	}
+	a.render(asJSON, out, out.WriteText)
 	return nil
 }
+
+// version is cx's version when set at link time (-X main.version=…).
+var version = ""

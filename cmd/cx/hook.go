@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"cx/hookserver"
-	"cx/inject"
 	"cx/internal/cli"
+	"cx/mcpserver"
 )
 
 // processStart is when this process began (package initialisation runs
@@ -31,5 +31,18 @@ func (a *app) ctlHook(ctx context.Context, args []string) error {
 		argErr = nil
 	}
 	return exitStatus(hookserver.Serve(ctx, hookserver.HookCall{Event: event, ArgErr: argErr, Stdin: a.stdin, Stdout: a.stdout,
-		Getenv: a.getenv, Start: processStart, Inject: inject.Injector{}}))
+		Getenv: a.getenv, Start: processStart}))
+}
+
+// ctlMCP is `cx mcp` (and `cx ctl mcp`): the MCP server Codex starts.
+func (a *app) ctlMCP(ctx context.Context, args []string) error {
+	if _, err := a.args(cli.Spec{Name: "mcp"}, args); err != nil {
+		return err
+	}
+	cfg, err := a.loadConfigToRead()
+	if err != nil {
+		return err
+	}
+	// No signal handling: SIGTERM or SIGINT ends a read-only server at once.
+	return mcpserver.Serve(ctx, mcpserver.Options{Home: cfg.Home, Cwd: cwd(), Version: cli.Version(version)}, a.stdin, a.stdout)
 }

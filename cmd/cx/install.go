@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 
 	"cx/internal/cli"
 	"cx/internal/codex"
@@ -49,16 +50,7 @@ func (a *app) ctlInstall(ctx context.Context, args []string) error {
 		}
 		return exitStatus(1)
 	}
-	switch {
-	case asJSON:
-		a.printJSON(r)
-	case o.DryRun && !r.Changed:
-		fmt.Fprintf(a.stdout, "%s: cx's hooks are already installed; nothing to change\n", r.HooksPath)
-	case o.DryRun:
-		fmt.Fprint(a.stdout, r.Diff)
-	default:
-		r.WriteInstall(a.stdout, s)
-	}
+	a.render(asJSON, r, func(w io.Writer) { r.WriteInstall(w, s) })
 	return nil
 }
 

@@ -4,6 +4,7 @@
 package cli
 
 import (
+	"bufio"
 	"errors"
 	"flag"
 	"fmt"
@@ -195,4 +196,32 @@ func versionOf(bi *debug.BuildInfo) string {
 		v += "-dirty"
 	}
 	return v
+}
+
+// VersionView is `cx ctl version`: cx's version and the Codex it would run
+// (or why it would run none).
+type VersionView struct {
+	Version      string `json:"version"`
+	Codex        string `json:"codex,omitempty"`
+	CodexVersion string `json:"codex_version,omitempty"`
+	CodexError   string `json:"codex_error,omitempty"`
+}
+
+// WriteText is the version for a terminal.
+func (v VersionView) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "cx %s\n", v.Version)
+	if v.CodexError != "" {
+		fmt.Fprintf(w, "codex: %s\n", v.CodexError)
+	} else {
+		fmt.Fprintf(w, "codex %s (%s)\n", v.CodexVersion, v.Codex)
+	}
+}
+
+// Confirm asks question (with " [y/N] ") on out and reads the answer from
+// in: true for "y" or "yes" in any case, false for anything else.
+func Confirm(in io.Reader, out io.Writer, question string) bool {
+	fmt.Fprint(out, question+" [y/N] ")
+	answer, _ := bufio.NewReader(in).ReadString('\n')
+	ans := strings.ToLower(strings.TrimSpace(answer))
+	return ans == "y" || ans == "yes"
 }

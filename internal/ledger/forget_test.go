@@ -14,7 +14,7 @@ import (
 // stays append-only for every other change.
 func TestForgetReachesRunsJobsEvents(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), FileName), Options{BusyTimeout: 5 * time.Second})
+	db, err := openWriter(ctx, filepath.Join(t.TempDir(), FileName), Options{BusyTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

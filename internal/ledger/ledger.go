@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"cx/internal/fsutil"
+	"cx/internal/testpoint"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -66,15 +67,77 @@ type DB struct {
 type Options struct {
 	// BusyTimeout is how long a statement waits for another process's lock.
 	BusyTimeout time.Duration
-	// Now is the transactions' clock (nil: the system's, in UTC).
+	// Now is the transactions' clock (nil: the system's, in UTC, as
+	// testpoint sets it).
 	Now func() time.Time
 }
 
 // ErrDamaged means the file is not a usable SQLite database.
 var ErrDamaged = errors.New("ledger damaged")
 
-// Open opens (creating if needed, mode 0600) and migrates the ledger at path.
-func Open(ctx context.Context, path string, opts Options) (*DB, error) {
+// Mode is what an entry point opens the ledger for; it chooses the mode,
+// the packages below it get the DB it opened.
+type Mode int
+
+const (
+	// Writer opens the ledger to write: created when missing (mode 0600)
+	// and migrated to this build's schema. The state machine's: a run, a
+	// hook, a command that ends, commits, imports or forgets.
+	Writer Mode = iota
+	// Reader opens it to read only (status, show, search, context, `cx
+	// mcp`): never created, migrated or written, so a read-only CX_HOME is
+	// read too. A ledger that is not there yet reads as an empty one; one
+	// at an older schema (from the recall index on) is read as it is.
+	Reader
+	// Prompt is per-prompt recall's read-only open when the hook could not
+	// open the ledger to write: as Reader, but a ledger a writer has yet to
+	// migrate, or none, is refused (recall reads what the latest schema
+	// adds, and a hook has milliseconds).
+	Prompt
+)
+
+// Open opens the ledger in CX_HOME home for mode.
+func Open(ctx context.Context, home string, mode Mode, opts Options) (*DB, error) {
+	path := Path(home)
+	switch mode {
+	case Writer:
+		return openWriter(ctx, path, opts)
+	case Prompt:
+		db, err := openReader(ctx, path)
+		if err == nil && db.Behind() {
+			db.Close()
+			return nil, fmt.Errorf("the ledger is at an older schema than this cx's: recall waits for its upgrade (the hook's own connection, or the next cx, does it)")
+		}
+		return db, err
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return openEmpty(ctx, path, opts)
+	}
+	return openReader(ctx, path)
+}
+
+// openEmpty is a ledger that is not there yet, read: an empty one at this
+// build's schema, in memory (nothing is written).
+func openEmpty(ctx context.Context, path string, opts Options) (*DB, error) {
+	sdb, err := sql.Open("sqlite", "file:cx-empty?mode=memory&_pragma=query_only(0)")
+	if err != nil {
+		return nil, fmt.Errorf("open ledger %s: %w", path, err)
+	}
+	sdb.SetMaxOpenConns(1) // the one connection holds the memory database
+	db := &DB{db: sdb, Path: path, now: opts.Now}
+	if db.now == nil {
+		db.now = testpoint.Now
+	}
+	if err := db.migrate(ctx); err != nil {
+		sdb.Close()
+		return nil, fmt.Errorf("open ledger %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// openWriter opens (creating if needed, mode 0600) and migrates the
+// ledger at path.
+func openWriter(ctx context.Context, path string, opts Options) (*DB, error) {
 	if opts.BusyTimeout <= 0 {
 		opts.BusyTimeout = 2 * time.Second
 	}
@@ -97,7 +160,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	sdb.SetMaxOpenConns(1) // one connection per process: SQLite serialises writers anyway
 	db := &DB{db: sdb, Path: path, now: opts.Now}
 	if db.now == nil {
-		db.now = func() time.Time { return time.Now().UTC() }
+		db.now = testpoint.Now
 	}
 	if err := db.migrate(ctx); err != nil {
 		sdb.Close()
@@ -158,21 +221,6 @@ const (
 	sqliteCantOpen = 14
 	sqliteNotADB   = 26
 )
-
-// OpenForReading opens the ledger to read it: writable when it can be
-// (created and migrated as by Open), else — a read-only CX_HOME — read
-// only, as `cx mcp` does. readOnly says which.
-func OpenForReading(ctx context.Context, path string, opts Options) (db *DB, readOnly bool, err error) {
-	db, err = Open(ctx, path, opts)
-	if err == nil || !(CannotWrite(err) || IsFull(err)) {
-		return db, false, err
-	}
-	rdb, rerr := OpenReadOnly(ctx, path)
-	if rerr != nil {
-		return nil, false, err // what stops writing is what the user must fix
-	}
-	return rdb, true, nil
-}
 
 // IsDamaged reports whether err says the ledger file is damaged (not a
 // database, or a malformed one): moving it aside is the fix.

@@ -11,7 +11,7 @@ import (
 
 func open(t *testing.T, path string) *DB {
 	t.Helper()
-	db, err := Open(context.Background(), path, Options{BusyTimeout: 5 * time.Second})
+	db, err := openWriter(context.Background(), path, Options{BusyTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestDamagedLedger(t *testing.T) {
 	if err := os.WriteFile(path, []byte("this is not a database, but it is long enough to look like a header......"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Open(context.Background(), path, Options{})
+	_, err := openWriter(context.Background(), path, Options{})
 	if err == nil {
 		t.Fatal("opened a damaged ledger")
 	}

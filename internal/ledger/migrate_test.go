@@ -34,7 +34,7 @@ func TestMigrateFromEveryVersion(t *testing.T) {
 			}
 			raw.Close()
 
-			db, err := Open(ctx, path, Options{BusyTimeout: 5 * time.Second})
+			db, err := openWriter(ctx, path, Options{BusyTimeout: 5 * time.Second})
 			if err != nil {
 				t.Fatalf("open a schema %d ledger: %v", from, err)
 			}

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"cx/internal/fsutil"
+	"cx/internal/testpoint"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -272,10 +273,10 @@ func (db *DB) LatestCheckpoint(ctx context.Context, sessionID string) (string, e
 	return cp, err
 }
 
-// OpenReadOnly opens an existing ledger for reading only: it neither
+// openReader opens an existing ledger for reading only: it neither
 // creates nor migrates it, and a ledger older than the schema that has
 // the recall index is refused.
-func OpenReadOnly(ctx context.Context, path string) (*DB, error) {
+func openReader(ctx context.Context, path string) (*DB, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
 	}
@@ -297,7 +298,7 @@ func OpenReadOnly(ctx context.Context, path string) (*DB, error) {
 		sdb.Close()
 		return nil, fmt.Errorf("ledger %s is at schema %d, before the recall index: run any `cx ctl` command once to upgrade it", path, v)
 	}
-	return &DB{db: sdb, Path: path, readSchema: v}, nil
+	return &DB{db: sdb, Path: path, now: testpoint.Now, readSchema: v}, nil
 }
 
 // Behind reports whether a ledger opened read only is at an older schema

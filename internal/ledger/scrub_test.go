@@ -104,7 +104,7 @@ func TestScrub(t *testing.T) {
 			t.Fatal(err)
 		}
 		putAndDelete(t, db, text)
-		short, err := Open(ctx, path, Options{BusyTimeout: 100 * 1e6})
+		short, err := openWriter(ctx, path, Options{BusyTimeout: 100 * 1e6})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -42,7 +42,7 @@ func ended(t *testing.T, sinks ...string) (*ledger.DB, context.Context) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	home := t.TempDir()
-	db, err := ledger.Open(ctx, ledger.Path(home), ledger.Options{BusyTimeout: 5 * time.Second})
+	db, err := ledger.Open(ctx, home, ledger.Writer, ledger.Options{BusyTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 	"cx/internal/ledger"
 	"cx/internal/proc"
 	"cx/internal/rollout"
-	"cx/internal/testpoint"
 )
 
 // ErrNoSession is returned for a session the ledger does not know.
@@ -335,16 +334,24 @@ func Lookup(ctx context.Context, db *ledger.DB, id string) (ledger.Session, erro
 	return s, err
 }
 
+// Committed is what `cx ctl commit` did to session id: ended now (for
+// reason) or not, and the session as it is after.
+func Committed(ctx context.Context, db *ledger.DB, id string, ended bool, reason string) (CommitView, error) {
+	out := CommitView{Ended: ended}
+	if ended {
+		out.Reason = reason
+	}
+	s, err := db.Session(ctx, id)
+	if err != nil {
+		return out, err
+	}
+	out.Session = Session(ctx, db, s)
+	return out, nil
+}
+
 // CommitView is what `cx ctl commit` did.
 type CommitView struct {
 	Ended   bool        `json:"ended"`
 	Reason  string      `json:"reason,omitempty"`
 	Session SessionView `json:"session"`
-}
-
-// Open opens the ledger in CX_HOME home for the views: read only when the
-// home cannot be written (status, sessions and show still answer).
-func Open(ctx context.Context, home string) (*ledger.DB, error) {
-	db, _, err := ledger.OpenForReading(ctx, ledger.Path(home), ledger.Options{Now: testpoint.Now})
-	return db, err
 }

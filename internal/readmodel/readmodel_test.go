@@ -18,7 +18,7 @@ import (
 func TestViews(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db, err := ledger.Open(ctx, ledger.Path(t.TempDir()), ledger.Options{})
+	db, err := ledger.Open(ctx, t.TempDir(), ledger.Writer, ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

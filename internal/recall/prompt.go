@@ -374,6 +374,20 @@ func fit(local, far []Item, budget int) []Item {
 	return out
 }
 
+// Give is Finish, the items then recorded in db as given to the thread
+// (MarkGiven), so none is given to it again: per-prompt recall's second
+// half in one call. A record that fails leaves the items (its error is
+// returned beside them).
+func (p *Prepared) Give(ctx context.Context, db *ledger.DB) ([]Item, error) {
+	items, err := p.Finish(ctx, db)
+	if len(items) > 0 && p.r.Session != "" {
+		if merr := MarkGiven(ctx, db, p.r.Session, items); merr != nil {
+			err = errors.Join(err, fmt.Errorf("record what was given: %w", merr))
+		}
+	}
+	return items, err
+}
+
 // MarkGiven records in db that items were given to a thread, so none is
 // given to it again.
 func MarkGiven(ctx context.Context, db *ledger.DB, session string, items []Item) error {

@@ -22,12 +22,12 @@ func testArchive(t *testing.T) (*Archive, string) {
 	home := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	a, err := Open(ctx, home)
+	db, err := ledger.Open(ctx, home, ledger.Writer, ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { a.Close() })
-	return a, home
+	t.Cleanup(func() { db.Close() })
+	return NewArchive(db, home), home
 }
 
 func exit(n int) *int { return &n }
@@ -235,7 +235,7 @@ func TestTurnAndSessionViews(t *testing.T) {
 func TestBackfillIndexesOldArchivesOnce(t *testing.T) {
 	home := t.TempDir()
 	ctx := context.Background()
-	db, err := ledger.Open(ctx, ledger.Path(home), ledger.Options{})
+	db, err := ledger.Open(ctx, home, ledger.Writer, ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,12 +252,10 @@ func TestBackfillIndexesOldArchivesOnce(t *testing.T) {
 	if err := db.Tx(ctx, func(tx *ledger.Tx) error { return tx.PutMeta(ctx, ledger.RecallBackfillKey, "pending") }); err != nil {
 		t.Fatal(err)
 	}
-	db.Close()
-	a, err := Open(ctx, home) // backfills
-	if err != nil {
-		t.Fatal(err)
+	if n, err := Backfill(ctx, db, home); n != 450 || err != nil {
+		t.Fatalf("backfill: %d %v", n, err)
 	}
-	defer a.Close()
+	a := NewArchive(db, home)
 	hits, err := a.Search(ctx, Query{Text: "w449"})
 	if err != nil || len(hits) != 1 || hits[0].Session != "s1449" {
 		t.Fatalf("after backfill: %+v %v", hits, err)
@@ -321,7 +319,6 @@ func TestOpenForPromptWaitsForTheUpgrade(t *testing.T) {
 	archive(t, a, "s1", 1, proj, []rollout.Turn{
 		{Key: "t1", Time: "2026-01-02T10:00:00Z", User: "why does the quokkaberry deploy fail?", Assistant: []string{"the zebrafinch cache is stale"}},
 	})
-	a.Close()
 	raw, err := sql.Open("sqlite", ledger.Path(home))
 	if err != nil {
 		t.Fatal(err)
@@ -330,20 +327,20 @@ func TestOpenForPromptWaitsForTheUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw.Close()
-	if _, err := OpenForPrompt(ctx, home); err == nil || !strings.Contains(err.Error(), "older schema") {
+	if _, err := ledger.Open(ctx, home, ledger.Prompt, ledger.Options{}); err == nil || !strings.Contains(err.Error(), "older schema") {
 		t.Fatalf("schema 13: %v, want the older schema refused", err)
 	}
-	w, err := Open(ctx, home) // a writer: migrates
+	w, err := ledger.Open(ctx, home, ledger.Writer, ledger.Options{}) // a writer: migrates
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.Close()
-	r, err := OpenForPrompt(ctx, home)
+	db, err := ledger.Open(ctx, home, ledger.Prompt, ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	items, err := r.Recall(ctx, PromptRequest{Prompt: "how do I fix the quokkaberry deploy?", Project: proj})
+	defer db.Close()
+	items, err := NewArchive(db, home).Recall(ctx, PromptRequest{Prompt: "how do I fix the quokkaberry deploy?", Project: proj})
 	if err != nil || len(items) != 1 || items[0].Session != "s1" {
 		t.Fatalf("after the upgrade: %+v, %v", items, err)
 	}

@@ -26,60 +26,11 @@ type Archive struct {
 	projects *Projects
 }
 
-// Open opens (creating and migrating) the ledger in home and indexes what
-// the index still lacks, so a search sees every archive. A ledger that
-// cannot be written (a read-only CX_HOME) is opened read only, searched as
-// it is.
-func Open(ctx context.Context, home string) (*Archive, error) {
-	// A ledger with nothing to migrate, backfill or move is opened read
-	// only: a search need not pay for a connection that may write.
-	if ro, err := ledger.OpenReadOnly(ctx, ledger.Path(home)); err == nil {
-		if ok, err := ro.RecallCurrent(ctx); err == nil && ok {
-			return &Archive{db: ro, projects: NewProjects(home)}, nil
-		}
-		ro.Close()
-	}
-	db, readOnly, err := ledger.OpenForReading(ctx, ledger.Path(home), ledger.Options{})
-	if err != nil {
-		return nil, err
-	}
-	if readOnly {
-		return &Archive{db: db, projects: NewProjects(home)}, nil
-	}
-	if _, err := Backfill(ctx, db, home); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return &Archive{db: db, projects: NewProjects(home)}, nil
+// NewArchive is recall over db, the ledger an entry point opened (to
+// read: search never writes it), and the projects of CX_HOME home.
+func NewArchive(db *ledger.DB, home string) *Archive {
+	return &Archive{db: db, projects: NewProjects(home)}
 }
-
-// OpenForPrompt opens the ledger in home for per-prompt recall: read only
-// (a hook's own connection migrates and writes; a read-only one opens in a
-// tenth of the time) and without the backfill a search does first (a hook
-// has milliseconds; the next `cx ctl` command or background sweep does it).
-// A ledger a writer has yet to migrate is refused: per-prompt recall reads
-// what the latest schema adds.
-func OpenForPrompt(ctx context.Context, home string) (*Archive, error) {
-	a, err := OpenReadOnly(ctx, home)
-	if err == nil && a.db.Behind() {
-		a.Close()
-		return nil, fmt.Errorf("the ledger is at an older schema than this cx's: recall waits for its upgrade (the hook's own connection, or the next cx, does it)")
-	}
-	return a, err
-}
-
-// OpenReadOnly opens the ledger in home for reading only (`cx mcp` never
-// writes it).
-func OpenReadOnly(ctx context.Context, home string) (*Archive, error) {
-	db, err := ledger.OpenReadOnly(ctx, ledger.Path(home))
-	if err != nil {
-		return nil, err
-	}
-	return &Archive{db: db, projects: NewProjects(home)}, nil
-}
-
-// Close closes the ledger.
-func (a *Archive) Close() error { return a.db.Close() }
 
 // Knows reports whether the archive holds a turn of dir's project (one
 // whose directory may be gone since).
@@ -87,9 +38,6 @@ func (a *Archive) Knows(ctx context.Context, dir string) bool {
 	st, err := a.db.RecallWindowStamp(ctx, a.projects.Of(dir))
 	return err == nil && st.Last > 0
 }
-
-// Ledger is the ledger the archive reads.
-func (a *Archive) Ledger() *ledger.DB { return a.db }
 
 // Query is one search.
 type Query struct {

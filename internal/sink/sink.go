@@ -66,6 +66,13 @@ type PermanentError struct{ Err error }
 func (e *PermanentError) Error() string { return e.Err.Error() }
 func (e *PermanentError) Unwrap() error { return e.Err }
 
+// Upkeeper is a sink with upkeep to do after a sweep or an import has
+// worked its jobs (the local sink: the search index it writes, kept
+// merged, and per-prompt recall's windows kept current).
+type Upkeeper interface {
+	Upkeep(ctx context.Context) error
+}
+
 // ReasonImport ends the one generation of a session `cx ctl import`
 // recorded from Codex's history: it is archived and indexed, but old work
 // does not rewrite the project's continuity.
@@ -73,7 +80,11 @@ const ReasonImport = "import"
 
 // Host is what a sink may use of cx.
 type Host struct {
-	Store  ledger.SinkStore // what the sink may read and write of the ledger
+	Store ledger.SinkStore // what the sink may read and write of the ledger
+	// Index is the ledger for the one sink that keeps the search index it
+	// writes with its archives (the local sink's upkeep: Upkeeper); nil
+	// for the others.
+	Index  *ledger.DB
 	Cfg    config.Config
 	Log    *logs.Logger
 	Getenv func(string) (string, bool)

@@ -15,7 +15,9 @@ import (
 
 // Build returns every sink this build has, working through h.
 func Build(h sink.Host) map[string]sink.Sink {
-	return map[string]sink.Sink{"local": localsink.New(h), ovsink.Name: ovsink.New(h), "exec": execsink.New(h)}
+	local := h
+	h.Index = nil // the local sink's alone: it keeps the index
+	return map[string]sink.Sink{"local": localsink.New(local), ovsink.Name: ovsink.New(h), "exec": execsink.New(h)}
 }
 
 // RemoteRecall is per-prompt recall's remote source for cfg: the

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"cx/internal/checkpoint"
@@ -21,7 +22,22 @@ import (
 var _ sink.Sink = (*Sink)(nil)
 
 // Sink is the local sink.
-type Sink struct{ h sink.Host }
+type Sink struct {
+	h sink.Host
+	// commits counts the archives stored since the last upkeep.
+	commits atomic.Int64
+}
+
+var _ sink.Upkeeper = (*Sink)(nil)
+
+// Upkeep keeps the search index this sink writes current after its
+// commits (recall.Upkeep).
+func (l *Sink) Upkeep(ctx context.Context) error {
+	if l.h.Index == nil {
+		return nil
+	}
+	return recall.Upkeep(ctx, l.h.Index, l.h.Cfg.Home, int(l.commits.Swap(0)))
+}
 
 // New returns the local sink.
 func New(h sink.Host) *Sink { return &Sink{h: h} }
@@ -66,9 +82,13 @@ func (l *Sink) Commit(ctx context.Context, req sink.Request) error {
 			cont = wt
 		}
 	}
-	return l.h.Store.PutArchive(ctx, req.Session.ID, req.Generation.Generation, string(turns), cpJSON, cont, func(before int, at time.Time) []ledger.RecallDoc {
+	err := l.h.Store.PutArchive(ctx, req.Session.ID, req.Generation.Generation, string(turns), cpJSON, cont, func(before int, at time.Time) []ledger.RecallDoc {
 		return recall.Docs(req.Session.ID, req.Generation.Generation, before, req.Turns, cwd, id.ProjectID, at)
 	})
+	if err == nil {
+		l.commits.Add(1)
+	}
+	return err
 }
 
 // readUpTo reads a rollout's first n bytes (all of it when n is 0 or the

@@ -41,7 +41,7 @@ func TestCommitArchivesAndIndexesOnce(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			home, project := t.TempDir(), t.TempDir()
-			db, err := ledger.Open(ctx, ledger.Path(home), ledger.Options{})
+			db, err := ledger.Open(ctx, home, ledger.Writer, ledger.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,11 +53,7 @@ func TestCommitArchivesAndIndexesOnce(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			ar, err := recall.OpenReadOnly(ctx, home)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ar.Close()
+			ar := recall.NewArchive(db, home)
 			hits, err := ar.Search(ctx, recall.Query{Text: "wombatcache", Project: project})
 			if err != nil {
 				t.Fatal(err)

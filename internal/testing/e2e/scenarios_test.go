@@ -114,7 +114,7 @@ func committedOnce(t *testing.T, h *H) map[string]SessionState {
 // rollout up to the generation's end.
 func sameCheckpoints(t *testing.T, h *H, states map[string]SessionState) {
 	t.Helper()
-	db, err := ledger.Open(context.Background(), ledger.Path(h.CXHome), ledger.Options{})
+	db, err := ledger.Open(context.Background(), h.CXHome, ledger.Writer, ledger.Options{})
 	if err != nil {
 		t.Errorf("open the ledger: %v", err)
 		return
