@@ -25,6 +25,9 @@ import (
 // It reads source, not types: a write method's name must be one no other
 // type in the module uses for a method, or its callers are taken for
 // writers (a finding that names a package which writes nothing).
+//
+// It also holds ledger.Open to the entry points (openers): the packages
+// below them get the DB they are handed.
 func TestLedgerWritersAreTheDocumented(t *testing.T) {
 	doc := documentedWriters(t)
 	writes := methodWrites(t)
@@ -67,6 +70,9 @@ func TestLedgerWritersAreTheDocumented(t *testing.T) {
 				return true
 			}
 			if x, ok := sel.X.(*ast.Ident); ok && imported[x.Name] {
+				if x.Name == "ledger" && sel.Sel.Name == "Open" && !slices.Contains(openers, pkg) {
+					t.Errorf("%s calls ledger.Open: only the entry points (%s) open the ledger, and hand it down", path[len(root)+1:], strings.Join(openers, ", "))
+				}
 				return true // a package's function, not a method
 			}
 			for table := range writes[sel.Sel.Name] {
@@ -285,3 +291,7 @@ func moduleRoot(t *testing.T) string {
 		dir = parent
 	}
 }
+
+// openers are the entry points, the only packages that call ledger.Open
+// (ARCHITECTURE.md's ownership rules).
+var openers = []string{"cmd/cx", "hookserver", "supervisor", "setup", "mcpserver"}
