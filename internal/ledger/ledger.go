@@ -113,7 +113,11 @@ func Open(ctx context.Context, home string, mode Mode, opts Options) (*DB, error
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return openEmpty(ctx, path, opts)
 	}
-	return openReader(ctx, path)
+	db, err := openReader(ctx, path)
+	if errors.Is(err, errUnmade) {
+		return openEmpty(ctx, path, opts) // a writer is making it: none of it is there yet
+	}
+	return db, err
 }
 
 // openEmpty is a ledger that is not there yet, read: an empty one at this
@@ -290,26 +294,42 @@ func (db *DB) migrate(ctx context.Context) error {
 	if v > len(migrations) {
 		return fmt.Errorf("ledger schema version %d is newer than this cx understands (%d)", v, len(migrations))
 	}
-	for i := v; i < len(migrations); i++ {
+	for v < len(migrations) {
 		err := db.Tx(ctx, func(tx *Tx) error {
 			var cur int
 			if err := tx.tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&cur); err != nil {
 				return err
 			}
-			if cur > i {
-				return nil // another process migrated meanwhile
+			// A new ledger is made whole in one transaction: a reader
+			// sees none of it (schema 0, read as empty) or all of it,
+			// never a ledger half made. An older one moves a step at a
+			// time. Another process may have moved it on meanwhile.
+			last := min(cur+1, len(migrations))
+			if cur == 0 {
+				last = len(migrations)
 			}
-			if _, err := tx.tx.ExecContext(ctx, migrations[i]); err != nil {
-				return fmt.Errorf("migration %d: %w", i+1, err)
+			for j := cur; j < last; j++ {
+				if _, err := tx.tx.ExecContext(ctx, migrations[j]); err != nil {
+					return fmt.Errorf("migration %d: %w", j+1, err)
+				}
 			}
-			_, err := tx.tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", i+1))
+			_, err := tx.tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", max(cur, last)))
 			return err
 		})
 		if err != nil {
 			return err
 		}
+		if err := db.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+func (db *DB) userVersion(ctx context.Context) (int, error) {
+	var v int
+	err := db.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
+	return v, err
 }
 
 // Check runs SQLite's quick integrity check.

@@ -28,6 +28,20 @@ func TestOpenModes(t *testing.T) {
 	if _, err := Open(ctx, home, Prompt, Options{}); err == nil {
 		t.Fatal("prompt read of no ledger: no error")
 	}
+	// A ledger a writer is making (its file there, no schema yet) reads as
+	// empty too: a new ledger is made in one transaction, never seen half
+	// made.
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(Path(home), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := Open(ctx, home, Reader, Options{}); err != nil {
+		t.Fatalf("reader of a ledger being made: %v", err)
+	} else {
+		r.Close()
+	}
 	w, err := Open(ctx, home, Writer, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -273,6 +273,9 @@ func (db *DB) LatestCheckpoint(ctx context.Context, sessionID string) (string, e
 	return cp, err
 }
 
+// errUnmade is a ledger file with no schema yet (a writer is making it).
+var errUnmade = errors.New("not made yet")
+
 // openReader opens an existing ledger for reading only: it neither
 // creates nor migrates it, and a ledger older than the schema that has
 // the recall index is refused.
@@ -293,6 +296,10 @@ func openReader(ctx context.Context, path string) (*DB, error) {
 			return nil, fmt.Errorf("%w: %s: %v", ErrDamaged, path, err)
 		}
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
+	}
+	if v == 0 {
+		sdb.Close()
+		return nil, fmt.Errorf("ledger %s: %w", path, errUnmade)
 	}
 	if v < 8 {
 		sdb.Close()
