@@ -2,11 +2,11 @@ package lifecycle
 
 import (
 	"context"
-	"cx/internal/codex"
 	"fmt"
 	"os"
 	"time"
 
+	"cx/internal/codex"
 	"cx/internal/ledger"
 	"cx/internal/outbox"
 	"cx/internal/proc"

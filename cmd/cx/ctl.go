@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"cx/internal/cli"
-	"cx/internal/codex"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
+
+	"cx/internal/cli"
+	"cx/internal/codex"
 )
 
 // ctlCommand is one `cx ctl` subcommand.

@@ -2,11 +2,6 @@ package main
 
 import (
 	"context"
-	"cx/history"
-	"cx/internal/cli"
-	"cx/internal/codex"
-	"cx/internal/recall"
-	"cx/internal/tty"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,6 +11,12 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"cx/history"
+	"cx/internal/cli"
+	"cx/internal/codex"
+	"cx/internal/recall"
+	"cx/internal/tty"
 )
 
 func (a *app) ctlImport(ctx context.Context, args []string) error {

@@ -2,6 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
 	"cx/history"
 	"cx/internal/cli"
 	"cx/internal/config"
@@ -9,12 +16,6 @@ import (
 	"cx/internal/readmodel"
 	"cx/internal/tty"
 	"cx/lifecycle"
-	"errors"
-	"flag"
-	"fmt"
-	"io"
-	"strconv"
-	"time"
 )
 
 // withLedger runs a ctl command's f with the ledger open to write and

@@ -2,14 +2,15 @@ package main
 
 import (
 	"context"
-	"cx/internal/cli"
-	"cx/internal/recall"
-	"cx/internal/sinks"
 	"errors"
 	"flag"
 	"fmt"
 	"strings"
 	"time"
+
+	"cx/internal/cli"
+	"cx/internal/recall"
+	"cx/internal/sinks"
 )
 
 func (a *app) ctlSearch(ctx context.Context, args []string) error {

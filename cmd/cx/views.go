@@ -2,14 +2,15 @@ package main
 
 import (
 	"context"
-	"cx/internal/cli"
-	"cx/internal/ledger"
-	"cx/internal/readmodel"
-	"cx/internal/recall"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+
+	"cx/internal/cli"
+	"cx/internal/ledger"
+	"cx/internal/readmodel"
+	"cx/internal/recall"
 )
 
 // withArchive runs f with the ledger open to read, for recall.
