@@ -326,12 +326,6 @@ func (db *DB) migrate(ctx context.Context) error {
 	return nil
 }
 
-func (db *DB) userVersion(ctx context.Context) (int, error) {
-	var v int
-	err := db.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
-	return v, err
-}
-
 // Check runs SQLite's quick integrity check.
 func (db *DB) Check(ctx context.Context) error {
 	var res string
