@@ -59,6 +59,7 @@ func (h *H) StartInShell(args ...string) *TUI {
 		h.T.Fatalf("start tmux: %v\n%s", err, out)
 	}
 	h.T.Cleanup(tu.Close)
+	tu.watch()
 	tu.WaitFor(ShellPrompt, 20*time.Second)
 	line := fmt.Sprintf(`cd %s && sh -c 'echo $$ > %s/cx.pid.tmp && mv %s/cx.pid.tmp %s/cx.pid && exec "$@"' sh %s; echo "cx-exit=$?"`,
 		shellQuote(h.Work), dir, dir, dir, strings.Join(quoted, " "))
@@ -97,8 +98,23 @@ exec sleep 3600
 		h.T.Fatalf("start tmux: %v\n%s", err, out)
 	}
 	h.T.Cleanup(tu.Close)
+	tu.watch()
 	tu.notePid(tu.waitFile("cx.pid", 20*time.Second))
 	return tu
+}
+
+// watch ends the terminal's tmux server (and so what runs in it: cx
+// sees its terminal close) once this test process is gone without its
+// cleanup — killed by `go test -timeout`, whose panic runs no Cleanup.
+// The watcher is a shell in a session of its own, so it outlives us.
+func (tu *TUI) watch() {
+	script := fmt.Sprintf(`while kill -0 %d 2>/dev/null; do sleep 2; done; tmux -S %s kill-server 2>/dev/null`, os.Getpid(), shellQuote(tu.sock))
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")} // none of a harness's CX_HOME: it is no cx process of the test
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err == nil {
+		go cmd.Wait() // reaped if it ends while we live (the server is gone)
+	}
 }
 
 // notePid keeps cx's pid and start time, while the process is surely cx.
