@@ -312,7 +312,7 @@ func TestRecallWithRemote(t *testing.T) {
 // length) is refused by per-prompt recall with one clear error; once
 // migrated, recall reads it, the turns indexed before ranked by lengths read
 // from their text.
-func TestOpenForPromptWaitsForTheUpgrade(t *testing.T) {
+func TestPromptReadWaitsForTheUpgrade(t *testing.T) {
 	a, home := testArchive(t)
 	ctx := context.Background()
 	proj := t.TempDir()
