@@ -1,11 +1,15 @@
 package recall
 
 import (
+	"context"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"cx/internal/ledger"
 )
 
 // A date in a question ("what did we change on October 13, 2023?", "the
@@ -165,3 +169,59 @@ func modal(s string) bool {
 	}
 	return false
 }
+
+// dated weighs the dates a question names: the turns of a date's span
+// that match the question join the hits, and each hit within a span
+// gains what a word held by as many turns would add (bm25's idf of the
+// span's turns among the project's, as a prompt's word once).
+func (a *Archive) dated(ctx context.Context, pq query, rq ledger.RecallQuery, found []ledger.RecallHit) ([]ledger.RecallHit, error) {
+	total := -1
+	for _, d := range pq.dates {
+		from, to, ok := d.bounds()
+		if !ok {
+			continue // a day of any year: the window's recall matches it, search does not
+		}
+		if from.Before(rq.Since) {
+			from = rq.Since
+		}
+		df, err := a.db.RecallCount(ctx, rq.Project, from, to)
+		if err != nil {
+			return nil, err
+		}
+		if df == 0 {
+			continue
+		}
+		if total < 0 {
+			if total, err = a.db.RecallCount(ctx, rq.Project, time.Time{}, time.Time{}); err != nil {
+				return nil, err
+			}
+		}
+		in := rq
+		in.Since, in.Until = from, to
+		more, err := a.db.Search(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		seen := map[int64]bool{}
+		for _, h := range found {
+			seen[h.ID] = true
+		}
+		for _, h := range more {
+			if !seen[h.ID] {
+				found = append(found, h)
+			}
+		}
+		n := float64(total)
+		w := dateWeight * math.Log(1+(n-float64(df)+0.5)/(float64(df)+0.5))
+		for i := range found {
+			if d.holds(found[i].At) {
+				found[i].Score += w
+			}
+		}
+	}
+	return found, nil
+}
+
+// dateWeight is a date's weight as a word of a turn's prompt would have
+// it (the index weighs the prompt twice the reply: ledger's recallWeights).
+const dateWeight = 2.0
