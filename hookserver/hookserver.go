@@ -191,10 +191,7 @@ func handle(ctx context.Context, c HookCall, cfg config.Config, ev string, p cod
 		}
 	}()
 	testpoint.Panic("hook-work")
-	var err error
-	if err = config.EnsureHome(cfg.Home); err == nil {
-		db, err = ledger.Open(ctx, cfg.Home, ledger.Writer, ledger.Options{BusyTimeout: time.Until(deadline) / 2})
-	}
+	db, err := ledger.Open(ctx, cfg.Home, ledger.Writer, ledger.Options{BusyTimeout: time.Until(deadline) / 2})
 	if err != nil {
 		logger.Printf("hook %s %s: %v", ev, p.SessionID, err)
 		if !strings.HasPrefix(p.SessionID, health.DoctorPrefix) {

@@ -125,9 +125,6 @@ const fixParked = "see `cx ctl status`, then `cx ctl retry --all`"
 // checkLedger checks the ledger; it also says when sessions were last
 // recorded late from their rollouts ("" if never).
 func checkLedger(ctx context.Context, cfg config.Config) (c health.Check, recovered string) {
-	if err := config.EnsureHome(cfg.Home); err != nil {
-		return health.Check{Name: "ledger", Detail: err.Error(), Fix: ledger.Fix(cfg.Home, err)}, ""
-	}
 	db, err := ledger.Open(ctx, cfg.Home, ledger.Writer, ledger.Options{})
 	if err != nil {
 		return health.Check{Name: "ledger", Detail: err.Error(), Fix: ledger.Fix(cfg.Home, err)}, ""

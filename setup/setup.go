@@ -135,9 +135,6 @@ func (s *Setup) Install(ctx context.Context, o InstallOptions) (Report, error) {
 // importable counts the sessions of codexHome `cx ctl import` would take
 // (0, quietly, when the ledger cannot be read: doctor says why).
 func importable(ctx context.Context, cfg config.Config, codexHome string) int {
-	if config.EnsureHome(cfg.Home) != nil {
-		return 0
-	}
 	db, err := ledger.Open(ctx, cfg.Home, ledger.Writer, ledger.Options{})
 	if err != nil {
 		return 0

@@ -85,10 +85,7 @@ func Supervise(ctx context.Context, cfg config.Config, info lifecycle.RunInfo, t
 		}()
 		testpoint.Panic("supervise-open")
 		var db *ledger.DB
-		if s.err = config.EnsureHome(cfg.Home); s.err == nil {
-			db, s.err = ledger.Open(ctx, cfg.Home, ledger.Writer, ledger.Options{})
-		}
-		if s.err != nil {
+		if db, s.err = ledger.Open(ctx, cfg.Home, ledger.Writer, ledger.Options{}); s.err != nil {
 			return
 		}
 		s.m = lifecycle.New(cfg, db)

@@ -30,9 +30,6 @@ func (a *app) withLedger(ctx context.Context, f func(history.State) error) error
 
 // withLedgerOf is withLedger for cfg.
 func withLedgerOf(ctx context.Context, cfg config.Config, f func(history.State) error) error {
-	if err := config.EnsureHome(cfg.Home); err != nil {
-		return err
-	}
 	db, err := ledger.Open(ctx, cfg.Home, ledger.Writer, ledger.Options{})
 	if err != nil {
 		return err

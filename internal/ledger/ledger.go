@@ -41,6 +41,7 @@ import (
 	"syscall"
 	"time"
 
+	"cx/internal/config"
 	"cx/internal/fsutil"
 	"cx/internal/testpoint"
 
@@ -80,8 +81,9 @@ var ErrDamaged = errors.New("ledger damaged")
 type Mode int
 
 const (
-	// Writer opens the ledger to write: created when missing (mode 0600)
-	// and migrated to this build's schema. The state machine's: a run, a
+	// Writer opens the ledger to write: created when missing (mode 0600,
+	// in a CX_HOME made when missing, config.EnsureHome) and migrated to
+	// this build's schema. The state machine's: a run, a
 	// hook, a command that ends, commits, imports or forgets.
 	Writer Mode = iota
 	// Reader opens it to read only (status, show, search, context, `cx
@@ -101,6 +103,9 @@ func Open(ctx context.Context, home string, mode Mode, opts Options) (*DB, error
 	path := Path(home)
 	switch mode {
 	case Writer:
+		if err := config.EnsureHome(home); err != nil {
+			return nil, err
+		}
 		return openWriter(ctx, path, opts)
 	case Prompt:
 		db, err := openReader(ctx, path)
