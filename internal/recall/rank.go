@@ -2,6 +2,7 @@ package recall
 
 import (
 	"math"
+	"slices"
 	"sort"
 
 	"cx/internal/words"
@@ -27,11 +28,11 @@ type windowHit struct {
 // window), and ranks them itself rather than with FTS5's bm25, whose word
 // weights come from reading every turn that holds each word, in the whole
 // index. A turn's score is its coverage of the prompt, the words weighed
-// by their rarity in the window (see weights); among the best by
-// coverage, a shorter turn that holds the same words is more about them;
-// a date the prompt names is held by the turns of that day;
-// the turn after a turn takes that turn's score when higher (the answer
-// follows the question, as in search: Archive.ranked); ties go to the newer
+// by their rarity in the window (see weights), a date the prompt names
+// held by the turns of that day; the best by coverage are ordered by
+// bm25 over their items' text; the turn after a turn gains half its rank
+// (the answer follows the question, as in search: Archive.ranked), and
+// one below the floor comes only with that turn; ties go to the newer
 // turn.
 func (w *window) rank(terms [][]string, dates []dateSpan, session string, floor float64) []windowHit {
 	own := func(i int) bool { return session != "" && string(w.session(i)) == session }
@@ -82,14 +83,6 @@ func (w *window) rank(terms [][]string, dates []dateSpan, session string, floor 
 	// more often, in fewer words, is more about them; the floor stays on
 	// coverage, which depends on neither.
 	cands = cands[:min(len(cands), preselect)]
-	held := map[int][]int{} // a candidate turn: the prompt's terms it holds
-	for j, ids := range rows {
-		for _, i := range ids {
-			if score[int(i)] >= floor {
-				held[int(i)] = append(held[int(i)], j)
-			}
-		}
-	}
 	hits := make([]windowTurn, len(cands))
 	counts := make([]map[string]int, len(cands))
 	lens := make([]int, len(cands))
@@ -103,7 +96,10 @@ func (w *window) rank(terms [][]string, dates []dateSpan, session string, floor 
 	rank := map[int]float64{}
 	for k, i := range cands {
 		norm := 1.2 * (0.25 + 0.75*float64(lens[k])/mean)
-		for _, j := range held[i] {
+		for j, ids := range rows {
+			if _, held := slices.BinarySearch(ids, uint16(i)); !held {
+				continue
+			}
 			f := 1.0 // a date, or a word the item's text lost to its bound
 			if j < len(terms) && len(terms[j]) > 0 {
 				f = max(f, float64(counts[k][terms[j][0]]))
