@@ -52,8 +52,8 @@ type Hit struct {
 	Cwd        string `json:"cwd"`
 	Snippet    string `json:"snippet"`
 	More       string `json:"more"`
-	// Turns is the passage the hit stands for, its own turn first: a
-	// neighbouring turn of its session (before or after it) joins when it
+	// Turns is the passage the hit stands for, its own turn first: the
+	// hits next to it in its session (fold), then a neighbouring turn that
 	// holds a word of the question — a conversation's answer is often the
 	// turn around the one that matched. Natural-language queries only.
 	Turns []int `json:"turns,omitempty"`
@@ -194,21 +194,22 @@ const maxPassage = 3
 func fold(found []ledger.RecallHit, limit int, join bool) ([]ledger.RecallHit, map[place][]int) {
 	var kept []ledger.RecallHit
 	around := map[place][]int{}
-	for _, h := range found {
-		joined := false
+	joins := func(h ledger.RecallHit) bool { // h joins a kept hit's passage
 		for _, k := range kept {
-			if !join {
-				break
-			}
 			p := place{k.SessionID, k.Turn}
 			turns := around[p]
 			if k.SessionID == h.SessionID && len(turns) < maxPassage && (h.Turn == slices.Max(turns)+1 || h.Turn == slices.Min(turns)-1) {
 				around[p] = append(turns, h.Turn)
-				joined = true
-				break
+				return true
 			}
 		}
-		if !joined && len(kept) < limit {
+		return false
+	}
+	for _, h := range found {
+		if join && joins(h) {
+			continue
+		}
+		if len(kept) < limit {
 			kept = append(kept, h)
 			around[place{h.SessionID, h.Turn}] = []int{h.Turn}
 		}
