@@ -128,7 +128,7 @@ func Open(ctx context.Context, home string, mode Mode, opts Options) (*DB, error
 // openEmpty is a ledger that is not there yet, read: an empty one at this
 // build's schema, in memory (nothing is written).
 func openEmpty(ctx context.Context, path string, opts Options) (*DB, error) {
-	sdb, err := sql.Open("sqlite", "file:cx-empty?mode=memory&_pragma=query_only(0)")
+	sdb, err := sql.Open("sqlite", "file::memory:")
 	if err != nil {
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
 	}
