@@ -129,7 +129,9 @@ func checkpointView(in Input, said continuity.Said) (view, title string) {
 		for c := range said.Commands {
 			omit.URIs[c] = true
 		}
-		if t := in.Checkpoint.Task; t != nil && said.Goal != "" && strings.HasPrefix(checkpoint.FirstLine(t.Text), strings.TrimSuffix(said.Goal, "…")) {
+		if t := in.Checkpoint.Task; t != nil && said.Goal != "" && (t.Talk || strings.HasPrefix(checkpoint.FirstLine(t.Text), strings.TrimSuffix(said.Goal, "…"))) {
+			// The goal beside says what the work is: the task is that goal,
+			// or only talk ("what's left?"), which no work made the task.
 			omit.Task = true
 		}
 		if g := in.Checkpoint.Goal; g != nil && said.Goal != "" && strings.HasPrefix(said.Goal, strings.TrimSuffix(rollout.OneLine(g.Objective, 200), "…")) {

@@ -145,7 +145,7 @@ func foldCapture(ctx context.Context, tx *ledger.Tx, id string, from int64, capt
 		return err
 	}
 	if ok && !capt.Rewritten && kept.UpTo == from && capt.Cursor.Offset == from && capt.Aborted == 0 && capt.Compactions == 0 &&
-		len(capt.Placeholders) == 0 && !slices.ContainsFunc(capt.Sections, func(h string) bool { return !slices.Contains(kept.Sections, h) }) {
+		len(capt.Placeholders) == 0 && capt.Goal == nil && !slices.ContainsFunc(capt.Sections, func(h string) bool { return !slices.Contains(kept.Sections, h) }) {
 		// The resume point did not move (no turn became final: a prompt's
 		// open turn) and nothing was counted or seen anew: the fold stands.
 		return nil
@@ -163,11 +163,7 @@ func foldCapture(ctx context.Context, tx *ledger.Tx, id string, from int64, capt
 	}
 	f.Meta(capt.Meta)
 	f.Count(capt.Aborted, capt.Compactions, len(capt.Placeholders))
-	for _, t := range capt.Turns {
-		if t.Offset < capt.Cursor.Offset {
-			f.Add(t, checkpoint.DefaultCaps)
-		}
-	}
+	f.AddRead(capt.Turns, capt.Goal, checkpoint.DefaultCaps, func(t rollout.Turn) bool { return t.Offset < capt.Cursor.Offset })
 	sections := kept.Sections
 	for _, h := range capt.Sections {
 		if !slices.Contains(sections, h) {

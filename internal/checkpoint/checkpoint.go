@@ -60,6 +60,7 @@ type Task struct {
 	Turn     string `json:"turn"` // its turn id
 	Seq      int    `json:"seq"`
 	Vague    bool   `json:"vague,omitempty"` // every request was vague ("continue"); this is the last one
+	Talk     bool   `json:"talk,omitempty"`  // no request did work; this is the last one (a question, perhaps)
 	Truncate bool   `json:"truncated,omitempty"`
 }
 
@@ -120,12 +121,21 @@ func FromRollout(data []byte, caps Caps) Checkpoint {
 // file (a 1 GB rollout costs what a 1 MB one does).
 func FromFile(path string, caps Caps) (Checkpoint, error) {
 	f := NewFold()
-	c, err := rollout.StreamFile(path, rollout.Options{MaxToolChars: 4000}, func(t rollout.Turn) { f.Add(t, caps) })
+	lastGoal := int64(-1) // where the last turn that touched the goal began
+	c, err := rollout.StreamFile(path, rollout.Options{MaxToolChars: 4000}, func(t rollout.Turn) {
+		f.Add(t, caps)
+		if t.Goal != nil {
+			lastGoal = t.Offset
+		}
+	})
 	if err != nil {
 		return Checkpoint{}, err
 	}
 	f.Meta(c.Meta)
 	f.Count(c.Aborted, c.Compactions, len(c.Placeholders))
+	if c.Goal != nil && c.Goal.Offset > lastGoal {
+		f.goalChanged(c.Goal.Goal)
+	}
 	return f.Checkpoint(caps), nil
 }
 
@@ -134,9 +144,7 @@ func fromCapture(c rollout.Capture, caps Caps) Checkpoint {
 	f := NewFold()
 	f.Meta(c.Meta)
 	f.Count(c.Aborted, c.Compactions, len(c.Placeholders))
-	for _, t := range c.Turns {
-		f.Add(t, caps)
-	}
+	f.AddRead(c.Turns, c.Goal, caps, nil)
 	return f.Checkpoint(caps)
 }
 

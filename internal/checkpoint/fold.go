@@ -121,9 +121,7 @@ func (f *Fold) Add(t rollout.Turn, caps Caps) {
 		}
 	}
 	if t.Goal != nil {
-		g := *t.Goal
-		g.Objective = redact.String(g.Objective)
-		f.Goal = &g
+		f.goalChanged(*t.Goal)
 	}
 	if len(t.Plan) > 0 {
 		f.Plan = Plan{Steps: []PlanStep{}, Done: map[string]bool{}, Turn: t.Key}
@@ -166,6 +164,36 @@ func (f *Fold) Add(t rollout.Turn, caps Caps) {
 	}
 }
 
+// AddRead folds in a read's turns (those keep says) and the change of
+// the thread goal it found between them, each at its place in the rollout.
+func (f *Fold) AddRead(turns []rollout.Turn, change *rollout.GoalChange, caps Caps, keep func(rollout.Turn) bool) {
+	for _, t := range turns {
+		if change != nil && change.Offset < t.Offset {
+			f.goalChanged(change.Goal)
+			change = nil
+		}
+		if keep == nil || keep(t) {
+			f.Add(t, caps)
+		}
+	}
+	if change != nil {
+		f.goalChanged(change.Goal)
+	}
+}
+
+// goalChanged takes the thread goal as a change between turns left it.
+// A goal cleared keeps the objective that was cleared.
+func (f *Fold) goalChanged(g rollout.Goal) {
+	if g.Cleared() {
+		if f.Goal == nil || f.Goal.Cleared() {
+			return
+		}
+		g.Objective = f.Goal.Objective
+	}
+	g.Objective = redact.String(g.Objective)
+	f.Goal = &g
+}
+
 func (f *Fold) touch(key string, a Artifact) {
 	f.Artifacts[key] = a
 	f.Touches++
@@ -200,6 +228,11 @@ func (f *Fold) Checkpoint(caps Caps, open ...rollout.Turn) Checkpoint {
 	for _, t := range open {
 		g.Add(t, caps)
 	}
+	// The task is the last request that did work. Without one, the last
+	// request is, marked Talk: a question, however phrased ("what's
+	// left?"), did no work, so a view gives it only where no goal is
+	// shown; without a request, the last vague nudge ("continue").
+	talk := g.Task == nil && g.Asked != nil
 	cp := Checkpoint{SchemaVersion: SchemaVersion, SessionID: g.SessionID, Cwd: g.Cwd, Seq: g.Seq, Task: cmp.Or(g.Task, g.Asked),
 		Goal: g.Goal, Parent: g.Parent, Plan: g.Plan, Decisions: []Decision{}, Facts: map[string]Fact{}, Artifacts: g.Artifacts, RecentArtifacts: []string{}, Stats: g.Stats}
 	for i, n := range g.Notes {
@@ -207,6 +240,11 @@ func (f *Fold) Checkpoint(caps Caps, open ...rollout.Turn) Checkpoint {
 	}
 	if cp.Task == nil {
 		cp.Task = g.Vague
+	}
+	if talk {
+		t := *cp.Task
+		t.Talk = true
+		cp.Task = &t
 	}
 	if cp.Task != nil {
 		cp.Task.Text = bound(redact.String(cp.Task.Text), caps.MaxTaskChars)

@@ -36,10 +36,9 @@ func (r *foldReader) read(t *testing.T) {
 	r.fold.Meta(c.Meta)
 	r.fold.Count(c.Aborted, c.Compactions, len(c.Placeholders))
 	r.open = r.open[:0]
+	r.fold.AddRead(c.Turns, c.Goal, DefaultCaps, func(tu rollout.Turn) bool { return tu.Offset < c.Cursor.Offset })
 	for _, tu := range c.Turns {
-		if tu.Offset < c.Cursor.Offset {
-			r.fold.Add(tu, DefaultCaps)
-		} else {
+		if tu.Offset >= c.Cursor.Offset {
 			r.open = append(r.open, tu)
 		}
 	}

@@ -65,12 +65,15 @@ type Omit struct {
 // A view with nothing left to say beside what it omits is "".
 func ViewOmitting(cp Checkpoint, caps ViewCaps, disk Disk, o Omit) string {
 	var b strings.Builder
-	if cp.Goal != nil && !o.Goal {
+	goal := cp.Goal != nil && !cp.Goal.Cleared()
+	if goal && !o.Goal {
 		fmt.Fprintf(&b, "\n[GOAL]\n- %s (%s)\n", bound(cp.Goal.Objective, caps.MaxValueChars), cmp.Or(cp.Goal.Status, "status unknown"))
 	}
 	switch {
-	case cp.Task == nil && !o.Task:
+	case cp.Task == nil && !o.Task && !goal:
 		b.WriteString("\n[TASK]\n- (none)\n")
+	case cp.Task != nil && cp.Task.Talk && goal:
+		// Talk beside Codex's goal: the goal says what the work is.
 	case cp.Task != nil && !o.Task:
 		fmt.Fprintf(&b, "\n[TASK]\n- %s\n", FirstLine(cp.Task.Text))
 	}

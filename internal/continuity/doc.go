@@ -23,11 +23,12 @@ const (
 	secNotTried   = "Not yet tried"
 	secNext       = "Incomplete / next"
 	secFilesEtc   = "Files, decisions, environment"
+	secEarlier    = "Earlier, unfinished"
 	secNotes      = "Notes"
 	maxListLength = 20
 )
 
-var sectionOrder = []string{secGoal, secWorking, secFailed, secNotTried, secNext, secFilesEtc, secNotes}
+var sectionOrder = []string{secGoal, secWorking, secFailed, secNotTried, secNext, secFilesEtc, secEarlier, secNotes}
 
 // Doc is a continuity file: a title, known sections (lines as written) and
 // anything else a person added, kept verbatim.
@@ -87,6 +88,8 @@ func canonical(name string) string {
 		return secNext
 	case strings.HasPrefix(l, "files"):
 		return secFilesEtc
+	case strings.HasPrefix(l, "earlier"):
+		return secEarlier
 	}
 	return ""
 }
@@ -131,8 +134,12 @@ type Evidence struct {
 	Turns     []rollout.Turn        // the generation's turns
 	Plan      []checkpoint.PlanStep // the plan as of the generation's end
 	// Goal is Codex's own thread goal as of the generation's end (nil:
-	// the thread has none).
+	// the thread has none; Cleared: the user cleared it).
 	Goal *rollout.Goal
+	// Ordinary reports whether a word (a term of internal/words) is one
+	// most of the project's archived sessions hold: no topic of its own
+	// (nil: none is).
+	Ordinary func(term string) bool
 	// Parent is set for a subagent's thread: its commands count for the
 	// project, its files for the worktree, but it is never the goal, the
 	// plan, the notes or the last session of its own.
@@ -217,9 +224,9 @@ func (d *Doc) applyProject(ev Evidence) {
 	d.Sections[secFailed] = capList(d.Sections[secFailed], maxListLength)
 }
 
-// applyWorktree merges the goal, the open plan and the files into the
-// worktree layer. A vague request ("continue") never replaces the goal, and
-// without a plan nothing is invented as a next step.
+// applyWorktree merges the line of work, the notes and the files into the
+// worktree layer (line.go). A vague request ("continue") never replaces the
+// goal, and without a plan nothing is invented as a next step.
 func (d *Doc) applyWorktree(ev Evidence) {
 	for _, s := range []string{secGoal, secNotTried, secNext, secFilesEtc} {
 		if _, ok := d.Sections[s]; !ok {
@@ -227,10 +234,15 @@ func (d *Doc) applyWorktree(ev Evidence) {
 		}
 	}
 	if ev.Parent != "" {
-		d.applyFiles(ev)
+		// A subagent's files are its parent's line's; it is never a line.
+		ls := readLines(*d)
+		for _, t := range ev.Turns {
+			ls.addFiles(t)
+		}
+		ls.write(d)
 		return
 	}
-	d.applyGoal(ev)
+	d.applyLines(ev)
 	for _, t := range ev.Turns {
 		if req := checkpoint.Classify(t.User); req.Kind == checkpoint.KindNote {
 			bullet := "- " + rollout.OneLine(redact.String(req.Text), maxGoal)
@@ -240,47 +252,6 @@ func (d *Doc) applyWorktree(ev Evidence) {
 	if len(d.Sections[secNotes]) > 0 {
 		d.Sections[secNotes] = capList(d.Sections[secNotes], maxListLength)
 	}
-	if len(ev.Plan) > 0 {
-		keep := func(lines []string) []string {
-			out := lines[:0:0]
-			for _, l := range lines {
-				if !strings.HasPrefix(l, "- [ ] ") && !strings.HasPrefix(l, "- [>] ") && !strings.HasPrefix(l, "- [?] ") {
-					out = append(out, l)
-				}
-			}
-			return out
-		}
-		notTried, next := keep(d.Sections[secNotTried]), keep(d.Sections[secNext])
-		// A plan not updated after commands ran may say "pending" of a step
-		// those commands did: not "not yet tried", but open as far as the
-		// plan says.
-		stale := commandsAfterPlan(ev.Turns)
-		for _, s := range ev.Plan {
-			switch {
-			case s.Status == "pending" && stale:
-				next = append(next, "- [?] "+s.Text+staleNote)
-			case s.Status == "pending":
-				notTried = append(notTried, "- [ ] "+s.Text)
-			case s.Status == "in_progress":
-				next = append(next, "- [>] "+s.Text)
-			}
-		}
-		d.Sections[secNotTried], d.Sections[secNext] = notTried, next
-	}
-	d.applyFiles(ev)
-}
-
-// applyFiles lists the files the generation wrote.
-func (d *Doc) applyFiles(ev Evidence) {
-	files := d.Sections[secFilesEtc]
-	for _, t := range ev.Turns {
-		for _, f := range t.Files {
-			bullet := fmt.Sprintf("- `%s` (%s)", f.Path, f.Op)
-			files = removeCmd(files, f.Path)
-			files = append(files, bullet)
-		}
-	}
-	d.Sections[secFilesEtc] = capList(files, maxListLength)
 }
 
 // staleNote follows a step a plan left open after commands that may have

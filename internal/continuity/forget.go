@@ -74,7 +74,7 @@ func (f Forgotten) Drop() func(line string) bool {
 		if exact[strings.TrimSpace(l)] {
 			return true
 		}
-		if c, ok := cmdOf(l); ok && (cmds[c] || files[c]) {
+		if c, ok := cmdOf(strings.TrimSpace(l)); ok && (cmds[c] || files[c]) {
 			return true
 		}
 		for _, n := range needles {

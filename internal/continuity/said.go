@@ -35,7 +35,7 @@ func (s *Said) WhatItSays(text string) {
 		}
 	}
 	if g := trimBlank(d.Sections[secGoal]); len(g) > 0 && s.Goal == "" {
-		s.Goal = strings.TrimSpace(g[0])
+		s.Goal = objectiveOf(strings.TrimSpace(g[0]))
 	}
 	for _, l := range d.Sections[secFilesEtc] {
 		if p, ok := cmdOf(l); ok {
@@ -83,7 +83,11 @@ func ForContext(text string) string {
 	d := Parse(text)
 	var b strings.Builder
 	for _, s := range sectionOrder {
-		if lines := trimBlank(d.Sections[s]); len(lines) > 0 {
+		lines := trimBlank(d.Sections[s])
+		if s == secEarlier {
+			lines = earlierForContext(lines)
+		}
+		if len(lines) > 0 {
 			fmt.Fprintf(&b, "### %s\n\n%s\n\n", s, strings.Join(lines, "\n"))
 		}
 	}
@@ -91,4 +95,34 @@ func ForContext(text string) string {
 		b.WriteString(strings.Join(d.Extra, "\n") + "\n")
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// earlierForContext is the earlier lines of work as the model is given
+// them: one line each, its goal and how many steps it left open (its
+// steps, files and session are cx's, to know a return to it).
+func earlierForContext(lines []string) []string {
+	var out []string
+	open := 0
+	flush := func() {
+		if n := len(out); n > 0 && open > 0 {
+			out[n-1] += fmt.Sprintf(" (%d open %s)", open, map[bool]string{true: "step", false: "steps"}[open == 1])
+		}
+		open = 0
+	}
+	for _, l := range lines {
+		if strings.HasPrefix(l, "- ") {
+			flush()
+			out = append(out, l)
+			continue
+		}
+		if _, ok := parseStep(l); ok && strings.HasPrefix(l, "  ") {
+			open++
+			continue
+		}
+		if !strings.HasPrefix(l, "  ") {
+			out = append(out, l) // a person's line
+		}
+	}
+	flush()
+	return out
 }

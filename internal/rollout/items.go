@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"bytes"
 	"encoding/json"
 	"path/filepath"
 	"regexp"
@@ -34,6 +35,12 @@ func (a *assembler) item(r Record) {
 	case "message":
 		if peek(r.Payload, `"role":"developer"`, 200) || peek(r.Payload, `"role":"system"`, 200) {
 			return // instructions, permissions, injected context: never part of a turn
+		}
+		if bytes.Contains(r.Payload, goalClearedMark) {
+			// The user cleared Codex's goal (/goal clear, 0.171): Codex tells
+			// the model so in a context message, the rollout's only word of it.
+			a.goalAt(Goal{Status: GoalCleared}, r.Offset)
+			return
 		}
 		if a.cur != nil && peek(r.Payload, `"role":"user"`, 200) {
 			return // the turn's prompt came from its event; user-role items now are context
@@ -147,7 +154,7 @@ func (a *assembler) item(r Record) {
 // goal records the thread goal the turn shows; one seen without a status
 // keeps the status already known for the same objective.
 func (a *assembler) goal(g Goal) {
-	if a.cur == nil || g.Objective == "" {
+	if a.cur == nil || g.Objective == "" && g.Status != GoalCleared {
 		return
 	}
 	if g.Status == "" && a.cur.Goal != nil && a.cur.Goal.Objective == g.Objective {
@@ -155,6 +162,27 @@ func (a *assembler) goal(g Goal) {
 	}
 	a.cur.Goal = &g
 }
+
+// goalAt records a change of the thread goal at offset: the open turn's,
+// or, between turns (a pause, a resume, a user's /goal), the capture's own
+// — counted once, by the read that first sees it.
+func (a *assembler) goalAt(g Goal, offset int64) {
+	if g.Objective == "" && g.Status != GoalCleared {
+		return
+	}
+	if a.cur != nil {
+		a.goal(g)
+		return
+	}
+	if offset >= a.seen {
+		a.capture.Goal = &GoalChange{Goal: g, Offset: offset}
+	}
+}
+
+// goalClearedMark is how Codex (0.171) tells the model the user cleared
+// its goal: a user-role context message from source "user_goal" (seen in
+// testdata/rollouts/0.171.0/goal-pause.jsonl), in the payload's JSON.
+var goalClearedMark = []byte(`<codex_internal_context source=\"user_goal\">\nUser cleared the goal.`)
 
 func (a *assembler) patch(body string) {
 	for _, pf := range parsePatch(body) {

@@ -33,8 +33,15 @@ func (m SessionMeta) Subagent() bool { return m.ParentID != "" || m.ThreadSource
 // update_goal, /goal), as the rollout last showed it.
 type Goal struct {
 	Objective string `json:"objective"`
-	Status    string `json:"status,omitempty"` // active | paused | blocked | usage_limited | budget_limited | complete
+	Status    string `json:"status,omitempty"` // active | paused | blocked | usage_limited | budget_limited | complete; or GoalCleared
 }
+
+// GoalCleared is the status cx gives a goal the user cleared (Codex keeps
+// no goal then; the objective is the one cleared, when known).
+const GoalCleared = "cleared"
+
+// Cleared reports whether the goal was cleared.
+func (g *Goal) Cleared() bool { return g != nil && g.Status == GoalCleared }
 
 // Turn is one user request and what the agent did for it.
 type Turn struct {
@@ -133,6 +140,16 @@ type Capture struct {
 	// Sections are the cx context sections (their hashes) in the lines read:
 	// what a resumed session already holds.
 	Sections []string
+	// Goal is the last change of the thread goal the read found between
+	// turns, not seen by an earlier read (nil: none).
+	Goal *GoalChange
+}
+
+// GoalChange is the thread goal as a change between turns left it, and
+// where that change was written.
+type GoalChange struct {
+	Goal   Goal
+	Offset int64
 }
 
 // Options bound what capture keeps.

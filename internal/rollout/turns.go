@@ -361,6 +361,15 @@ func (a *assembler) event(r Record) {
 		if json.Unmarshal(r.Payload, &m) == nil {
 			a.fileChanges(m.Changes, m.Success)
 		}
+	case "thread_goal_updated":
+		// The goal as it now stands, whoever changed it: the user (/goal,
+		// a pause with Esc, /goal resume) or the model (0.171).
+		var m struct {
+			Goal *Goal `json:"goal"`
+		}
+		if json.Unmarshal(r.Payload, &m) == nil && m.Goal != nil {
+			a.goalAt(*m.Goal, r.Offset)
+		}
 	case "turn_aborted":
 		if a.cur != nil {
 			a.cur.Aborted, a.cur.Complete = true, true

@@ -73,9 +73,18 @@ func (l *Sink) Commit(ctx context.Context, req sink.Request) error {
 	}
 	if cpJSON != "" {
 		if cwd != "" && len(req.Turns) > 0 && req.Generation.EndReason != sink.ReasonImport {
+			var ordinary func(string) bool
+			if l.h.Index != nil {
+				// Which words the project's sessions mostly hold, and so
+				// name no line of work (read before this archive joins them).
+				var err error
+				if ordinary, err = recall.Ordinary(ctx, l.h.Index, l.h.Cfg.Home, id.ProjectID); err != nil {
+					l.h.Log.Printf("local commit %s g%d: the project's words: %v (every word may link a line of work)", req.Session.ID, req.Generation.Generation, err)
+				}
+			}
 			_, wt, err := store.Update(id, continuity.Evidence{
 				SessionID: req.Session.ID, EndReason: req.Generation.EndReason, Turns: req.Turns, Plan: cp.Plan.Steps,
-				Goal: cp.Goal, Parent: cp.Parent})
+				Goal: cp.Goal, Parent: cp.Parent, Ordinary: ordinary})
 			if err != nil {
 				return err
 			}

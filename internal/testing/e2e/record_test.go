@@ -145,7 +145,10 @@ const (
 	subagentV2Prompt = `Investigate the flamingo parser bug [[plan: read the parser | fix the bug]] [[tool: collaboration.spawn_agent {"task_name":"lister","message":"child task: list the parser files"}]] [[child: <<shell: ls>>]] [[shell: sleep 3]]`
 	// A thread goal set by the model at the user's request, pursued by a
 	// goal-driven turn that runs a command and completes it.
-	goalPrompt = `Please set a goal for this: ship the flamingo parser rewrite [[tool: create_goal {"objective":"Ship the flamingo parser rewrite with tests"}]] [[continue: <<shell: echo running the parser tests>> <<tool: update_goal {"status":"complete"}>>]]`
+	// A goal whose turns take long (each answers after 30 s), so the user
+	// can pause it.
+	goalPausePrompt = `Set a goal: migrate the invoice tables [[tool: create_goal {"objective":"Migrate the invoice tables to the new ledger schema"}]] [[continue: <<say: working on the invoice tables>> <<slow: 30s>>]]`
+	goalPrompt      = `Please set a goal for this: ship the flamingo parser rewrite [[tool: create_goal {"objective":"Ship the flamingo parser rewrite with tests"}]] [[continue: <<shell: echo running the parser tests>> <<tool: update_goal {"status":"complete"}>>]]`
 )
 
 // recordStructure records what Codex's own structure looks like in its
@@ -166,4 +169,25 @@ func recordStructure(t *testing.T, in codextest.Install, save func(*H, string)) 
 	tu.Slash("/exit")
 	tu.WaitExit(30 * time.Second)
 	save(h, "goal")
+
+	// A goal the user pauses (Esc while its turn runs), resumes, pauses
+	// again and clears: what the rollout says of each (issue 51).
+	h = New(t, in, Options{})
+	tu = h.StartTUI()
+	tu.WaitReady()
+	tu.Type(goalPausePrompt)
+	tu.WaitText("esc to interrupt", 60*time.Second)
+	tu.Keys("Escape")
+	tu.WaitText("paused", 30*time.Second)
+	tu.WaitReady()
+	tu.Slash("/goal resume")
+	time.Sleep(3 * time.Second)
+	tu.Keys("Escape")
+	time.Sleep(2 * time.Second)
+	tu.WaitReady()
+	tu.Slash("/goal clear")
+	time.Sleep(2 * time.Second)
+	tu.Slash("/exit")
+	tu.WaitExit(30 * time.Second)
+	save(h, "goal-pause")
 }
