@@ -225,4 +225,3 @@ func TestCodexGoalLine(t *testing.T) {
 		t.Errorf("after the goal was cleared: goal %q steps %q earlier %q", d.goal, d.steps, d.earlier)
 	}
 }
-
