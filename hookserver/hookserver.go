@@ -220,7 +220,7 @@ func handle(ctx context.Context, c HookCall, cfg config.Config, ev string, p cod
 			injection = inject.ForCompaction(injectRequest(ctx, m, db, cfg, p, true))
 		}
 	}
-	return db, injection, m.AfterHook(ctx, ev) || res.CatchUpDeferred
+	return db, injection, m.AfterHook(ctx, ev) || res.CatchUpDeferred || res.WatchLetGo
 }
 
 // injectRequest is what the block a hook gives back is built from: the

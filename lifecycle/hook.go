@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +37,9 @@ type HookResult struct {
 	// a hook reads (a long session cx had not seen); the background sweeper
 	// catches it up and the next hook has it.
 	CatchUpDeferred bool
+	// WatchLetGo: a Codex started without cx holds the session's thread
+	// (its writer lock); the background sweeper watches for it to let go.
+	WatchLetGo bool
 }
 
 // hookRecord is what the first transaction of a hook settled.
@@ -45,8 +49,40 @@ type hookRecord struct {
 	owned   bool
 	// ends are sessions whose live generation this SessionStart ends: the
 	// run's previous foreground session (/new, /clear), or for a Codex
-	// started without cx the one other session active within the window.
+	// started without cx the one other session of the same Codex process.
 	ends []string
+	// codex is the Codex process a hook of no run came from (its PID 0
+	// when unknown).
+	codex codexProc
+}
+
+// codexProc is a Codex process, known by its pid and start time; daemon:
+// it is an app-server, whose threads (several windows' at once) run side
+// by side.
+type codexProc struct {
+	PID    int
+	Start  uint64
+	daemon bool
+}
+
+func (c codexProc) String() string { return fmt.Sprintf("%d@%d", c.PID, c.Start) }
+
+// codexMark precedes the Codex process in a hook event's detail.
+const codexMark = " from codex "
+
+// hookCodex is the Codex process a hook runs under: its parent's chain
+// past any shell.
+func hookCodex(ppid int) codexProc {
+	if ppid <= 1 {
+		return codexProc{}
+	}
+	for _, st := range proc.Ancestors(ppid, 6) {
+		if shells[st.Comm] {
+			continue
+		}
+		return codexProc{PID: st.PID, Start: st.StartTime, daemon: slices.Contains(proc.Args(st.PID), "app-server")}
+	}
+	return codexProc{}
 }
 
 // HandleHook acts on one hook event, in two write transactions at most
@@ -73,6 +109,9 @@ func (m *Manager) HandleHook(ctx context.Context, h Hook) (HookResult, error) {
 	case codex.HookSessionEnd:
 		err = m.onSessionEnd(ctx, rec.session, &res)
 	}
+	if !rec.owned && h.Event != codex.HookSessionEnd && rec.session.Status == ledger.Live {
+		res.WatchLetGo = codex.ThreadLocked(rec.session.CodexHome, rec.session.ID)
+	}
 	return res, err
 }
 
@@ -84,6 +123,9 @@ func (m *Manager) recordHook(ctx context.Context, h Hook) (hookRecord, error) {
 	p := h.Payload
 	var rec hookRecord
 	rec.run, rec.owned = m.attribute(ctx, h.RunID, h.PPID)
+	if !rec.owned {
+		rec.codex = hookCodex(h.PPID)
+	}
 	hint := ledger.Session{ID: p.SessionID, TranscriptPath: p.TranscriptPath, Cwd: p.Cwd, CodexHome: m.codexHome()}
 	if rec.owned {
 		hint.RunID, hint.Sinks, hint.CodexHome = rec.run.ID, rec.run.Sinks, rec.run.CodexHome
@@ -129,6 +171,9 @@ func (m *Manager) recordHook(ctx context.Context, h Hook) (hookRecord, error) {
 		if h.Event == codex.HookInterrupt && p.TurnID != "" {
 			detail += " turn " + p.TurnID
 		}
+		if rec.codex.PID != 0 {
+			detail += codexMark + rec.codex.String()
+		}
 		_ = tx.AddEvent(ctx, "hook", s.ID, rec.run.ID, detail)
 		rec.session = s
 		if changed {
@@ -144,12 +189,15 @@ func (m *Manager) recordHook(ctx context.Context, h Hook) (hookRecord, error) {
 // or a resumed one becomes it — a daemon's threads run side by side, so an
 // app-server run keeps none — and the one it replaces is to end. A Codex
 // started without cx has no run: a new session there ends the one other
-// un-owned session active within the window; with two or more candidates
-// it cannot know which, and leaves them to the idle sweep.
+// un-owned session that same Codex process ran (its hooks say which), so
+// two Codex side by side — two windows, two `codex exec` — never end each
+// other; a daemon's threads (several windows' in one app-server) run side
+// by side and none ends another. With two or more candidates it cannot
+// know which, and leaves them to the sweep (a writer lock let go, or idle).
 func (m *Manager) startForeground(ctx context.Context, tx *ledger.Tx, rec *hookRecord, id, source string) error {
 	newThread := source == "startup" || source == "clear"
 	if !rec.owned {
-		if !newThread {
+		if !newThread || rec.codex.PID == 0 || rec.codex.daemon {
 			return nil
 		}
 		live, err := tx.UnownedLive(ctx)
@@ -159,7 +207,13 @@ func (m *Manager) startForeground(ctx context.Context, tx *ledger.Tx, rec *hookR
 		cutoff := tx.Now().Add(-m.cfg.Lifecycle.ActiveWindow.Duration)
 		var cands []string
 		for _, s := range live {
-			if s.ID != id && s.LastSeen.After(cutoff) {
+			if s.ID == id || !s.LastSeen.After(cutoff) {
+				continue
+			}
+			mark := codexMark + rec.codex.String()
+			if d, err := tx.LastEventDetail(ctx, s.ID, "hook", codexMark); err != nil {
+				return err
+			} else if strings.HasSuffix(d, mark) {
 				cands = append(cands, s.ID)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -149,7 +150,15 @@ func (e *env) ctlLater(d time.Duration, args ...string) (string, int) {
 // hook runs `cx ctl hook` directly with a payload (Codex started without cx).
 func (e *env) hook(event string, payload map[string]any, extra ...string) (string, time.Duration) {
 	e.t.Helper()
-	cmd := exec.Command(e.cx, "ctl", "hook", event)
+	return e.hookUnder(nil, event, payload, extra...)
+}
+
+// hookUnder is hook run as the child of a process of its own (parent, a
+// command that runs the rest: another Codex, to the hook).
+func (e *env) hookUnder(parent []string, event string, payload map[string]any, extra ...string) (string, time.Duration) {
+	e.t.Helper()
+	argv := append(append(slices.Clone(parent), e.cx), "ctl", "hook", event)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = e.w
 	cmd.Env = e.environ(extra...)
 	b, _ := json.Marshal(payload)
@@ -701,8 +710,9 @@ func TestForeignRunIDIsNotAttributed(t *testing.T) {
 	}
 }
 
-// Without cx (no CX_RUN_ID): exactly one other un-owned session active in
-// the window is ended; with two, neither.
+// Without cx (no CX_RUN_ID): exactly one other un-owned session of the
+// same Codex process, active in the window, is ended; with two, neither;
+// another Codex's, never.
 func TestActiveWindowFallback(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -716,6 +726,15 @@ func TestActiveWindowFallback(t *testing.T) {
 	}
 	start("R") // Q is the only other live one
 	e.want("Q", "empty", "new", 1, 0)
+	// Two Codex side by side (each hook the child of its own process):
+	// one's start never ends the other's session.
+	e3 := newEnv(t)
+	for _, id := range []string{"W1", "W2"} {
+		e3.hookUnder([]string{"timeout", "30"}, "SessionStart", map[string]any{"session_id": id, "hook_event_name": "SessionStart", "source": "startup", "cwd": e3.w})
+	}
+	if st := e3.sessions()["W1"]; st.Status != "live" {
+		t.Fatalf("W1 ended by another Codex's start: %+v", st)
+	}
 	e2 := newEnv(t)
 	for _, id := range []string{"S1", "S2"} {
 		e2.hook("UserPromptSubmit", map[string]any{"session_id": id, "hook_event_name": "UserPromptSubmit", "cwd": e2.w})

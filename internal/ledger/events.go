@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"time"
 )
 
@@ -82,4 +84,16 @@ func (db *DB) Forgotten(ctx context.Context, sessionID string) (bool, error) {
 	var yes bool
 	err := db.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE session_id = ? AND kind = 'session.forgotten')`, sessionID).Scan(&yes)
 	return yes, err
+}
+
+// LastEventDetail is the detail of a session's latest event of kind that
+// holds sub ("" when there is none).
+func (tx *Tx) LastEventDetail(ctx context.Context, sessionID, kind, sub string) (string, error) {
+	var d string
+	err := tx.tx.QueryRowContext(ctx, `SELECT detail FROM events WHERE session_id = ? AND kind = ? AND instr(detail, ?) > 0 ORDER BY id DESC LIMIT 1`,
+		sessionID, kind, sub).Scan(&d)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return d, err
 }

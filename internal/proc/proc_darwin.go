@@ -45,3 +45,32 @@ const pWeXit = 0x00002000
 // killPending: macOS does not say through sysctl; P_WEXIT covers a
 // process past the start of its exit.
 func killPending(int) bool { return false }
+
+// Args is pid's command line (nil when it cannot be read), from sysctl
+// kern.procargs2 as ps(1) reads it: argc (int32), the executable's path,
+// NUL padding, then argc NUL-terminated arguments.
+func Args(pid int) []string {
+	b, err := unix.SysctlRaw("kern.procargs2", pid)
+	if err != nil || len(b) < 4 {
+		return nil
+	}
+	argc := int(int32(b[0]) | int32(b[1])<<8 | int32(b[2])<<16 | int32(b[3])<<24)
+	rest := b[4:]
+	i := 0
+	for i < len(rest) && rest[i] != 0 { // the executable's path
+		i++
+	}
+	for i < len(rest) && rest[i] == 0 {
+		i++
+	}
+	var args []string
+	for len(args) < argc && i < len(rest) {
+		j := i
+		for j < len(rest) && rest[j] != 0 {
+			j++
+		}
+		args = append(args, string(rest[i:j]))
+		i = j + 1
+	}
+	return args
+}

@@ -58,3 +58,12 @@ func killPendingIn(status string) bool {
 	}
 	return false
 }
+
+// Args is pid's command line (nil when it cannot be read).
+func Args(pid int) []string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || len(data) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+}

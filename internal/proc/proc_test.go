@@ -64,3 +64,14 @@ func TestSelfCPU(t *testing.T) {
 		t.Fatalf("CPU did not grow over 50 ms of spinning: %v then %v", before, after)
 	}
 }
+
+// A process's own command line, as Args reads it (both platforms' way).
+func TestArgsOfSelf(t *testing.T) {
+	args := Args(os.Getpid())
+	if len(args) != len(os.Args) || args[0] != os.Args[0] {
+		t.Fatalf("Args(self) = %q, want %q", args, os.Args)
+	}
+	if Args(-1) != nil {
+		t.Error("Args of no process is not nil")
+	}
+}

@@ -119,6 +119,20 @@ func (h *H) initProject() {
 	run("commit", "-q", "-m", "init")
 }
 
+// CodexConfigKey adds a top-level key line to Codex's config.toml (before
+// its tables, where a top-level key must be).
+func (h *H) CodexConfigKey(line string) {
+	h.T.Helper()
+	path := filepath.Join(h.CodexHome, "config.toml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	if err := os.WriteFile(path, append([]byte(line+"\n"), data...), 0o600); err != nil {
+		h.T.Fatal(err)
+	}
+}
+
 func (h *H) writeConfig() {
 	h.T.Helper()
 	cfg := fmt.Sprintf(`model = %q

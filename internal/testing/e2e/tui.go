@@ -36,11 +36,16 @@ var Ready = regexp.MustCompile(`(?m)^› |Ask Codex to do anything|send a messag
 // newTUI makes a TUI's directory and quotes `cx args…` for a shell.
 func (h *H) newTUI(args []string) (*TUI, string, []string) {
 	h.T.Helper()
+	return h.newTUIOf(h.CX, args)
+}
+
+func (h *H) newTUIOf(bin string, args []string) (*TUI, string, []string) {
+	h.T.Helper()
 	dir, err := os.MkdirTemp(h.Root, "t")
 	if err != nil {
 		h.T.Fatal(err)
 	}
-	quoted := []string{shellQuote(h.CX)}
+	quoted := []string{shellQuote(bin)}
 	for _, a := range args {
 		quoted = append(quoted, shellQuote(a))
 	}
@@ -78,7 +83,19 @@ var ShellPrompt = regexp.MustCompile(`(?m)^cx-shell\$\s*$`)
 // waits until the pane's script has recorded cx's pid.
 func (h *H) StartTUI(args ...string) *TUI {
 	h.T.Helper()
-	tu, dir, quoted := h.newTUI(args)
+	return h.startTUIOf(h.CX, args)
+}
+
+// StartDirectTUI runs the same Codex without cx (`codex args…`) in a fresh
+// terminal, as StartTUI runs cx: a user's plain Codex, with cx's hooks.
+func (h *H) StartDirectTUI(args ...string) *TUI {
+	h.T.Helper()
+	return h.startTUIOf(h.Codex.Native, args)
+}
+
+func (h *H) startTUIOf(bin string, args []string) *TUI {
+	h.T.Helper()
+	tu, dir, quoted := h.newTUIOf(bin, args)
 	// The pane records the terminal state around cx, cx's pid (the sh that
 	// execs cx), and cx's exit status; then it stays open for inspection.
 	script := fmt.Sprintf(`cd %[1]s || exit 1
