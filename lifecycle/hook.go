@@ -171,7 +171,9 @@ func (m *Manager) recordHook(ctx context.Context, h Hook) (hookRecord, error) {
 		if h.Event == codex.HookInterrupt && p.TurnID != "" {
 			detail += " turn " + p.TurnID
 		}
-		if rec.codex.PID != 0 {
+		if rec.codex.PID != 0 && h.Event == codex.HookSessionStart {
+			// Which Codex process started it: another's start ends it only
+			// when it is that same process (startForeground).
 			detail += codexMark + rec.codex.String()
 		}
 		_ = tx.AddEvent(ctx, "hook", s.ID, rec.run.ID, detail)
@@ -211,7 +213,7 @@ func (m *Manager) startForeground(ctx context.Context, tx *ledger.Tx, rec *hookR
 				continue
 			}
 			mark := codexMark + rec.codex.String()
-			if d, err := tx.LastEventDetail(ctx, s.ID, "hook", codexMark); err != nil {
+			if d, err := tx.LastEventDetail(ctx, s.ID, "hook", "SessionStart("); err != nil {
 				return err
 			} else if strings.HasSuffix(d, mark) {
 				cands = append(cands, s.ID)

@@ -158,6 +158,7 @@ var sanitizers = []struct {
 	{regexp.MustCompile(`\brun-[0-9a-f]{16}\b`), "run-ID"},
 	{regexp.MustCompile(`\b\d+(\.\d+)?(ms|µs|ns)\b`), "DUR"},
 	{regexp.MustCompile(`\bpid \d+ codex \d+\b`), "pid PID codex PID"},
+	{regexp.MustCompile(`\bfrom codex \d+@\d+\b`), "from codex PID"},
 	{regexp.MustCompile(`\bpid[= ]\d+\b`), "pid PID"},
 	{regexp.MustCompile(`("(?:codex_)?pid": )\d+`), "${1}PID"},
 }

@@ -91,14 +91,15 @@ func field(s string) string {
 	return redact.String(s)
 }
 
-// commands is one line per tool call: the command (or the tool and its
-// input) and how it ended.
+// commands is one line per tool call, as a person would say it
+// (rollout.ToolLine: the command, a patch's files, a plan's steps), and
+// how it ended.
 func commands(tools []rollout.ToolCall) string {
 	var b strings.Builder
 	for _, c := range tools {
-		line := c.Command
-		if line == "" {
-			line = strings.TrimSpace(c.Name + " " + rollout.OneLine(c.Input, 400))
+		line := rollout.OneLine(rollout.ToolLine(c), 400)
+		if c.Command == "" {
+			line = toolMark + line // what a tool did, not a command to run
 		}
 		b.WriteString(line)
 		if c.ExitCode != nil {
@@ -108,6 +109,10 @@ func commands(tools []rollout.ToolCall) string {
 	}
 	return b.String()
 }
+
+// toolMark begins a line of the commands field that says what a tool
+// (not a shell) did: views show it as it is, a command after "$ ".
+const toolMark = "• "
 
 func files(edits []rollout.FileEdit) string {
 	var b strings.Builder

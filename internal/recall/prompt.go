@@ -284,7 +284,7 @@ func (p *Prepared) local(given map[string]bool) []Item {
 		}
 		taken[place{t.SessionID, t.Turn}] = true
 		items = append(items, Item{Source: "local", Session: t.SessionID, Turn: t.Turn, Generation: t.Generation, Time: t.At.Format(time.RFC3339),
-			Score: math.Round(h.cover*100) / 100, head: itemHead(t.RecallHit), body: t.body, follows: h.follows})
+			Score: math.Round(h.cover*100) / 100, head: itemHead(t.RecallHit), body: withoutSaid(said, t.body), follows: h.follows})
 	}
 	return items
 }
@@ -306,6 +306,54 @@ func saidAtStart(said continuity.Said, body string) bool {
 		}
 	}
 	return false
+}
+
+// withoutSaid is an item's body without the lines that say again what the
+// continuity given at the start says: a command it lists, a plan whose
+// open steps it lists, a file it lists (the turn's prompt and reply stay:
+// they are what the item is for).
+func withoutSaid(said continuity.Said, body string) string {
+	if len(said.Commands)+len(said.Plan)+len(said.Files) == 0 {
+		return body
+	}
+	lines := strings.Split(body, "\n")
+	kept := lines[:1]
+	for _, l := range lines[1:] {
+		switch {
+		case strings.HasPrefix(l, "$ "):
+			cmd := strings.TrimPrefix(l, "$ ")
+			if i := strings.LastIndex(cmd, " (exit "); i >= 0 {
+				cmd = cmd[:i]
+			}
+			if said.Commands[cmd] {
+				continue
+			}
+		case strings.HasPrefix(l, toolMark+"plan: "):
+			steps := strings.Split(strings.TrimPrefix(l, toolMark+"plan: "), "; ")
+			n := 0
+			for _, st := range steps {
+				if len(st) > 4 && said.Plan[strings.TrimSuffix(st[4:], "…")] {
+					n++
+				}
+			}
+			if 2*n >= len(steps) {
+				continue
+			}
+		case strings.HasPrefix(l, "files: "):
+			var fs []string
+			for _, f := range strings.Split(strings.TrimPrefix(l, "files: "), ", ") {
+				if !said.Files[f] {
+					fs = append(fs, f)
+				}
+			}
+			if len(fs) == 0 {
+				continue
+			}
+			l = "files: " + strings.Join(fs, ", ")
+		}
+		kept = append(kept, l)
+	}
+	return strings.Join(kept, "\n")
 }
 
 // fit takes items from the two lists in turn, best first, within the
@@ -416,7 +464,10 @@ func itemBody(t ledger.RecallText) string {
 		body += "\n‹ " + rollout.OneLine(t.Reply, 300)
 	}
 	for _, c := range strings.Split(strings.TrimSpace(t.Commands), "\n") {
-		if c != "" {
+		switch {
+		case strings.HasPrefix(c, toolMark):
+			body += "\n" + rollout.OneLine(c, 160)
+		case c != "":
 			body += "\n$ " + rollout.OneLine(c, 120)
 		}
 	}

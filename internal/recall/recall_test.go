@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"cx/internal/continuity"
 	"cx/internal/ledger"
 	"cx/internal/redact/redacttest"
 	"cx/internal/rollout"
@@ -446,4 +447,19 @@ func rawLedger(t *testing.T, home string) *sql.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// A recalled turn does not say again the plan, commands and files the
+// start block gave (issue 51); its prompt and reply stay.
+func TestWithoutSaid(t *testing.T) {
+	said := continuity.Said{Plan: map[string]bool{"Run the tests": true, "Write the migration": true}, Commands: map[string]bool{"go test ./...": true},
+		Files: map[string]bool{"db/m.sql": true}}
+	body := "› migrate the invoices\n‹ done\n• plan: [>] Write the migration; [ ] Run the tests\n$ go test ./... (exit 1)\n$ make lint (exit 0)\nfiles: db/m.sql, README.md"
+	want := "› migrate the invoices\n‹ done\n$ make lint (exit 0)\nfiles: README.md"
+	if got := withoutSaid(said, body); got != want {
+		t.Errorf("withoutSaid:\n%s\nwant\n%s", got, want)
+	}
+	if got := withoutSaid(continuity.Said{}, body); got != body {
+		t.Errorf("with nothing said the body changed:\n%s", got)
+	}
 }

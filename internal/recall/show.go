@@ -45,6 +45,7 @@ type ToolView struct {
 	Name     string `json:"name"`
 	Command  string `json:"command,omitempty"`
 	Input    string `json:"input,omitempty"`
+	Summary  string `json:"summary,omitempty"` // what a tool (not a shell) did, as a person says it
 	ExitCode *int   `json:"exit_code,omitempty"`
 	Output   string `json:"output,omitempty"`
 }
@@ -73,7 +74,11 @@ func (a *Archive) Turn(ctx context.Context, sessionID string, n int) (TurnView, 
 		v.Replies = append(v.Replies, shown(r))
 	}
 	for _, c := range t.Tools {
-		v.Tools = append(v.Tools, ToolView{Name: c.Name, Command: shown(c.Command), Input: shown(rollout.OneLine(c.Input, 400)), ExitCode: c.ExitCode, Output: shown(c.Output)})
+		tv := ToolView{Name: c.Name, Command: shown(c.Command), Input: shown(rollout.OneLine(c.Input, 400)), ExitCode: c.ExitCode, Output: shown(c.Output)}
+		if c.Command == "" {
+			tv.Summary = shown(rollout.ToolLine(c))
+		}
+		v.Tools = append(v.Tools, tv)
 	}
 	return v, nil
 }
@@ -125,11 +130,11 @@ func (v TurnView) Text() string {
 	fmt.Fprintf(&b, "session %s turn %d of %d (generation %d) at %s in %s\n", v.Session, v.Turn, v.Of, v.Generation, v.Time, v.Cwd)
 	fmt.Fprintf(&b, "\n› prompt\n%s\n", v.Prompt)
 	for _, t := range v.Tools {
-		line := t.Command
-		if line == "" {
-			line = strings.TrimSpace(t.Name + " " + t.Input)
+		if t.Command != "" {
+			fmt.Fprintf(&b, "\n$ %s", t.Command)
+		} else {
+			fmt.Fprintf(&b, "\n%s%s", toolMark, t.Summary) // what a tool did, never its JSON
 		}
-		fmt.Fprintf(&b, "\n$ %s", line)
 		if t.ExitCode != nil {
 			fmt.Fprintf(&b, "  (exit %d)", *t.ExitCode)
 		}

@@ -114,6 +114,9 @@ func (a *assembler) item(r Record) {
 		if tc.Name == "update_plan" {
 			a.plan(tc.Input)
 		}
+		if tc.Command == "" {
+			tc.Summary = Bound(toolSummary(tc.Name, tc.Input), a.opts.MaxToolChars)
+		}
 		tc.Input = Bound(tc.Input, a.opts.MaxToolChars)
 		tc.After = len(a.cur.Assistant)
 		a.cur.Tools = append(a.cur.Tools, tc)

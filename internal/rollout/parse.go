@@ -53,6 +53,8 @@ type PatchFile struct {
 	MoveTo   string // update with "*** Move to:"
 	Content  string // add: the full new content
 	HasBytes bool   // Content is the complete file (add)
+	Added    int    // lines the patch adds to the file
+	Removed  int    // lines it takes out
 }
 
 // parsePatch reads the files of an apply_patch body ("*** Begin Patch" …
@@ -87,9 +89,14 @@ func parsePatch(body string) []PatchFile {
 			cur.MoveTo = strings.TrimSpace(line[len("*** Move to: "):])
 		case strings.HasPrefix(line, "*** End Patch"), strings.HasPrefix(line, "*** Begin Patch"):
 			flush()
-		case cur != nil && cur.Op == "add" && strings.HasPrefix(line, "+"):
-			content.WriteString(line[1:])
-			content.WriteByte('\n')
+		case cur != nil && strings.HasPrefix(line, "+"):
+			cur.Added++
+			if cur.Op == "add" {
+				content.WriteString(line[1:])
+				content.WriteByte('\n')
+			}
+		case cur != nil && strings.HasPrefix(line, "-"):
+			cur.Removed++
 		}
 	}
 	flush()

@@ -411,3 +411,24 @@ func TestKilledBeforePromptEvent(t *testing.T) {
 		})
 	}
 }
+
+// A tool call is said as a person would say it, never as its JSON (issue 51).
+func TestToolLine(t *testing.T) {
+	patch := "*** Begin Patch\n*** Add File: notes/a.md\n+one\n+two\n*** Update File: notes/b.md\n@@\n-old\n+new\n+more\n*** Delete File: notes/c.md\n*** End Patch\n"
+	for _, tc := range []struct {
+		call ToolCall
+		want string
+	}{
+		{ToolCall{Name: "exec_command", Command: "go test ./..."}, "go test ./..."},
+		{ToolCall{Name: "apply_patch", Input: patch}, "added notes/a.md (+2); edited notes/b.md (+2 −1); deleted notes/c.md"},
+		{ToolCall{Name: "update_plan", Input: `{"plan":[{"step":"Run the tests","status":"pending"},{"step":"Look","status":"completed"},{"step":"Fix","status":"in_progress"}]}`},
+			"plan: [ ] Run the tests; [x] Look; [>] Fix"},
+		{ToolCall{Name: "create_goal", Input: `{"objective":"Ship it","token_budget":100}`}, "create_goal (objective: Ship it, token_budget: 100)"},
+		{ToolCall{Name: "update_plan", Input: `{"plan":[{"step":"cut`}, "update_plan"},
+		{ToolCall{Name: "apply_patch", Summary: "edited x (+1 −0)", Input: "*** Begin"}, "edited x (+1 −0)"},
+	} {
+		if got := ToolLine(tc.call); got != tc.want {
+			t.Errorf("ToolLine(%s) = %q, want %q", tc.call.Name, got, tc.want)
+		}
+	}
+}

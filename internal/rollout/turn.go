@@ -90,10 +90,13 @@ func (t Turn) Map(f func(string) string) Turn {
 
 // ToolCall is one tool call with its (bounded) input and output.
 type ToolCall struct {
-	CallID   string `json:"call_id"`
-	Name     string `json:"name"`
-	Input    string `json:"input,omitempty"`
-	Command  string `json:"command,omitempty"` // shell tools: the command line
+	CallID  string `json:"call_id"`
+	Name    string `json:"name"`
+	Input   string `json:"input,omitempty"`
+	Command string `json:"command,omitempty"` // shell tools: the command line
+	// Summary says what another tool did as a person would (a patch's
+	// files and line counts, a plan's steps), made from its whole input.
+	Summary  string `json:"summary,omitempty"`
 	Output   string `json:"output,omitempty"`
 	ExitCode *int   `json:"exit_code,omitempty"`
 	Done     bool   `json:"done,omitempty"` // its output was seen

@@ -70,6 +70,34 @@ func TestLinesOfWork(t *testing.T) {
 		if !strings.Contains(blockSection(ctx, "Earlier, unfinished"), csv) {
 			t.Errorf("the CSV line is not earlier, unfinished:\n%s", ctx)
 		}
+
+		// What the model reads says a plan as its steps and a command as
+		// the command, never a tool's raw JSON: the start block and recall
+		// given with a prompt, search and per-prompt recall.
+		ask := "What did the CSV writer plan say about the report generator?"
+		exec(ask)
+		given := map[string]string{
+			"what the prompt was given": cxBlocks(inputText(requestFor(t, h, ask))),
+			"cx ctl search":             h.CXCtl("ctl", "search", "CSV writer"),
+			"cx ctl recall":             h.CXCtl("ctl", "recall", "the CSV writer for the report generator"),
+		}
+		// The CSV session's turn, as `cx ctl show` (and cx mcp) gives it.
+		var csvSession string
+		for _, id := range h.RolloutSessionIDs() {
+			if out := h.CXCtl("ctl", "show", id, "--turn", "1"); strings.Contains(out, csv) {
+				csvSession, given["cx ctl show --turn"] = id, out
+			}
+		}
+		if !strings.Contains(given["cx ctl show --turn"], "• plan: [>] Look at the code for the report generator; [ ] Make the change: add the CSV writer; [ ] Run the tests") {
+			t.Errorf("the CSV turn (%s) does not give its plan as its steps:\n%s", csvSession, given["cx ctl show --turn"])
+		}
+		for what, text := range given {
+			for _, raw := range []string{`{"`, `"step"`, `"status"`, "update_plan", "*** Begin Patch"} {
+				if strings.Contains(text, raw) {
+					t.Errorf("%s holds raw tool input %q:\n%s", what, raw, text)
+				}
+			}
+		}
 	})
 }
 
