@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"time"
 
+	"cx/internal/cli"
 	"cx/internal/config"
 	"cx/internal/crumbs"
 	"cx/internal/health"
@@ -76,7 +80,11 @@ func ledgerChecks(ctx context.Context, cfg config.Config, codexHome string, gete
 	var out []health.Check
 	if cfg.Home != "" {
 		c, recovered := checkLedger(ctx, cfg)
-		u := checkUnrecorded(cfg.Home, recovered)
+		notArchived := 0
+		if c.OK && codexHome != "" && ledgerExists(cfg) {
+			notArchived = importable(ctx, cfg, codexHome)
+		}
+		u := checkUnrecorded(cfg.Home, recovered, notArchived)
 		if !c.OK && u.OK && c.Fix != fixParked {
 			// Nothing says a run was lost, but none started now is recorded.
 			u = health.Check{Name: u.Name, Detail: "runs started now are not recorded (Codex runs, unrecorded) until the ledger can be written (see its fix)"}
@@ -106,13 +114,20 @@ func installNotes(cfg config.Config, codexHome string, getenv func(string) (stri
 
 // checkUnrecorded reports runs that could not write the ledger (a full
 // disk, an I/O error, a damaged or locked ledger), and what recovered them.
-func checkUnrecorded(home, recoveredNote string) health.Check {
+// notArchived counts the sessions in Codex's rollouts cx's archive does
+// not hold (what `cx ctl import --dry-run` finds): said, with the command
+// that records them, so this check and import agree.
+func checkUnrecorded(home, recoveredNote string, notArchived int) health.Check {
 	crumbs := crumbs.List(home)
 	if len(crumbs) > 0 {
 		return health.Check{Name: "unrecorded runs", Detail: fmt.Sprintf("%d run(s) since %s could not write the ledger; their sessions are safe in Codex's rollouts",
 			len(crumbs), readmodel.RFC3339(crumbs[0].Started)), Fix: "once the ledger can be written: cx ctl sweep (records and commits them; the next cx start does too)"}
 	}
 	detail := "every run was recorded"
+	if notArchived > 0 {
+		detail = fmt.Sprintf("every run cx recorded wrote the ledger; %s in Codex's rollouts %s not archived (Codex run without cx's hooks, or while cx could not record): `cx ctl import` records them",
+			cli.Count(notArchived, "session"), map[bool]string{true: "is", false: "are"}[notArchived == 1])
+	}
 	if recoveredNote != "" {
 		detail += "; " + recoveredNote
 	}
@@ -125,6 +140,10 @@ const fixParked = "see `cx ctl status`, then `cx ctl retry --all`"
 // checkLedger checks the ledger; it also says when sessions were last
 // recorded late from their rollouts ("" if never).
 func checkLedger(ctx context.Context, cfg config.Config) (c health.Check, recovered string) {
+	if !ledgerExists(cfg) {
+		// Doctor asks; it does not make a ledger before any run or install.
+		return health.Check{Name: "ledger", OK: true, Detail: "none yet at " + filepath.Join(cfg.Home, ledger.FileName) + " (the first run or `cx ctl install` makes it)"}, ""
+	}
 	db, err := ledger.Open(ctx, cfg.Home, ledger.Writer, ledger.Options{})
 	if err != nil {
 		return health.Check{Name: "ledger", Detail: err.Error(), Fix: ledger.Fix(cfg.Home, err)}, ""
@@ -158,4 +177,11 @@ func (r DoctorReport) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "     fix: %s\n", c.Fix)
 		}
 	}
+}
+
+// ledgerExists reports whether CX_HOME holds a ledger file (or anything in
+// its place: opening it then says what is wrong).
+func ledgerExists(cfg config.Config) bool {
+	_, err := os.Lstat(filepath.Join(cfg.Home, ledger.FileName))
+	return !errors.Is(err, fs.ErrNotExist)
 }

@@ -351,9 +351,18 @@ func TestConfigWarningsAndErrors(t *testing.T) {
 	}
 	mustWrite(t, cfg, "[wrapper]\ngrace = 5\n", 0o600)
 	r = runCX(t, []string{"PATH=" + dir + ":/usr/bin:/bin", "CX_CONFIG=" + cfg}, "exec", "x")
-	// A config cx cannot use costs the recording, never Codex's run.
-	if r.code != 0 || !strings.Contains(r.stdout, "args: exec x") || !strings.Contains(r.stderr, cfg) || !strings.Contains(r.stderr, "not recorded") || strings.Count(r.stderr, "\n") != 1 {
+	// A value cx cannot use costs that value alone (its default is used),
+	// never Codex's run nor its recording: one warning naming the line and
+	// what to write (issue 52).
+	if r.code != 0 || !strings.Contains(r.stdout, "args: exec x") || !strings.Contains(r.stderr, cfg) || !strings.Contains(r.stderr, "write e.g. `grace = \"5s\"`") ||
+		strings.Contains(r.stderr, "not recorded") || strings.Count(r.stderr, "\n") != 1 {
 		t.Fatalf("bad config: %+v", r)
+	}
+	// A file that is not TOML at all still costs the recording.
+	mustWrite(t, cfg, "[wrapper\ngrace = 5\n", 0o600)
+	r = runCX(t, []string{"PATH=" + dir + ":/usr/bin:/bin", "CX_CONFIG=" + cfg}, "exec", "x")
+	if r.code != 0 || !strings.Contains(r.stdout, "args: exec x") || !strings.Contains(r.stderr, "not recorded") {
+		t.Fatalf("unreadable config: %+v", r)
 	}
 }
 

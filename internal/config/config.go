@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -121,6 +122,8 @@ type Config struct {
 	SinksFromEnv bool `toml:"-"`
 	// Warnings are problems that did not stop loading (unknown keys).
 	Warnings []string `toml:"-"`
+	// Skipped are the file's lines cx could not use (each also a warning).
+	Skipped []Skipped `toml:"-"`
 }
 
 // Default returns the configuration with every default of the Contract.
@@ -267,10 +270,56 @@ func load(getenv Getenv, readFile bool) (c Config, err error) {
 // line).
 var ErrParse = errors.New("config does not parse")
 
+// maxSkipped bounds the lines a config file may get wrong and still be
+// read: past it the file is not read at all (ErrParse).
+const maxSkipped = 8
+
+// Skipped is a line of the config file cx could not use: a value of the
+// wrong type (`max_chars = "lots"`) or a line that is not TOML
+// (`grace = 5s`). cx reads the rest of the file and uses its default for
+// what the line set.
+type Skipped struct {
+	Line  int    // 1-based
+	Text  string // the line as written
+	Key   string // the key it sets (dotted), as far as known
+	Why   string // what is wrong with it, in TOML's words
+	Write string // a line that would do, with cx's default value ("" unknown)
+}
+
+func (s Skipped) String() string {
+	out := fmt.Sprintf("line %d, `%s`: %s — ignored, cx uses its default", s.Line, s.Text, s.Why)
+	if s.Write != "" {
+		out += "; write e.g. `" + s.Write + "`"
+	}
+	return out
+}
+
+// decode reads the file into c. A line TOML refuses, or whose value has
+// the wrong type, is skipped (Skipped, and a warning): the rest of the file
+// still counts, so one wrong value never stops a run from being recorded.
 func (c *Config) decode(data string) error {
-	md, err := toml.Decode(data, c)
-	if err != nil {
-		return fmt.Errorf("parse config %s: %w", c.Path, parseError{err})
+	lines := strings.Split(data, "\n")
+	base := *c
+	var md toml.MetaData
+	for {
+		var err error
+		*c = base
+		c.Skipped = append([]Skipped(nil), base.Skipped...)
+		if md, err = toml.Decode(strings.Join(lines, "\n"), c); err == nil {
+			break
+		}
+		n, key, why := decodeProblem(err)
+		if n < 1 || n > len(lines) || len(base.Skipped) == maxSkipped || strings.TrimSpace(lines[n-1]) == "" {
+			*c = base
+			return fmt.Errorf("parse config %s: %w", c.Path, parseError{err})
+		}
+		sk := Skipped{Line: n, Text: strings.TrimSpace(lines[n-1]), Key: key, Why: why}
+		sk.Write = writeLine(sk.Text, key)
+		base.Skipped = append(base.Skipped, sk)
+		lines[n-1] = "" // line numbers stay those of the file
+	}
+	for _, sk := range c.Skipped {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("config %s: %s", c.Path, sk))
 	}
 	var unknown []string
 	for _, k := range md.Undecoded() {
@@ -281,6 +330,75 @@ func (c *Config) decode(data string) error {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("config %s: unknown key %q (ignored)", c.Path, k))
 	}
 	return nil
+}
+
+var typeErrRE = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
+
+// decodeProblem is where a decode failed and why: the line, the key (for
+// a wrong type, the full key; for a syntax error, the table) and TOML's
+// message.
+func decodeProblem(err error) (line int, key, why string) {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		return pe.Position.Line, pe.LastKey, pe.Message
+	}
+	if m := typeErrRE.FindStringSubmatch(err.Error()); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		why := strings.Replace(m[3], "incompatible types: TOML value has type ", "the value is of type ", 1)
+		why = strings.Replace(why, "; destination has type ", ", cx wants ", 1)
+		return n, m[2], why
+	}
+	return 0, "", err.Error()
+}
+
+// writeLine is a line that sets what line meant to, with cx's default
+// value: its key as written, the default of the full key (key, or the
+// table key names joined with the line's own key).
+func writeLine(line, key string) string {
+	name, _, ok := strings.Cut(line, "=")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" {
+		return ""
+	}
+	full := key
+	if !strings.HasSuffix(key, name) {
+		full = strings.TrimSuffix(key+"."+name, ".")
+	}
+	v, ok := defaultValue(full)
+	if !ok {
+		return ""
+	}
+	return name + " = " + v
+}
+
+// defaultValue is cx's default for a dotted key, in TOML.
+func defaultValue(key string) (string, bool) {
+	var b strings.Builder
+	if err := toml.NewEncoder(&b).Encode(Default()); err != nil {
+		return "", false
+	}
+	var m map[string]any
+	if _, err := toml.Decode(b.String(), &m); err != nil {
+		return "", false
+	}
+	var v any = m
+	for _, part := range strings.Split(key, ".") {
+		t, ok := v.(map[string]any)
+		if !ok {
+			return "", false
+		}
+		if v, ok = t[part]; !ok {
+			return "", false
+		}
+	}
+	if _, ok := v.(map[string]any); ok {
+		return "", false
+	}
+	var out strings.Builder
+	if err := toml.NewEncoder(&out).Encode(map[string]any{"v": v}); err != nil {
+		return "", false
+	}
+	return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(out.String()), "v = ")), true
 }
 
 // parseError is TOML's complaint, marked ErrParse.
@@ -380,6 +498,19 @@ func Check(cfg Config, err error) health.Check {
 	}
 	if err != nil {
 		return health.Check{Name: "config", Detail: err.Error() + " (Codex runs through cx unrecorded)", Fix: "fix " + cfg.Path}
+	}
+	if len(cfg.Skipped) > 0 {
+		// Read, but not as written: each line cx skipped, and what to write.
+		var fixes []string
+		for _, sk := range cfg.Skipped {
+			if sk.Write != "" {
+				fixes = append(fixes, fmt.Sprintf("line %d: write `%s`", sk.Line, sk.Write))
+			} else {
+				fixes = append(fixes, fmt.Sprintf("line %d: fix or remove `%s`", sk.Line, sk.Text))
+			}
+		}
+		return health.Check{Name: "config", Detail: strings.Join(cfg.Warnings, "; ") + " (the rest of the file is read; runs are recorded)",
+			Fix: "in " + cfg.Path + ", " + strings.Join(fixes, "; ")}
 	}
 	detail := cfg.Path
 	if !cfg.FileRead {

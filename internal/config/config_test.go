@@ -73,9 +73,6 @@ command = ["memsearch", "ingest"]
 func TestBadFiles(t *testing.T) {
 	dir := t.TempDir()
 	for name, data := range map[string]string{
-		"syntax":   "sinks = [\n",
-		"duration": "[wrapper]\ngrace = \"soon\"\n",
-		"type":     "[wrapper]\ngrace = 5\n",
 		"sink":     "sinks = [\"s3\"]\n",
 		"negative": "[capture]\nmax_tool_chars = -1\n",
 	} {
@@ -85,6 +82,22 @@ func TestBadFiles(t *testing.T) {
 		}
 		if _, err := Load(envOf(map[string]string{"CX_HOME": dir, "CX_CONFIG": p})); err == nil || !strings.Contains(err.Error(), p) {
 			t.Errorf("%s: error %v should name %s", name, err, p)
+		}
+	}
+	// A line TOML or the key's type refuses is skipped, with a warning that
+	// names the file and the line.
+	for name, data := range map[string]string{
+		"syntax":   "sinks = [\n",
+		"duration": "[wrapper]\ngrace = \"soon\"\n",
+		"type":     "[wrapper]\ngrace = 5\n",
+	} {
+		p := filepath.Join(dir, name+".toml")
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Load(envOf(map[string]string{"CX_HOME": dir, "CX_CONFIG": p}))
+		if err != nil || len(c.Skipped) != 1 || len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], p) {
+			t.Errorf("%s: %v, skipped %+v, warnings %q", name, err, c.Skipped, c.Warnings)
 		}
 	}
 }
@@ -142,5 +155,50 @@ func TestLineHint(t *testing.T) {
 		if line != tc.line || hint != tc.hint {
 			t.Errorf("line %d: %q %q, want %q %q", tc.n, line, hint, tc.line, tc.hint)
 		}
+	}
+}
+
+// One wrong value, or one line that is not TOML, costs that line alone:
+// the rest of the file is read, the line is a warning that names it and a
+// line to write, and nothing stops a run from being recorded (issue 52).
+func TestConfigSkipsWhatItGetsWrong(t *testing.T) {
+	for _, tc := range []struct {
+		name, file string
+		check      func(Config) bool
+		warn       []string
+	}{
+		{"wrong type", "[inject]\nmax_chars = \"lots\"\n[recall]\nmax_chars = 900\n",
+			func(c Config) bool { return c.Inject.MaxChars == Default().Inject.MaxChars && c.Recall.MaxChars == 900 },
+			[]string{"line 2, `max_chars = \"lots\"`", "the value is of type string, cx wants integer", "write e.g. `max_chars = 6000`"}},
+		{"not TOML", "[wrapper]\ngrace = 5s\n[recall]\nmax_chars = 900\n",
+			func(c Config) bool { return c.Wrapper.Grace == Default().Wrapper.Grace && c.Recall.MaxChars == 900 },
+			[]string{"line 2, `grace = 5s`", "write e.g. `grace = \"5s\"`"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := t.TempDir()
+			if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(tc.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c, err := Load(func(k string) (string, bool) {
+				if k == "CX_HOME" {
+					return home, true
+				}
+				return "", false
+			})
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if !tc.check(c) {
+				t.Errorf("config read: %+v", c)
+			}
+			if len(c.Warnings) != 1 || len(c.Skipped) != 1 {
+				t.Fatalf("warnings %q skipped %+v", c.Warnings, c.Skipped)
+			}
+			for _, w := range tc.warn {
+				if !strings.Contains(c.Warnings[0], w) {
+					t.Errorf("the warning %q lacks %q", c.Warnings[0], w)
+				}
+			}
+		})
 	}
 }
