@@ -35,11 +35,18 @@ type loadedConfig struct {
 func (a *app) loadConfigToRead() (config.Config, error) {
 	warned := a.cfg != nil
 	cfg, err := a.loadConfig()
-	if errors.Is(err, config.ErrParse) {
+	switch {
+	case errors.Is(err, config.ErrParse):
 		if !warned {
 			a.errorf("warning: %v; running on the defaults (`cx ctl doctor` says how to fix it)", err)
 		}
 		return config.OnDefaults(a.getenv, err)
+	case errors.Is(err, config.ErrSink):
+		// Reading never depends on the sinks a run records to.
+		if !warned {
+			a.errorf("warning: %v; runs are not recorded until it is fixed (reading goes on)", err)
+		}
+		return cfg.KnownSinksOnly(), nil
 	}
 	return cfg, err
 }

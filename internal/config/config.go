@@ -14,6 +14,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -457,14 +458,14 @@ func parseSinks(v string) []string {
 	return out
 }
 
+// ErrSink marks a sink name cx does not know: a run cannot record to it;
+// what only reads goes on without it.
+var ErrSink = errors.New("unknown sink")
+
 func (c *Config) validate() error {
 	for _, s := range c.Sinks {
-		ok := false
-		for _, k := range knownSinks {
-			ok = ok || s == k
-		}
-		if !ok {
-			return fmt.Errorf("config %s: unknown sink %q (known: %s)", c.Path, s, strings.Join(knownSinks, ", "))
+		if !slices.Contains(knownSinks, s) {
+			return fmt.Errorf("%s: %w %q (known: %s)", c.sinksSource(), ErrSink, s, strings.Join(knownSinks, ", "))
 		}
 	}
 	if c.Capture.MaxToolChars <= 0 || c.Capture.MaxLineBytes <= 0 || c.Lifecycle.MaxAttempts <= 0 || c.Inject.MaxChars <= 0 || c.OpenViking.MaxToolChars <= 0 {
@@ -474,6 +475,29 @@ func (c *Config) validate() error {
 		return fmt.Errorf("config %s: recall.max_chars must be positive and recall.min_score in (0, 1]", c.Path)
 	}
 	return nil
+}
+
+// sinksSource says where the sinks came from: the variable, or the
+// file's line.
+func (c *Config) sinksSource() string {
+	if c.SinksFromEnv {
+		return "CX_SINKS"
+	}
+	if data, err := os.ReadFile(c.Path); err == nil {
+		for i, l := range strings.Split(string(data), "\n") {
+			if k, _, ok := strings.Cut(l, "="); ok && strings.TrimSpace(k) == "sinks" {
+				return fmt.Sprintf("config %s line %d", c.Path, i+1)
+			}
+		}
+	}
+	return "config " + c.Path
+}
+
+// KnownSinksOnly is c without the sinks cx does not know (what a command
+// that only reads runs with past ErrSink).
+func (c Config) KnownSinksOnly() Config {
+	c.Sinks = slices.DeleteFunc(slices.Clone(c.Sinks), func(s string) bool { return !slices.Contains(knownSinks, s) })
+	return c
 }
 
 // Check is doctor's finding on cx's config: loaded (err from Load) and
