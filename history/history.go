@@ -286,13 +286,15 @@ func ProjectSessionsToForget(ctx context.Context, st State, dir string) ([]strin
 // ForgetSays is ForgetAll's each as `cx ctl forget` says it: a line per
 // session forgotten on out (nil: none, as for --json), each failure with
 // errorf.
-func ForgetSays(out io.Writer, errorf func(string, ...any)) func(id string, n int, err error) {
-	return func(id string, n int, err error) {
+func ForgetSays(out io.Writer, errorf func(string, ...any)) func(id, parent string, n int, err error) {
+	return func(id, parent string, n int, err error) {
 		switch {
 		case errors.Is(err, readmodel.ErrNoSession):
 			errorf("no session %s in the ledger", id)
 		case err != nil:
 			errorf("forget: %v", err)
+		case out != nil && parent != "":
+			fmt.Fprintf(out, "  ↳ %s: forgotten with its parent, a subagent's (%s)\n", id, cli.Count(n, "archived turn"))
 		case out != nil:
 			fmt.Fprintf(out, "%s: forgotten (%s)\n", id, cli.Count(n, "archived turn"))
 		}
@@ -305,6 +307,8 @@ type ForgetReport struct {
 	Failed    int            `json:"failed"`
 	Forgotten map[string]int `json:"forgotten"` // each session forgotten: its archived turns that left the index
 	Scrubbed  bool           `json:"scrubbed"`  // no copy is left in the ledger's files
+	// Children are the subagent sessions forgotten with each session named.
+	Children map[string][]string `json:"children,omitempty"`
 	// ScrubErr is why copies may remain (another process holds the WAL).
 	ScrubErr error `json:"-"`
 }
@@ -312,11 +316,21 @@ type ForgetReport struct {
 // ForgetAll forgets each session (told to each, in order), then scrubs
 // the ledger's files once: gone from the bytes too, the database's free
 // space and its WAL.
-func ForgetAll(ctx context.Context, st State, ids []string, each func(id string, turns int, err error)) ForgetReport {
+//
+// A session's subagents go with it (their turns are the parent's work): each
+// child after its parent, named in Children.
+func ForgetAll(ctx context.Context, st State, ids []string, each func(id, parent string, turns int, err error)) ForgetReport {
 	r := ForgetReport{Forgotten: map[string]int{}, Scrubbed: true}
+	ids, r.Children = WithChildren(ctx, st.DB, ids)
+	parent := map[string]string{}
+	for p, kids := range r.Children {
+		for _, k := range kids {
+			parent[k] = p
+		}
+	}
 	for _, id := range ids {
 		n, err := Forget(ctx, st, id)
-		each(id, n, err)
+		each(id, parent[id], n, err)
 		if err != nil {
 			r.Failed++
 			continue
@@ -349,4 +363,45 @@ func (res ImportResult) WriteText(w io.Writer, dryRun bool, window time.Duration
 		until = fmt.Sprintf(", or (Codex before 0.169 keeps none) it was written within [lifecycle] active_window (%s): importable from %s if left alone", window, res.ActiveUntil)
 	}
 	fmt.Fprintln(w, "  still being written: a running Codex holds its writer lock"+until)
+}
+
+// WithChildren is ids with each one's subagent sessions (and theirs) after
+// it, not named twice, and which children came with which session.
+func WithChildren(ctx context.Context, db *ledger.DB, ids []string) ([]string, map[string][]string) {
+	all, err := db.Sessions(ctx)
+	if err != nil {
+		return ids, nil
+	}
+	kids := map[string][]string{}
+	for i := len(all) - 1; i >= 0; i-- { // oldest first
+		if p := sink.ParentOf(all[i]); p != "" {
+			kids[p] = append(kids[p], all[i].ID)
+		}
+	}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		seen[id] = true
+	}
+	var out []string
+	children := map[string][]string{}
+	var add func(root, id string)
+	add = func(root, id string) {
+		for _, k := range kids[id] {
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			out = append(out, k)
+			children[root] = append(children[root], k)
+			add(root, k)
+		}
+	}
+	for _, id := range ids {
+		out = append(out, id)
+		add(id, id)
+	}
+	if len(children) == 0 {
+		children = nil
+	}
+	return out, children
 }

@@ -103,10 +103,11 @@ func (a *app) ctlForget(ctx context.Context, args []string) error {
 			}
 		}
 		if !yes {
+			all, _ := history.WithChildren(ctx, st.DB, ids) // a session's subagents go with it
 			if !tty.IsTerminal(a.stdin.Fd()) {
-				return fmt.Errorf("forget: %s would be forgotten; confirm with --yes (stdin is not a terminal)", cli.Count(len(ids), "session"))
+				return fmt.Errorf("forget: %s would be forgotten; confirm with --yes (stdin is not a terminal)", cli.Count(len(all), "session"))
 			}
-			if !cli.Confirm(a.stdin, a.stderr, fmt.Sprintf("forget %s (%s)? Their archives, checkpoints and search index rows are removed.", cli.Count(len(ids), "session"), strings.Join(ids[:min(len(ids), 3)], ", "))) {
+			if !cli.Confirm(a.stdin, a.stderr, fmt.Sprintf("forget %s (%s)? Their archives, checkpoints and search index rows are removed.", cli.Count(len(all), "session"), strings.Join(all[:min(len(all), 3)], ", "))) {
 				fmt.Fprintln(a.stderr, "nothing forgotten")
 				return nil // the user's answer, not a failure
 			}
