@@ -110,7 +110,9 @@ func (out StatusView) WriteText(w io.Writer) {
 
 // archivedTurn is what show reads of an archived turn.
 type archivedTurn struct {
-	User string `json:"user"`
+	User    string        `json:"user"`
+	Trigger string        `json:"trigger"`
+	Goal    *rollout.Goal `json:"goal"`
 }
 
 // WriteText is `cx ctl show`.
@@ -151,9 +153,7 @@ func (out ShowView) WriteText(w io.Writer) {
 		var turns []archivedTurn
 		_ = json.Unmarshal(ar.Turns, &turns)
 		fmt.Fprintf(w, "  archive g%d: %s (stored %s)\n", ar.Generation, cli.Count(len(turns), "turn"), ar.StoredAt)
-		for _, t := range turns {
-			fmt.Fprintf(w, "    › %s\n", rollout.OneLine(t.User, 101))
-		}
+		writeTurnLines(w, turns)
 	}
 	if n := len(out.Archives); n > 0 && len(out.Archives[n-1].Checkpoint) > 0 {
 		var cp checkpoint.Checkpoint
@@ -189,5 +189,36 @@ func (out CommitView) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "%s: generation %d ended (%s), status %s\n", s.ID, s.Generation, cmp.Or(out.Reason, "manual"), s.Status)
 	} else {
 		fmt.Fprintf(w, "%s: nothing live to end (status %s, generation %d)\n", s.ID, s.Status, s.Generation)
+	}
+}
+
+// writeTurnLines lists an archive's turns, a line each: a user's prompt
+// after "›"; the turns Codex's goal ran on its own (no prompt) as one line
+// that names the goal and how many there were.
+func writeTurnLines(w io.Writer, turns []archivedTurn) {
+	objective := ""
+	for i := 0; i < len(turns); i++ {
+		t := turns[i]
+		if t.Goal != nil && t.Goal.Objective != "" {
+			objective = t.Goal.Objective
+		}
+		switch t.Trigger {
+		case rollout.TriggerGoal:
+			n := 1
+			for i+1 < len(turns) && turns[i+1].Trigger == rollout.TriggerGoal {
+				i++
+				n++
+				if g := turns[i].Goal; g != nil && g.Objective != "" {
+					objective = g.Objective
+				}
+			}
+			line := "Codex's goal"
+			if objective != "" {
+				line += ": " + rollout.OneLine(objective, 101)
+			}
+			fmt.Fprintf(w, "    ⟳ %s (%s on its own)\n", line, cli.Count(n, "turn"))
+		default:
+			fmt.Fprintf(w, "    › %s\n", rollout.OneLine(t.User, 101))
+		}
 	}
 }

@@ -38,6 +38,11 @@ type TurnView struct {
 	Tools      []ToolView         `json:"tools,omitempty"`
 	Files      []rollout.FileEdit `json:"files,omitempty"`
 	Aborted    bool               `json:"aborted,omitempty"`
+	// Trigger is why a turn with no prompt ran (rollout.TriggerGoal:
+	// Codex's goal; TriggerAgent: another agent's message).
+	Trigger string `json:"trigger,omitempty"`
+	// Goal is the objective of the Codex goal a goal's turn pursued.
+	Goal string `json:"goal,omitempty"`
 }
 
 // ToolView is one tool call of a shown turn.
@@ -73,6 +78,10 @@ func (a *Archive) Turn(ctx context.Context, sessionID string, n int) (TurnView, 
 	for _, r := range t.Assistant {
 		v.Replies = append(v.Replies, shown(r))
 	}
+	v.Trigger = t.Trigger
+	if t.Trigger == rollout.TriggerGoal {
+		v.Goal = a.goalOf(ctx, sessionID, t)
+	}
 	for _, c := range t.Tools {
 		tv := ToolView{Name: c.Name, Command: shown(c.Command), Input: shown(rollout.OneLine(c.Input, 400)), ExitCode: c.ExitCode, Output: shown(c.Output)}
 		if c.Command == "" {
@@ -81,6 +90,21 @@ func (a *Archive) Turn(ctx context.Context, sessionID string, n int) (TurnView, 
 		v.Tools = append(v.Tools, tv)
 	}
 	return v, nil
+}
+
+// goalOf is the objective of the Codex goal a goal's turn pursued: the
+// turn's own, else the session's as its latest checkpoint has it.
+func (a *Archive) goalOf(ctx context.Context, sessionID string, t rollout.Turn) string {
+	if t.Goal != nil && t.Goal.Objective != "" {
+		return shown(t.Goal.Objective)
+	}
+	var cp struct {
+		Goal *rollout.Goal `json:"goal"`
+	}
+	if data, err := a.db.LatestCheckpoint(ctx, sessionID); err == nil && json.Unmarshal([]byte(data), &cp) == nil && cp.Goal != nil {
+		return shown(cp.Goal.Objective)
+	}
+	return ""
 }
 
 // storedTurn reads an indexed turn whole.
@@ -128,7 +152,13 @@ func shown(s string) string {
 func (v TurnView) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "session %s turn %d of %d (generation %d) at %s in %s\n", v.Session, v.Turn, v.Of, v.Generation, v.Time, v.Cwd)
-	fmt.Fprintf(&b, "\n› prompt\n%s\n", v.Prompt)
+	switch {
+	case v.Trigger == rollout.TriggerGoal:
+		// No prompt: Codex's goal ran this turn on its own.
+		fmt.Fprintf(&b, "\n⟳ a turn Codex's goal ran on its own%s\n", map[bool]string{true: ": " + v.Goal, false: ""}[v.Goal != ""])
+	default:
+		fmt.Fprintf(&b, "\n› prompt\n%s\n", v.Prompt)
+	}
 	for _, t := range v.Tools {
 		if t.Command != "" {
 			fmt.Fprintf(&b, "\n$ %s", t.Command)
