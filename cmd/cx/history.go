@@ -47,14 +47,25 @@ func (a *app) ctlImport(ctx context.Context, args []string) error {
 	if sinks != "" {
 		o.Sinks = strings.Split(sinks, ",")
 	}
+	clearProgress := func() {}
 	if tty.IsTerminal(a.stderr.Fd()) && !asJSON {
 		o.Progress = func(done, total int) { fmt.Fprintf(a.stderr, "\rimporting %d/%d sessions…", done, total) }
-		defer fmt.Fprint(a.stderr, "\r\033[K")
+		// The progress line goes before the summary is printed (both reach
+		// the same terminal), and on every way out.
+		cleared := false
+		clearProgress = func() {
+			if !cleared {
+				fmt.Fprint(a.stderr, "\r\033[K")
+				cleared = true
+			}
+		}
+		defer clearProgress()
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	return a.withLedger(ctx, func(st history.State) error {
 		res, err := history.Import(ctx, st, o)
+		clearProgress()
 		if err != nil {
 			return fmt.Errorf("import: %v", err)
 		}

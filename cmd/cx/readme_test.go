@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -196,4 +198,47 @@ func homeWithRollout(t *testing.T, root string) string {
 		t.Fatal(err)
 	}
 	return home
+}
+
+// On a terminal, `cx ctl import`'s progress line is cleared before its
+// summary is printed (issue 52: the summary was printed onto
+// "importing 1/1 sessions…").
+func TestImportClearsItsProgressLine(t *testing.T) {
+	cx := codextest.CX(t)
+	home := homeWithRollout(t, t.TempDir())
+	master, slave, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer master.Close()
+	cmd := exec.Command(cx, "ctl", "import")
+	cmd.Env = []string{"HOME=" + home, "CODEX_HOME=" + filepath.Join(home, ".codex"), "CX_HOME=" + filepath.Join(home, ".cx"), "PATH=/usr/bin:/bin", "TERM=xterm"}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	var screen bytes.Buffer
+	read := make(chan struct{})
+	go func() { _, _ = io.Copy(&screen, master); close(read) }()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("import: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("import did not finish")
+	}
+	select {
+	case <-read:
+	case <-time.After(5 * time.Second):
+	}
+	out := screen.String()
+	progress, clear, summary := strings.LastIndex(out, "importing 1/1 sessions…"), strings.LastIndex(out, "\r\x1b[K"), strings.Index(out, "1 imported")
+	if progress < 0 || summary < 0 || !(progress < clear && clear < summary) {
+		t.Fatalf("the summary is not printed on a cleared line (progress at %d, clear at %d, summary at %d):\n%q", progress, clear, summary, out)
+	}
 }
