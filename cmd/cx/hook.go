@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -21,18 +22,31 @@ var processStart = time.Now()
 // gets a valid no-op answer.
 func (a *app) ctlHook(ctx context.Context, args []string) error {
 	event := ""
-	_, pos, argErr := cli.Spec{Name: "hook", Synopsis: "<event>", Min: 1, Max: 1}.Parse(args)
+	spec := cli.Spec{Name: "hook", Synopsis: "<event>", Min: 1, Max: 1}
+	fs, pos, argErr := spec.Parse(args)
+	if errors.Is(argErr, cli.ErrHelp) {
+		// Codex never asks for help: a person does (`cx ctl hook --help`,
+		// `cx ctl help hook`), and is told what the handler is.
+		fmt.Fprint(a.stdout, spec.Usage(fs))
+		fmt.Fprint(a.stdout, hookHelp)
+		return nil
+	}
 	if len(pos) == 1 {
 		event = pos[0]
 	} else if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		event = args[0]
 	}
-	if errors.Is(argErr, cli.ErrHelp) {
-		argErr = nil
-	}
 	return exitStatus(hookserver.Serve(ctx, hookserver.HookCall{Event: event, ArgErr: argErr, Stdin: a.stdin, Stdout: a.stdout,
 		Getenv: a.getenv, Start: processStart}))
 }
+
+// hookHelp says what `cx ctl hook` is, for a person who asks.
+const hookHelp = `The hook handler Codex runs for each event cx installs (cx ctl install): Codex
+starts it with the event's name (SessionStart, UserPromptSubmit, Stop, PreCompact,
+PostCompact, SessionEnd, Interrupt), writes the event's JSON on its stdin and reads
+one JSON answer on its stdout, always valid and within the hook's time. It is not
+a command to run by hand; ` + "`cx ctl status`" + ` and ` + "`cx ctl show`" + ` say what the hooks did.
+`
 
 // ctlMCP is `cx mcp` (and `cx ctl mcp`): the MCP server Codex starts.
 func (a *app) ctlMCP(ctx context.Context, args []string) error {

@@ -71,18 +71,27 @@ func Resolve(bin, pathEnv, self string) (Binary, error) {
 		if bin != "" {
 			name = bin
 		}
+		self := false // cx itself was found as the name (alias, symlink)
 		for _, dir := range filepath.SplitList(pathEnv) {
 			if dir == "" {
 				dir = "."
 			}
 			p := filepath.Join(dir, name)
-			if isExecutable(p) && !isSelf(p) {
-				found = p
-				break
+			if !isExecutable(p) {
+				continue
 			}
+			if isSelf(p) {
+				self = true
+				continue
+			}
+			found = p
+			break
 		}
-		if found == "" {
-			return Binary{}, fmt.Errorf("%w: no %q on PATH other than cx itself (set CX_CODEX_BIN or [codex] bin)", ErrNotFound, name)
+		switch {
+		case found == "" && self:
+			return Binary{}, fmt.Errorf("%w: no %q on PATH other than cx itself (install Codex: npm install -g @openai/codex; or set CX_CODEX_BIN or [codex] bin)", ErrNotFound, name)
+		case found == "":
+			return Binary{}, fmt.Errorf("%w: no %q on PATH (install Codex: npm install -g @openai/codex; or set CX_CODEX_BIN or [codex] bin)", ErrNotFound, name)
 		}
 	}
 	if abs, err := filepath.Abs(found); err == nil {

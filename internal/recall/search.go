@@ -96,7 +96,11 @@ func (a *Archive) Search(ctx context.Context, q Query) ([]Hit, error) {
 	}
 	found, around, err := a.ranked(ctx, pq, rq)
 	if errors.Is(err, ledger.ErrQuery) {
-		return nil, fmt.Errorf("%w: %s (put words with other characters in double quotes)", ErrQuery, strings.TrimPrefix(err.Error(), ledger.ErrQuery.Error()+": "))
+		why := strings.TrimSpace(strings.TrimPrefix(err.Error(), ledger.ErrQuery.Error()+":"))
+		if why == "" || why == ledger.ErrQuery.Error() {
+			why = "the index cannot read it as a search"
+		}
+		return nil, fmt.Errorf("%w %q: %s (search for words; put words with other characters in double quotes)", ErrQuery, rollout.OneLine(q.Text, 60), why)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
