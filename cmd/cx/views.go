@@ -69,9 +69,16 @@ func (a *app) ctlStatus(ctx context.Context, args []string) error {
 
 func (a *app) ctlSessions(ctx context.Context, args []string) error {
 	var asJSON, all bool
+	var limit int
 	if _, err := a.args(cli.Spec{Name: "sessions", Define: func(fs *flag.FlagSet) {
 		fs.BoolVar(&all, "all", false, "list the sessions that never had a turn too (--json lists every session)")
+		fs.IntVar(&limit, "limit", 0, "list the `N` most recent sessions (their subagents under them); 0 lists all")
 		cli.JSONFlag(&asJSON)(fs)
+	}, Check: func([]string) error {
+		if limit < 0 {
+			return fmt.Errorf("--limit %d: a number of sessions, 0 for all", limit)
+		}
+		return nil
 	}}, args); err != nil {
 		return err
 	}
@@ -80,7 +87,10 @@ func (a *app) ctlSessions(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("sessions: %v", err)
 		}
-		a.render(asJSON, out, func(w io.Writer) { readmodel.WriteSessions(w, out, all) })
+		if asJSON && limit > 0 {
+			out = readmodel.Latest(out, limit)
+		}
+		a.render(asJSON, out, func(w io.Writer) { readmodel.WriteSessions(w, out, all, limit) })
 		return nil
 	})
 }

@@ -68,6 +68,22 @@ func subagentOf(s ledger.Session) (parent, agent string) {
 	return m.ParentID, m.Agent
 }
 
+// Latest is the first n sessions of a list (newest first) that are no
+// subagent's, each with the subagents listed under it.
+func Latest(in []SessionView, n int) []SessionView {
+	out, top := make([]SessionView, 0, min(len(in), n)), 0
+	for _, s := range in {
+		if s.Parent == "" || !slices.ContainsFunc(out, func(p SessionView) bool { return p.ID == s.Parent }) {
+			if top == n {
+				break
+			}
+			top++
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
 // underParents orders sessions so that each subagent's thread follows its
 // parent (children in the order they came); the rest keep their order.
 func underParents(in []SessionView) []SessionView {

@@ -69,7 +69,7 @@ func TestViews(t *testing.T) {
 		t.Fatalf("sessions: %+v, %v (most recently seen first; done-1 has one commit)", all, err)
 	}
 	var text bytes.Buffer
-	WriteSessions(&text, all, true)
+	WriteSessions(&text, all, true, 0)
 	if !strings.Contains(text.String(), "live-1") || !strings.Contains(text.String(), "done-1") {
 		t.Errorf("sessions as text:\n%s", text.String())
 	}

@@ -18,7 +18,10 @@ import (
 // WriteSessions is `cx ctl sessions`: a table, most recently seen first;
 // without all, the sessions that never had a turn (a TUI opened and left)
 // are counted, not listed.
-func WriteSessions(w io.Writer, out []SessionView, all bool) {
+//
+// limit > 0 lists the limit most recent sessions (their subagents under
+// them), and says how many more there are.
+func WriteSessions(w io.Writer, out []SessionView, all bool, limit int) {
 	if len(out) == 0 {
 		fmt.Fprintln(w, "no sessions yet: cx records each Codex session run through it; `cx ctl import` archives the ones Codex already has")
 		return
@@ -42,6 +45,12 @@ func WriteSessions(w io.Writer, out []SessionView, all bool) {
 	}
 	if len(out) == 0 {
 		return
+	}
+	if n := len(out); limit > 0 {
+		out = Latest(out, limit)
+		if more := n - len(out); more > 0 {
+			defer fmt.Fprintf(w, "(%d more %s not listed; --limit 0 lists them all)\n", more, map[bool]string{true: "session", false: "sessions"}[more == 1])
+		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SESSION\tSTATUS\tGEN\tCOMMITS\tTURNS\tEND\tLAST SEEN\tCWD")
@@ -96,7 +105,11 @@ func (out StatusView) WriteText(w io.Writer) {
 		if dead[s.RunID] {
 			note = " (its run is dead, not yet swept)"
 		}
-		fmt.Fprintf(w, "  %s g%d %s run %s%s\n", s.ID, s.Generation, cli.Count(s.Turns, "turn"), s.RunID, note)
+		run := "run " + s.RunID
+		if s.RunID == "" {
+			run = "Codex started without cx"
+		}
+		fmt.Fprintf(w, "  %s g%d %s %s%s\n", s.ID, s.Generation, cli.Count(s.Turns, "turn"), run, note)
 	}
 	fmt.Fprintf(w, "pending jobs: %d\n", len(out.Pending))
 	for _, j := range out.Pending {
