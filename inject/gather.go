@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"cx/internal/checkpoint"
+	"cx/internal/cli"
 	"cx/internal/continuity"
 	"cx/internal/ledger"
 	"cx/internal/rollout"
@@ -175,7 +176,7 @@ func overview(ctx context.Context, db Ledger, id string) string {
 			User string `json:"user"`
 		}
 		_ = json.Unmarshal([]byte(a.Turns), &turns)
-		fmt.Fprintf(&b, "- generation %d (%d turns, ended: %s)\n", a.Generation, len(turns), reason[a.Generation])
+		fmt.Fprintf(&b, "- generation %d (%s, ended: %s)\n", a.Generation, cli.Count(len(turns), "turn"), reason[a.Generation])
 		for i, t := range turns {
 			if i == 5 {
 				fmt.Fprintf(&b, "  - … %d more\n", len(turns)-5)

@@ -106,12 +106,29 @@ func buildQuoting(in Input) (string, []Quote) {
 	}
 	if in.Source != "compact" {
 		add("continuity-project", "Continuity of this project (every session's commands)", in.ProjectContinuity)
-		add("overview", "Archive overview of this session", in.Overview)
+		add("overview", "Archive overview of this session", withoutAsked(in.Overview, in.Checkpoint, view))
 	}
 	if len(secs) == 0 {
 		return "", nil
 	}
 	return render(in.Source, secs, in.MaxChars), quotes
+}
+
+// withoutAsked is the archive overview without the "asked" line that is
+// the task the checkpoint view beside it already states (each fact once).
+func withoutAsked(overview string, cp *checkpoint.Checkpoint, view string) string {
+	if cp == nil || cp.Task == nil || !strings.Contains(view, "\n[TASK]\n") {
+		return overview
+	}
+	task := rollout.OneLine(checkpoint.FirstLine(cp.Task.Text), 400)
+	var kept []string
+	for _, l := range strings.Split(overview, "\n") {
+		if asked, ok := strings.CutPrefix(l, "  - asked: "); ok && asked != "" && strings.HasPrefix(task, strings.TrimSuffix(asked, "…")) {
+			continue
+		}
+		kept = append(kept, l)
+	}
+	return strings.Join(kept, "\n")
 }
 
 // checkpointView is the checkpoint's view without what the continuity

@@ -65,3 +65,19 @@ func TestDeveloperInstructionsMerge(t *testing.T) {
 		t.Fatalf("%q", got)
 	}
 }
+
+// A resume's block states the task once: the archive overview's "asked"
+// line that is the checkpoint's task goes (issue 52).
+func TestResumeStatesTheTaskOnce(t *testing.T) {
+	task := "Migrate the invoice tables to the new ledger schema"
+	cp := &checkpoint.Checkpoint{SessionID: "s", Task: &checkpoint.Task{Text: task, Seq: 1}, Stats: checkpoint.Stats{Turns: 2}}
+	in := Input{Source: "resume", Checkpoint: cp, CheckpointOf: "this session",
+		Overview: "- generation 1 (2 turns, ended: exit)\n  - asked: " + task + "\n  - asked: now run the migration\n"}
+	got := build(in)
+	if n := strings.Count(got, task); n != 1 {
+		t.Errorf("the task is stated %d times, want once:\n%s", n, got)
+	}
+	if !strings.Contains(got, "asked: now run the migration") {
+		t.Errorf("the other request is gone:\n%s", got)
+	}
+}

@@ -191,6 +191,15 @@ func TestForContextDropsWhatIsForPeople(t *testing.T) {
 	if got := ForContext("# Continuity\n\n## Goal\n\n## Tried and failed\n"); got != "" {
 		t.Fatalf("an empty document gives %q", got)
 	}
+	// A session id alone is no files, decisions or environment (issue 52).
+	alone := "# C\n\n## Goal\n\nship it\n\n## Files, decisions, environment\n\n- Last session: `s1` (ended: exit)\n"
+	if got := ForContext(alone); got != "### Goal\n\nship it" {
+		t.Fatalf("a session id alone is given as a section:\n%s", got)
+	}
+	with := "# C\n\n## Goal\n\nship it\n\n## Files, decisions, environment\n\n- `a.go` (update)\n- Last session: `s1` (ended: exit)\n"
+	if got := ForContext(with); !strings.Contains(got, "Last session: `s1`") {
+		t.Fatalf("beside files the last session is gone:\n%s", got)
+	}
 }
 
 // A plan step left "pending" by a plan that commands followed is not "not

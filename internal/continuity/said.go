@@ -87,6 +87,11 @@ func ForContext(text string) string {
 		if s == secEarlier {
 			lines = earlierForContext(lines)
 		}
+		if s == secFilesEtc && len(lines) == 1 && strings.HasPrefix(lines[0], "- Last session: ") {
+			// A session id alone says nothing of files, decisions or the
+			// environment (the checkpoint beside names its session).
+			continue
+		}
 		if len(lines) > 0 {
 			fmt.Fprintf(&b, "### %s\n\n%s\n\n", s, strings.Join(lines, "\n"))
 		}
