@@ -242,3 +242,39 @@ func TestImportClearsItsProgressLine(t *testing.T) {
 		t.Fatalf("the summary is not printed on a cleared line (progress at %d, clear at %d, summary at %d):\n%q", progress, clear, summary, out)
 	}
 }
+
+// Every table of the README and the docs renders: each row belongs to a
+// table that starts with a header and its separator, and has the header's
+// number of cells (issue 52: two rows after a paragraph rendered as text).
+func TestTablesRender(t *testing.T) {
+	pages, _ := filepath.Glob("../../docs/*.md")
+	cells := func(l string) int { return len(regexp.MustCompile(`(^|[^\\])\|`).FindAllString(strings.TrimSpace(l), -1)) - 1 }
+	for _, page := range append([]string{"../../README.md", "../../ARCHITECTURE.md"}, pages...) {
+		data, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(data), "\n")
+		fence := false
+		for i := 0; i < len(lines); i++ {
+			if strings.HasPrefix(lines[i], "```") {
+				fence = !fence
+			}
+			if fence || !strings.HasPrefix(lines[i], "|") {
+				continue
+			}
+			if i+1 >= len(lines) || !regexp.MustCompile(`^\|(\s*:?-+:?\s*\|)+\s*$`).MatchString(lines[i+1]) {
+				t.Errorf("%s:%d: a table row outside a table (no header and separator): %s", page, i+1, lines[i])
+				continue
+			}
+			n := cells(lines[i])
+			j := i + 2
+			for ; j < len(lines) && strings.HasPrefix(lines[j], "|"); j++ {
+				if c := cells(lines[j]); c != n {
+					t.Errorf("%s:%d: %d cells, the header has %d: %s", page, j+1, c, n, lines[j])
+				}
+			}
+			i = j - 1
+		}
+	}
+}

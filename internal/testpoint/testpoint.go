@@ -16,6 +16,20 @@ import (
 	"time"
 )
 
+// CrashPoints are the points CX_TEST_CRASH_AT may name, in the order a
+// session's end meets them: learning a thread (learn), capturing its
+// rollout (capture), the generation ended (ended), its job leased (leased),
+// the commit begun (committing), a sink sending (sending) and sent (sent),
+// the sink's acceptance recorded (accepted), the job done (committed).
+// The house test holds this list to the Crash calls in the code.
+var CrashPoints = []string{"learn", "capture", "ended", "leased", "committing", "sending", "sent", "accepted", "committed"}
+
+// PanicPoints are the points CX_TEST_PANIC_AT may name: a hook's work and
+// its main goroutine, a supervised run's open and finish, discovery of a
+// Codex's threads, an app-server frame. CX_TEST_PANIC (WrapperPanic)
+// names the PTY relay's: "started", "output".
+var PanicPoints = []string{"hook-work", "hook-main", "supervise-open", "supervise-finish", "discover", "tap-frame"}
+
 // Crash kills this process with SIGKILL when CX_TEST_CRASH_AT names point.
 func Crash(point string) {
 	if v := os.Getenv("CX_TEST_CRASH_AT"); v != "" && v == point {

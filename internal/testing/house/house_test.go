@@ -140,3 +140,76 @@ func TestTestSupportIsNotLinked(t *testing.T) {
 		}
 	}
 }
+
+// Every CX_TEST_ switch production code reads is listed where it is read
+// (internal/testpoint), the crash and panic points included: the lists
+// hold exactly the points the code has, and the README points there
+// (issue 52: it named 4 of 9 crash points).
+func TestTestSwitchesListedWhereRead(t *testing.T) {
+	dir := root(t)
+	var code strings.Builder
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testing" || strings.HasPrefix(d.Name(), ".")) {
+			return filepath.SkipDir
+		}
+		if strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go") {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			code.Write(b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	points := func(fn string) []string {
+		var out []string
+		for _, m := range regexp.MustCompile(`testpoint\.`+fn+`\("([a-z-]+)"\)`).FindAllStringSubmatch(code.String(), -1) {
+			if !slices.Contains(out, m[1]) {
+				out = append(out, m[1])
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	tp, err := os.ReadFile(filepath.Join(dir, "internal", "testpoint", "testpoint.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := func(name string) []string {
+		m := regexp.MustCompile(`var ` + name + ` = \[\]string\{([^}]*)\}`).FindSubmatch(tp)
+		if m == nil {
+			t.Fatalf("testpoint has no %s", name)
+		}
+		var out []string
+		for _, q := range regexp.MustCompile(`"([a-z-]+)"`).FindAllSubmatch(m[1], -1) {
+			out = append(out, string(q[1]))
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got, want := listed("CrashPoints"), points("Crash"); !slices.Equal(got, want) {
+		t.Errorf("testpoint.CrashPoints %v, the code's Crash points %v", got, want)
+	}
+	if got, want := listed("PanicPoints"), points("Panic"); !slices.Equal(got, want) {
+		t.Errorf("testpoint.PanicPoints %v, the code's Panic points %v", got, want)
+	}
+	// Every switch production code names is testpoint's.
+	for _, v := range regexp.MustCompile(`CX_TEST_[A-Z_]+`).FindAllString(code.String(), -1) {
+		if !bytes.Contains(tp, []byte(`"`+v+`"`)) {
+			t.Errorf("%s is read outside internal/testpoint, or not listed there", v)
+		}
+	}
+	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(readme, []byte("`CX_TEST_*`")) || !bytes.Contains(readme, []byte("internal/testpoint")) {
+		t.Error("the README's CX_TEST_* row does not point to internal/testpoint")
+	}
+}
