@@ -248,7 +248,9 @@ func TestImportClearsItsProgressLine(t *testing.T) {
 // number of cells (issue 52: two rows after a paragraph rendered as text).
 func TestTablesRender(t *testing.T) {
 	pages, _ := filepath.Glob("../../docs/*.md")
-	cells := func(l string) int { return len(regexp.MustCompile(`(^|[^\\])\|`).FindAllString(strings.TrimSpace(l), -1)) - 1 }
+	cells := func(l string) int {
+		return len(regexp.MustCompile(`(^|[^\\])\|`).FindAllString(strings.TrimSpace(l), -1)) - 1
+	}
 	for _, page := range append([]string{"../../README.md", "../../ARCHITECTURE.md"}, pages...) {
 		data, err := os.ReadFile(page)
 		if err != nil {
