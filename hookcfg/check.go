@@ -67,9 +67,9 @@ func (in *Installer) Checks(ctx context.Context, cwd string) []health.Check {
 		}
 	}
 	if in.Codex == "" && err == nil && len(st.Installed) > 0 {
-		// Only Codex knows whether it trusts a hook (0.169 and later ask),
+		// Only Codex knows whether it trusts a hook (0.145 and later ask),
 		// and there is none to ask: not a pass, not a failure of the hooks.
-		out = append(out, health.Check{Name: "hooks trusted", Detail: "unknown: no Codex to ask (Codex 0.169 and later run a hook only once trusted)",
+		out = append(out, health.Check{Name: "hooks trusted", Detail: "unknown: no Codex to ask (Codex 0.145 and later run a hook only once trusted)",
 			Fix: "install Codex, then `cx ctl install` again to record the hooks' trust"})
 	}
 	if err == nil && len(st.Missing) == 0 {

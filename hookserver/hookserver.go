@@ -52,7 +52,7 @@ type HookCall struct {
 // hookBudget is how long, from process start, the handler may take before
 // it answers anyway: well inside the timeout cx installs for the event
 // (SessionEnd and Interrupt are clamped to 3 s by Codex, so they answer
-// within 2.5 s whatever stdin does).
+// within 2.3 s whatever stdin does).
 func hookBudget(event string) time.Duration {
 	switch event {
 	case codex.HookUserPromptSubmit:

@@ -52,7 +52,7 @@ import (
 	"cx/internal/testpoint"
 )
 
-// End reasons (the README: "End reasons").
+// End reasons (ARCHITECTURE.md: "End reasons").
 const (
 	reasonSessionEnd = "session_end"
 	reasonExit       = "exit"

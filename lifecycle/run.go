@@ -50,7 +50,7 @@ type ExitInfo struct {
 	Cut <-chan struct{}
 }
 
-// Reason is the end reason the exit implies (the README: "End reasons").
+// Reason is the end reason the exit implies (ARCHITECTURE.md: "End reasons").
 func (e ExitInfo) Reason() string {
 	switch {
 	case e.Received != "":
@@ -244,7 +244,7 @@ func (r *Run) learn(ctx context.Context, found map[string]string) bool {
 // discovery never saw while it ran: a quick run (a `cx exec` of a second),
 // a busy machine, a fresh Codex home whose folders did not exist yet — and
 // Codex 0.169 deletes a thread's lock file at exit and logs no thread rows.
-// See ownThreads; the ledger must not know them either.
+// See codex.OwnThreads; the ledger must not know them either.
 func (r *Run) writtenUnseen(ctx context.Context, pid int) map[string]string {
 	return codex.OwnThreads(r.info.CodexHome, pid, r.started, r.info.CodexDir(), r.logs, func(id string) bool {
 		if r.known[id] {

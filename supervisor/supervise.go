@@ -34,8 +34,10 @@ var (
 )
 
 // Supervision connects the wrapper's child events to the run. The
-// ledger is opened beside Codex's launch, never before it: start overhead
-// stays that of the supervisor alone.
+// ledger is opened beside Codex's launch, not before it, so start overhead
+// stays that of the supervisor alone — except on the fallback, where cx
+// must know before launch whether it can record (and so whether to give
+// Codex its block as developer_instructions).
 type Supervision struct {
 	warn      func(format string, args ...any) // a line for the user (stderr)
 	cfg       config.Config

@@ -22,7 +22,8 @@
 //	meta                 meta.go           internal/ledger; internal/recall; internal/sink/local; history — migrations (schema version), the recall backfill's keys, a scrub due, the count of index removals (recall.go: its windows' stamp)
 //
 // Every table's schema, and the migrations between versions, are in
-// schema.go. A sink gets a SinkStore (sinkstore.go), never the DB.
+// schema.go. A sink writes through a SinkStore (sinkstore.go); the local
+// sink also reads the index it keeps.
 //
 // Errors are told apart by SQLite's result codes (IsDamaged, CannotWrite,
 // query errors), never by their text. history's forget deletes from every

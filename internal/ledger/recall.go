@@ -303,7 +303,7 @@ func openReader(ctx context.Context, path string) (*DB, error) {
 	}
 	if v < 8 {
 		sdb.Close()
-		return nil, fmt.Errorf("ledger %s is at schema %d, before the recall index: run any `cx ctl` command once to upgrade it", path, v)
+		return nil, fmt.Errorf("ledger %s is at schema %d, before the recall index: run `cx ctl sweep` once to upgrade it", path, v)
 	}
 	return &DB{db: sdb, Path: path, now: testpoint.Now, readSchema: v}, nil
 }

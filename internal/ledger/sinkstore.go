@@ -9,8 +9,9 @@ import (
 // and turns to read; its own progress (sink_turns, sink_commits,
 // sink_sessions) and an event to write; and, for the local sink, a
 // generation's archive with its recall index rows. Each write is one
-// transaction. A sink gets this, never the DB: what it may change is
-// these methods.
+// transaction. A sink gets this for what it may change; the local sink
+// also reads the index it keeps (sink.Host.Index, the *DB) for its upkeep
+// and its project's words.
 type SinkStore struct{ db *DB }
 
 // SinkStore is db as the sinks see it.
