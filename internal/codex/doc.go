@@ -12,6 +12,7 @@
 // developer_instructions).
 //
 // It may import only the standard library, leaf helpers (internal/config
-// for the user's home, internal/fsutil, internal/proc for a lock's holder),
-// toml, fsnotify and the sqlite driver; nothing in cx's own state machine.
+// for the user's home, internal/fsutil, internal/proc for a lock's holder,
+// internal/rollout for what a rollout says of its thread), toml, fsnotify
+// and the sqlite driver; nothing in cx's own state machine.
 package codex
