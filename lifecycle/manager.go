@@ -52,7 +52,7 @@ import (
 	"cx/internal/testpoint"
 )
 
-// End reasons (ARCHITECTURE.md: "End reasons").
+// End reasons (docs/behaviour.md: "End reasons").
 const (
 	reasonSessionEnd = "session_end"
 	reasonExit       = "exit"

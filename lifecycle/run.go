@@ -50,7 +50,7 @@ type ExitInfo struct {
 	Cut <-chan struct{}
 }
 
-// Reason is the end reason the exit implies (ARCHITECTURE.md: "End reasons").
+// Reason is the end reason the exit implies (docs/behaviour.md: "End reasons").
 func (e ExitInfo) Reason() string {
 	switch {
 	case e.Received != "":

@@ -21,7 +21,7 @@ import (
 // it back whole.
 //
 // New line or same line is decided from structure, in any language (see
-// ARCHITECTURE.md, "A line of work"):
+// docs/behaviour.md, "A line of work"):
 //   - Codex's own goal, when the thread has one, is the line;
 //   - a turn that did no work never changes the line;
 //   - a plan is the same line's when it holds most of that line's open

@@ -293,5 +293,5 @@ func moduleRoot(t *testing.T) string {
 }
 
 // openers are the entry points, the only packages that call ledger.Open
-// (ARCHITECTURE.md's ownership rules).
+// (ARCHITECTURE.md's rules).
 var openers = []string{"cmd/cx", "hookserver", "supervisor", "setup", "mcpserver"}

@@ -53,9 +53,9 @@ func TestCodeMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, table, ok := strings.Cut(string(readme), "## Layout (code map)")
+	_, table, ok := strings.Cut(string(readme), "## Code map")
 	if !ok {
-		t.Fatal("ARCHITECTURE.md has no code map (## Layout (code map))")
+		t.Fatal("ARCHITECTURE.md has no code map (## Code map)")
 	}
 	if i := strings.Index(table, "\n| package"); i >= 0 {
 		table = table[i+1:]

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The ownership rules ARCHITECTURE.md states, held to the code: who may
+// The rules ARCHITECTURE.md states, held to the code: who may
 // import what (who may open the ledger: internal/ledger's owners test).
 func TestOwnershipRules(t *testing.T) {
 	imports := map[string][]string{} // package → the packages of cx it imports
