@@ -231,7 +231,8 @@ func (t *AppServerTap) frame(f tapFrame) {
 // Configure sets up the run of Codex's app-server: the daemon's JSON-RPC
 // is relayed byte for byte and watched by the tap; Codex's app-server ends
 // every loaded thread itself, with its own SessionEnd hooks, when its stdin
-// closes (measured: README), so a stop signal asks for that first.
+// closes (measured: docs/behaviour.md, "As a daemon's Codex launcher"), so a
+// stop signal asks for that first.
 func (t *AppServerTap) Configure(spec *wrapper.Spec) {
 	spec.Stop.CloseStdin = true
 	spec.Tap = t
