@@ -3,6 +3,7 @@ package codex
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -12,8 +13,9 @@ import (
 	"time"
 
 	"cx/internal/proc"
+	"cx/internal/rollout"
 
-	_ "modernc.org/sqlite" // the logs database
+	_ "modernc.org/sqlite" // the logs and goals databases
 )
 
 // Codex's home holds, per session, a rollout filed by local start day
@@ -284,4 +286,32 @@ func (w *LogWatch) Close() error {
 		return nil
 	}
 	return w.db.Close()
+}
+
+// StoredGoal is a thread's goal as Codex's goal store holds it now
+// (goals_*.sqlite, table thread_goals: objective and status): known is
+// false when there is no such store to ask; a nil goal with known true
+// means the thread has none — for a thread that had one, it was cleared
+// (`/goal clear` may leave no line in the rollout).
+func StoredGoal(home, threadID string) (g *rollout.Goal, known bool) {
+	matches, _ := filepath.Glob(filepath.Join(home, "goals_*.sqlite"))
+	if home == "" || len(matches) == 0 {
+		return nil, false
+	}
+	db, err := sql.Open("sqlite", "file:"+matches[len(matches)-1]+"?mode=ro&_pragma=busy_timeout(200)")
+	if err != nil {
+		return nil, false
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var obj, status string
+	err = db.QueryRowContext(ctx, `SELECT objective, status FROM thread_goals WHERE thread_id = ?`, threadID).Scan(&obj, &status)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, true
+	case err != nil:
+		return nil, false
+	}
+	return &rollout.Goal{Objective: obj, Status: status}, true
 }

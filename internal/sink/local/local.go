@@ -16,6 +16,7 @@ import (
 	"cx/internal/continuity"
 	"cx/internal/ledger"
 	"cx/internal/recall"
+	"cx/internal/rollout"
 	"cx/internal/sink"
 )
 
@@ -84,7 +85,7 @@ func (l *Sink) Commit(ctx context.Context, req sink.Request) error {
 			}
 			_, wt, err := store.Update(id, continuity.Evidence{
 				SessionID: req.Session.ID, EndReason: req.Generation.EndReason, Turns: req.Turns, Plan: cp.Plan.Steps,
-				Goal: cp.Goal, Parent: cp.Parent, Ordinary: ordinary})
+				Goal: goalAsItStands(cp.Goal, req.Session.CodexHome, req.Session.ID), Parent: cp.Parent, Ordinary: ordinary})
 			if err != nil {
 				return err
 			}
@@ -114,4 +115,24 @@ func readUpTo(path string, n int64) ([]byte, error) {
 		data = data[:n]
 	}
 	return data, nil
+}
+
+// goalAsItStands is Codex's goal for the thread as it stands: the one the
+// rollout last showed, with the status Codex's goal store has now (a
+// pause the rollout did not say); cleared when the store has none for a
+// thread whose rollout showed one.
+func goalAsItStands(g *rollout.Goal, codexHome, thread string) *rollout.Goal {
+	if g == nil || g.Cleared() {
+		return g
+	}
+	stored, known := codex.StoredGoal(codexHome, thread)
+	switch {
+	case !known:
+		return g
+	case stored == nil:
+		return &rollout.Goal{Objective: g.Objective, Status: rollout.GoalCleared}
+	case stored.Objective == g.Objective && stored.Status != "":
+		return &rollout.Goal{Objective: g.Objective, Status: stored.Status}
+	}
+	return g
 }
