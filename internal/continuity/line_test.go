@@ -39,6 +39,20 @@ func evidence(session string, turns ...rollout.Turn) Evidence {
 	return ev
 }
 
+// lineUpdater merges evidence into a fresh worktree's documents and
+// reads them back.
+func lineUpdater(t *testing.T) func(Evidence) lineDoc {
+	s := Store{Home: t.TempDir()}
+	id := Identity{Project: "origin:x", ProjectID: "p1", Worktree: "/w", WorktreeID: "w1", Name: "w"}
+	return func(ev Evidence) lineDoc {
+		t.Helper()
+		if _, _, err := s.Update(id, ev); err != nil {
+			t.Fatal(err)
+		}
+		return readLineDoc(t, s, id)
+	}
+}
+
 // lineDoc is a worktree document's parts as tests check them.
 type lineDoc struct {
 	goal, steps, earlier, files, context string
@@ -72,15 +86,7 @@ var (
 // Lines of work as a user meets them, with plans as a model writes them
 // (issue 51): invoice → CSV → login → back to the invoice line.
 func TestLinesOfWork(t *testing.T) {
-	s := Store{Home: t.TempDir()}
-	id := Identity{Project: "origin:x", ProjectID: "p1", Worktree: "/w", WorktreeID: "w1", Name: "w"}
-	update := func(ev Evidence) lineDoc {
-		t.Helper()
-		if _, _, err := s.Update(id, ev); err != nil {
-			t.Fatal(err)
-		}
-		return readLineDoc(t, s, id)
-	}
+	update := lineUpdater(t)
 
 	d := update(evidence("s1", planned(invoiceGoal, invoicePlan...)))
 	if d.goal != invoiceGoal || !strings.Contains(d.steps, "- [>] Look at the code for the invoice tables") {
@@ -193,15 +199,7 @@ func TestSameLine(t *testing.T) {
 // Codex's goal as it stands: paused, resumed, complete, cleared (the line
 // before it comes back).
 func TestCodexGoalLine(t *testing.T) {
-	s := Store{Home: t.TempDir()}
-	id := Identity{Project: "origin:x", ProjectID: "p1", Worktree: "/w", WorktreeID: "w1", Name: "w"}
-	update := func(ev Evidence) lineDoc {
-		t.Helper()
-		if _, _, err := s.Update(id, ev); err != nil {
-			t.Fatal(err)
-		}
-		return readLineDoc(t, s, id)
-	}
+	update := lineUpdater(t)
 	update(evidence("s1", planned(csvGoal, csvPlan...)))
 	obj := "Migrate the invoice tables to the new ledger schema"
 	goalTurn := turn("Set a goal: migrate the invoice tables")

@@ -112,12 +112,7 @@ func TestCodexGoalAsItStands(t *testing.T) {
 			t.Fatalf("first session: %s", errOut)
 		}
 		tu := h.StartTUI()
-		tu.WaitReady()
-		tu.Type(goalPausePrompt)
-		tu.WaitText("esc to interrupt", 60*time.Second)
-		tu.Keys("Escape")
-		tu.WaitText("paused", 30*time.Second)
-		tu.WaitReady()
+		tu.SetGoalAndPause()
 		tu.Slash("/exit")
 		tu.WaitExit(30 * time.Second)
 		const obj = "Migrate the invoice tables to the new ledger schema"

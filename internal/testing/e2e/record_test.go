@@ -174,12 +174,7 @@ func recordStructure(t *testing.T, in codextest.Install, save func(*H, string)) 
 	// again and clears: what the rollout says of each (issue 51).
 	h = New(t, in, Options{})
 	tu = h.StartTUI()
-	tu.WaitReady()
-	tu.Type(goalPausePrompt)
-	tu.WaitText("esc to interrupt", 60*time.Second)
-	tu.Keys("Escape")
-	tu.WaitText("paused", 30*time.Second)
-	tu.WaitReady()
+	tu.SetGoalAndPause()
 	tu.Slash("/goal resume")
 	time.Sleep(3 * time.Second)
 	tu.Keys("Escape")
@@ -190,4 +185,17 @@ func recordStructure(t *testing.T, in codextest.Install, save func(*H, string)) 
 	tu.Slash("/exit")
 	tu.WaitExit(30 * time.Second)
 	save(h, "goal-pause")
+}
+
+// SetGoalAndPause has the model set a goal whose turns take long
+// (goalPausePrompt) and pauses it with Esc while its turn runs, as a user
+// does; it returns at the prompt.
+func (tu *TUI) SetGoalAndPause() {
+	tu.h.T.Helper()
+	tu.WaitReady()
+	tu.Type(goalPausePrompt)
+	tu.WaitText("esc to interrupt", 60*time.Second)
+	tu.Keys("Escape")
+	tu.WaitText("paused", 30*time.Second)
+	tu.WaitReady()
 }
