@@ -146,9 +146,10 @@ func checkpointView(in Input, said continuity.Said) (view, title string) {
 		for c := range said.Commands {
 			omit.URIs[c] = true
 		}
-		if t := in.Checkpoint.Task; t != nil && said.Goal != "" && (t.Talk || strings.HasPrefix(checkpoint.FirstLine(t.Text), strings.TrimSuffix(said.Goal, "…"))) {
+		if t := in.Checkpoint.Task; said.Goal != "" && (t == nil || t.Talk || strings.HasPrefix(checkpoint.FirstLine(t.Text), strings.TrimSuffix(said.Goal, "…"))) {
 			// The goal beside says what the work is: the task is that goal,
-			// or only talk ("what's left?"), which no work made the task.
+			// or only talk ("what's left?"), which no work made the task, or
+			// none at all (never "(none)" beside a goal).
 			omit.Task = true
 		}
 		if g := in.Checkpoint.Goal; g != nil && said.Goal != "" && strings.HasPrefix(said.Goal, strings.TrimSuffix(rollout.OneLine(g.Objective, 200), "…")) {

@@ -81,3 +81,16 @@ func TestResumeStatesTheTaskOnce(t *testing.T) {
 		t.Errorf("the other request is gone:\n%s", got)
 	}
 }
+
+// Beside a goal the checkpoint's task is never talk nor "(none)" (issue
+// 51): a status question did no work, so the goal says what the work is.
+func TestNoTalkTaskBesideAGoal(t *testing.T) {
+	wt := "### Goal\n\nMigrate the invoice tables"
+	for _, task := range []*checkpoint.Task{nil, {Text: "what's left?", Talk: true, Seq: 1}} {
+		cp := &checkpoint.Checkpoint{SessionID: "s", Task: task, Stats: checkpoint.Stats{Turns: 1}, Artifacts: map[string]checkpoint.Artifact{"cmd:make": {URI: "make", Kind: "command", Count: 1, LastSeq: 1}}, RecentArtifacts: []string{"cmd:make"}}
+		got := build(Input{Source: "startup", WorktreeContinuity: wt, Checkpoint: cp, CheckpointOf: "s"})
+		if strings.Contains(got, "[TASK]") {
+			t.Errorf("task %+v beside a goal:\n%s", task, got)
+		}
+	}
+}
