@@ -281,54 +281,69 @@ func (m *Manager) SweepNow(ctx context.Context, o SweepOptions) (SweepResult, er
 }
 
 // letGoEvery is how often the background sweeper looks whether a Codex
-// started without cx let go of a thread.
-var letGoEvery = 15 * time.Second
+// started without cx let go of a thread; jobEvery, whether commits are due
+// meanwhile (a hook that finds the sweeper's place taken starts none).
+var letGoEvery, jobEvery = 15 * time.Second, time.Second
 
 // watchLetGo keeps the background sweeper while a Codex started without cx
 // holds a thread cx knows live (its writer lock): no hook tells when such a
 // Codex lets go — a TUI's thread kept by Codex's background daemon after
 // /exit, a daemon gone — so every letGoEvery it looks at those threads'
-// locks, ends each one no Codex holds any more (as the sweep would), and
-// works the commits due. It returns, with how many it ended, when none is
-// held, after the idle TTL, or when ctx ends.
+// locks and ends each one no Codex holds any more (as the sweep would);
+// every jobEvery it works the commits due. It returns, with how many it
+// ended, when none is held, after the idle TTL, or when ctx ends.
 func (m *Manager) watchLetGo(ctx context.Context) int {
 	ended := 0
 	until := m.now().Add(m.cfg.Lifecycle.IdleTTL.Duration)
+	lastLook := time.Time{}
 	for ctx.Err() == nil && m.now().Before(until) {
-		var live []ledger.Session
-		if err := m.db.Tx(ctx, func(tx *ledger.Tx) (err error) { live, err = tx.UnownedLive(ctx); return err }); err != nil {
-			m.log.Printf("background sweep: %v", err)
-			return ended
-		}
-		held := 0
-		for _, s := range live {
-			l := m.liveness(s)
-			switch {
-			case !l.ByLock:
-			case l.Live:
-				held++
-			case !m.endQueued(ctx, s.ID):
-				if ok, err := m.End(ctx, s.ID, reasonOrphan, EndOptions{}); err != nil {
-					m.log.Printf("background sweep: end %s: %v", s.ID, err)
-				} else if ok {
-					ended++
-				}
-			}
-		}
 		if due, _ := m.db.DueJobs(ctx, m.now()); due {
 			if _, err := m.outbox.Work(ctx, nil); err != nil {
 				m.log.Printf("background sweep: %v", err)
 			}
 		}
-		if held == 0 {
-			return ended
+		if time.Since(lastLook) >= letGoEvery {
+			lastLook = time.Now()
+			held, n, err := m.endLetGo(ctx)
+			ended += n
+			if err != nil {
+				m.log.Printf("background sweep: %v", err)
+				return ended
+			}
+			if held == 0 {
+				return ended
+			}
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(letGoEvery):
+		case <-time.After(jobEvery):
 		}
 	}
 	return ended
+}
+
+// endLetGo ends the live sessions of no run whose Codex let go of their
+// thread (its writer lock free), and counts those still held.
+func (m *Manager) endLetGo(ctx context.Context) (held, ended int, err error) {
+	var live []ledger.Session
+	if err := m.db.Tx(ctx, func(tx *ledger.Tx) (err error) { live, err = tx.UnownedLive(ctx); return err }); err != nil {
+		return 0, 0, err
+	}
+	for _, s := range live {
+		l := m.liveness(s)
+		switch {
+		case !l.ByLock:
+		case l.Live:
+			held++
+		case !m.endQueued(ctx, s.ID):
+			if ok, err := m.End(ctx, s.ID, reasonOrphan, EndOptions{}); err != nil {
+				m.log.Printf("background sweep: end %s: %v", s.ID, err)
+			} else if ok {
+				ended++
+			}
+		}
+	}
+	return held, ended, nil
 }
 
 // liveness judges whether a Codex may still write the session's rollout
