@@ -101,9 +101,9 @@ func TestLinesOfWork(t *testing.T) {
 	})
 }
 
-// Codex's goal as it stands (issue 51): set by the model, paused with Esc,
-// resumed, paused again — the goal line says "paused"; cleared — the line
-// before it is the goal again.
+// Codex's goal as it stands (issue 51): set by the model and paused with
+// Esc — the goal line says "paused", the line it replaced is earlier;
+// set again, paused and cleared — the line before it is the goal again.
 func TestCodexGoalAsItStands(t *testing.T) {
 	withStructure(t, func(t *testing.T, in codextest.Install) {
 		h := New(t, in, Options{})
@@ -123,13 +123,12 @@ func TestCodexGoalAsItStands(t *testing.T) {
 			t.Errorf("beside Codex's goal:\n%s", out)
 		}
 
-		// Resumed, then cleared: the goal falls back to the line before.
-		id := h.RolloutSessionIDs()
-		tu = h.StartTUI("resume", id[len(id)-1])
-		tu.WaitReady()
+		// Set again in a session of its own, paused, then cleared: the goal
+		// falls back to the line before it.
+		tu = h.StartTUI()
+		tu.SetGoalAndPause()
 		tu.Slash("/goal clear")
-		time.Sleep(2 * time.Second)
-		tu.Prompt("thanks", "mock reply: thanks")
+		tu.WaitText("Goal cleared", 30*time.Second)
 		tu.Slash("/exit")
 		tu.WaitExit(30 * time.Second)
 		if g := worktreeGoal(t, h); !strings.HasPrefix(g, csv) {
