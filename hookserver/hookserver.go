@@ -337,3 +337,11 @@ func recordHookEvent(cfg config.Config, start time.Time, au hookAudit) {
 	line, _ := json.Marshal(rec)
 	_ = logs.Append(filepath.Join(cfg.Home, "logs", "hook-events.jsonl"), append(line, '\n'))
 }
+
+// Help says what `cx ctl hook` is, for a person who asks.
+const Help = `The hook handler Codex runs for each event cx installs (cx ctl install): Codex
+starts it with the event's name (SessionStart, UserPromptSubmit, Stop, PreCompact,
+PostCompact, SessionEnd, Interrupt), writes the event's JSON on its stdin and reads
+one JSON answer on its stdout, always valid and within the hook's time. It is not
+a command to run by hand; ` + "`cx ctl status`" + ` and ` + "`cx ctl show`" + ` say what the hooks did.
+`

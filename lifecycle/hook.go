@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -53,37 +52,11 @@ type hookRecord struct {
 	ends []string
 	// codex is the Codex process a hook of no run came from (its PID 0
 	// when unknown).
-	codex codexProc
+	codex codex.Process
 }
-
-// codexProc is a Codex process, known by its pid and start time; daemon:
-// it is an app-server, whose threads (several windows' at once) run side
-// by side.
-type codexProc struct {
-	PID    int
-	Start  uint64
-	daemon bool
-}
-
-func (c codexProc) String() string { return fmt.Sprintf("%d@%d", c.PID, c.Start) }
 
 // codexMark precedes the Codex process in a hook event's detail.
 const codexMark = " from codex "
-
-// hookCodex is the Codex process a hook runs under: its parent's chain
-// past any shell.
-func hookCodex(ppid int) codexProc {
-	if ppid <= 1 {
-		return codexProc{}
-	}
-	for _, st := range proc.Ancestors(ppid, 6) {
-		if shells[st.Comm] {
-			continue
-		}
-		return codexProc{PID: st.PID, Start: st.StartTime, daemon: slices.Contains(proc.Args(st.PID), "app-server")}
-	}
-	return codexProc{}
-}
 
 // HandleHook acts on one hook event, in two write transactions at most
 // before the ends it causes (the package doc lists them per event). It
@@ -124,7 +97,7 @@ func (m *Manager) recordHook(ctx context.Context, h Hook) (hookRecord, error) {
 	var rec hookRecord
 	rec.run, rec.owned = m.attribute(ctx, h.RunID, h.PPID)
 	if !rec.owned {
-		rec.codex = hookCodex(h.PPID)
+		rec.codex = codex.HookProcess(h.PPID)
 	}
 	hint := ledger.Session{ID: p.SessionID, TranscriptPath: p.TranscriptPath, Cwd: p.Cwd, CodexHome: m.codexHome()}
 	if rec.owned {
@@ -199,7 +172,7 @@ func (m *Manager) recordHook(ctx context.Context, h Hook) (hookRecord, error) {
 func (m *Manager) startForeground(ctx context.Context, tx *ledger.Tx, rec *hookRecord, id, source string) error {
 	newThread := source == "startup" || source == "clear"
 	if !rec.owned {
-		if !newThread || rec.codex.PID == 0 || rec.codex.daemon {
+		if !newThread || rec.codex.PID == 0 || rec.codex.Daemon {
 			return nil
 		}
 		live, err := tx.UnownedLive(ctx)
@@ -462,9 +435,6 @@ func (m *Manager) armAppends(ctx context.Context, tx *ledger.Tx, s *ledger.Sessi
 	return nil
 }
 
-// shells are processes that may stand between Codex and its hook command.
-var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "env": true}
-
 // attribute decides whether a hook belongs to the run named by CX_RUN_ID:
 // its nearest ancestor that is not a shell must be that run's Codex (pid and
 // start time). A nested Codex started by the model, or a shared daemon's
@@ -498,7 +468,7 @@ func (m *Manager) attribute(ctx context.Context, runID string, ppid int) (ledger
 	}
 	chain := proc.Ancestors(ppid, 6)
 	for i, st := range chain {
-		if shells[st.Comm] {
+		if codex.IsHookShell(st.Comm) {
 			continue
 		}
 		if run.CodexPID != 0 {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os"
 
 	"cx/internal/config"
@@ -35,18 +34,9 @@ type loadedConfig struct {
 func (a *app) loadConfigToRead() (config.Config, error) {
 	warned := a.cfg != nil
 	cfg, err := a.loadConfig()
-	switch {
-	case errors.Is(err, config.ErrParse):
-		if !warned {
-			a.errorf("warning: %v; running on the defaults (`cx ctl doctor` says how to fix it)", err)
-		}
-		return config.OnDefaults(a.getenv, err)
-	case errors.Is(err, config.ErrSink):
-		// Reading never depends on the sinks a run records to.
-		if !warned {
-			a.errorf("warning: %v; runs are not recorded until it is fixed (reading goes on)", err)
-		}
-		return cfg.KnownSinksOnly(), nil
+	cfg, warning, err := config.ToRead(a.getenv, cfg, err)
+	if warning != "" && !warned {
+		a.errorf("warning: %s", warning)
 	}
 	return cfg, err
 }

@@ -47,19 +47,10 @@ func (a *app) ctlImport(ctx context.Context, args []string) error {
 	if sinks != "" {
 		o.Sinks = strings.Split(sinks, ",")
 	}
-	clearProgress := func() {}
+	show, clearProgress := cli.ProgressLine(a.stderr, "importing %d/%d sessions…")
 	if tty.IsTerminal(a.stderr.Fd()) && !asJSON {
-		o.Progress = func(done, total int) { fmt.Fprintf(a.stderr, "\rimporting %d/%d sessions…", done, total) }
-		// The progress line goes before the summary is printed (both reach
-		// the same terminal), and on every way out.
-		cleared := false
-		clearProgress = func() {
-			if !cleared {
-				fmt.Fprint(a.stderr, "\r\033[K")
-				cleared = true
-			}
-		}
-		defer clearProgress()
+		o.Progress = func(done, total int) { show(done, total) }
+		defer clearProgress() // and before the summary, on the same terminal
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -28,7 +28,7 @@ func (a *app) ctlHook(ctx context.Context, args []string) error {
 		// Codex never asks for help: a person does (`cx ctl hook --help`,
 		// `cx ctl help hook`), and is told what the handler is.
 		fmt.Fprint(a.stdout, spec.Usage(fs))
-		fmt.Fprint(a.stdout, hookHelp)
+		fmt.Fprint(a.stdout, hookserver.Help)
 		return nil
 	}
 	if len(pos) == 1 {
@@ -39,14 +39,6 @@ func (a *app) ctlHook(ctx context.Context, args []string) error {
 	return exitStatus(hookserver.Serve(ctx, hookserver.HookCall{Event: event, ArgErr: argErr, Stdin: a.stdin, Stdout: a.stdout,
 		Getenv: a.getenv, Start: processStart}))
 }
-
-// hookHelp says what `cx ctl hook` is, for a person who asks.
-const hookHelp = `The hook handler Codex runs for each event cx installs (cx ctl install): Codex
-starts it with the event's name (SessionStart, UserPromptSubmit, Stop, PreCompact,
-PostCompact, SessionEnd, Interrupt), writes the event's JSON on its stdin and reads
-one JSON answer on its stdout, always valid and within the hook's time. It is not
-a command to run by hand; ` + "`cx ctl status`" + ` and ` + "`cx ctl show`" + ` say what the hooks did.
-`
 
 // ctlMCP is `cx mcp` (and `cx ctl mcp`): the MCP server Codex starts.
 func (a *app) ctlMCP(ctx context.Context, args []string) error {

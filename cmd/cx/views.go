@@ -69,16 +69,11 @@ func (a *app) ctlStatus(ctx context.Context, args []string) error {
 
 func (a *app) ctlSessions(ctx context.Context, args []string) error {
 	var asJSON, all bool
-	var limit int
+	var limit uint
 	if _, err := a.args(cli.Spec{Name: "sessions", Define: func(fs *flag.FlagSet) {
 		fs.BoolVar(&all, "all", false, "list the sessions that never had a turn too (--json lists every session)")
-		fs.IntVar(&limit, "limit", 0, "list the `N` most recent sessions (their subagents under them); 0 lists all")
+		fs.UintVar(&limit, "limit", 0, "list the `N` most recent sessions (their subagents under them); 0 lists all")
 		cli.JSONFlag(&asJSON)(fs)
-	}, Check: func([]string) error {
-		if limit < 0 {
-			return fmt.Errorf("--limit %d: a number of sessions, 0 for all", limit)
-		}
-		return nil
 	}}, args); err != nil {
 		return err
 	}
@@ -87,10 +82,10 @@ func (a *app) ctlSessions(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("sessions: %v", err)
 		}
-		if asJSON && limit > 0 {
-			out = readmodel.Latest(out, limit)
+		if asJSON {
+			out = readmodel.Latest(out, int(limit))
 		}
-		a.render(asJSON, out, func(w io.Writer) { readmodel.WriteSessions(w, out, all, limit) })
+		a.render(asJSON, out, func(w io.Writer) { readmodel.WriteSessions(w, out, all, int(limit)) })
 		return nil
 	})
 }

@@ -225,3 +225,19 @@ func Confirm(in io.Reader, out io.Writer, question string) bool {
 	ans := strings.ToLower(strings.TrimSpace(answer))
 	return ans == "y" || ans == "yes"
 }
+
+// ProgressLine is a line a command redraws on a terminal while it works
+// (show), and clear, which takes it away before the result is printed (a
+// second clear does nothing, so it may also be deferred).
+func ProgressLine(w io.Writer, format string) (show func(a ...any), clear func()) {
+	shown := false
+	return func(a ...any) {
+			shown = true
+			fmt.Fprintf(w, "\r"+format, a...)
+		}, func() {
+			if shown {
+				fmt.Fprint(w, "\r\033[K")
+				shown = false
+			}
+		}
+}

@@ -442,6 +442,22 @@ func OnDefaults(getenv Getenv, err error) (Config, error) {
 	return c, nil
 }
 
+// ToRead is the configuration a command that only reads runs with, from
+// what Load gave (cfg, err), and the one warning to say: past a file that
+// does not parse, the defaults (as Codex runs past a bad config of its
+// own); past an unknown sink, the file without it — reading never depends
+// on the sinks a run records to. Any other error stands.
+func ToRead(getenv Getenv, cfg Config, err error) (Config, string, error) {
+	switch {
+	case errors.Is(err, ErrParse):
+		c, err2 := OnDefaults(getenv, err)
+		return c, fmt.Sprintf("%v; running on the defaults (`cx ctl doctor` says how to fix it)", err), err2
+	case errors.Is(err, ErrSink):
+		return cfg.KnownSinksOnly(), fmt.Sprintf("%v; runs are not recorded until it is fixed (reading goes on)", err), nil
+	}
+	return cfg, "", err
+}
+
 // knownSinks are the sink names cx understands.
 var knownSinks = []string{"local", "openviking", "exec"}
 

@@ -69,8 +69,11 @@ func subagentOf(s ledger.Session) (parent, agent string) {
 }
 
 // Latest is the first n sessions of a list (newest first) that are no
-// subagent's, each with the subagents listed under it.
+// subagent's, each with the subagents listed under it (n <= 0: all).
 func Latest(in []SessionView, n int) []SessionView {
+	if n <= 0 {
+		return in
+	}
 	out, top := make([]SessionView, 0, min(len(in), n)), 0
 	for _, s := range in {
 		if s.Parent == "" || !slices.ContainsFunc(out, func(p SessionView) bool { return p.ID == s.Parent }) {
