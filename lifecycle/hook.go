@@ -96,7 +96,9 @@ func (m *Manager) recordHook(ctx context.Context, h Hook) (hookRecord, error) {
 	p := h.Payload
 	var rec hookRecord
 	rec.run, rec.owned = m.attribute(ctx, h.RunID, h.PPID)
-	if !rec.owned {
+	if !rec.owned && h.Event == codex.HookSessionStart {
+		// Only a start names its Codex process (see startForeground): no
+		// other hook reads the process chain.
 		rec.codex = codex.HookProcess(h.PPID)
 	}
 	hint := ledger.Session{ID: p.SessionID, TranscriptPath: p.TranscriptPath, Cwd: p.Cwd, CodexHome: m.codexHome()}
@@ -144,7 +146,7 @@ func (m *Manager) recordHook(ctx context.Context, h Hook) (hookRecord, error) {
 		if h.Event == codex.HookInterrupt && p.TurnID != "" {
 			detail += " turn " + p.TurnID
 		}
-		if rec.codex.PID != 0 && h.Event == codex.HookSessionStart {
+		if rec.codex.PID != 0 {
 			// Which Codex process started it: another's start ends it only
 			// when it is that same process (startForeground).
 			detail += codexMark + rec.codex.String()
