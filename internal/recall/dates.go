@@ -174,7 +174,7 @@ func modal(s string) bool {
 // that match the question join the hits, and each hit within a span
 // gains what a word held by as many turns would add (bm25's idf of the
 // span's turns among the project's, as a prompt's word once).
-func (a *Archive) dated(ctx context.Context, pq query, rq ledger.RecallQuery, found []ledger.RecallHit) ([]ledger.RecallHit, error) {
+func (a *Archive) dated(ctx context.Context, pq query, rq ledger.RecallQuery, found []ledger.RecallHit, known map[int64]ledger.RecallText) ([]ledger.RecallHit, error) {
 	total := -1
 	for _, d := range pq.dates {
 		from, to, ok := d.bounds()
@@ -198,7 +198,7 @@ func (a *Archive) dated(ctx context.Context, pq query, rq ledger.RecallQuery, fo
 		}
 		in := rq
 		in.Since, in.Until = from, to
-		more, err := a.db.Search(ctx, in)
+		more, err := a.search(ctx, pq, in, 0, known)
 		if err != nil {
 			return nil, err
 		}

@@ -24,16 +24,22 @@ func Ordinary(ctx context.Context, db *ledger.DB, home, project string) (func(te
 			return nil, err
 		}
 	}
-	sessions := map[string]bool{}
-	for i := range w.nTurns {
-		sessions[string(w.session(i))] = true
-	}
-	total := len(sessions)
-	return func(term string) bool {
-		held := map[string]bool{}
-		for _, i := range w.holding(term) {
-			held[string(w.session(int(i)))] = true
+	return func(term string) bool { return w.ordinary([]string{term}) }, nil
+}
+
+// ordinary reports whether the window's sessions make a term (a phrase's
+// words) ordinary: most of them hold it, and at least two.
+func (w *window) ordinary(terms []string) bool {
+	if w.sessions == 0 {
+		seen := map[string]bool{}
+		for i := range w.nTurns {
+			seen[string(w.session(i))] = true
 		}
-		return len(held) >= 2 && 2*len(held) > total
-	}, nil
+		w.sessions = len(seen)
+	}
+	held := map[string]bool{}
+	for _, i := range w.holdingAll(terms) {
+		held[string(w.session(int(i)))] = true
+	}
+	return len(held) >= 2 && 2*len(held) > w.sessions
 }

@@ -1,6 +1,8 @@
 package recall
 
 import (
+	"bytes"
+	"encoding/binary"
 	"math"
 	"slices"
 	"sort"
@@ -42,6 +44,22 @@ func (w *window) rank(terms [][]string, dates []dateSpan, session string, floor 
 			size++
 		}
 	}
+	// A word most of the project's sessions hold names no topic there
+	// ("run", "tests" where every session runs its tests): a turn is
+	// recalled for holding a word that does (or a date the prompt names),
+	// and a prompt of ordinary words alone recalls nothing.
+	topical := make([]bool, len(terms), len(terms)+len(dates))
+	topic := len(dates) > 0
+	for j, t := range terms {
+		topical[j] = !w.ordinary(t)
+		topic = topic || topical[j]
+	}
+	if !topic {
+		return nil
+	}
+	for range dates {
+		topical = append(topical, true)
+	}
 	rows := make([][]uint16, len(terms), len(terms)+len(dates))
 	for j, t := range terms {
 		for _, i := range w.holdingAll(t) {
@@ -60,15 +78,30 @@ func (w *window) rank(terms [][]string, dates []dateSpan, session string, floor 
 		rows = append(rows, row)
 	}
 	idf := weights(rows, size)
+	// A turn holds a word fully, or, when only the turn next to it in its
+	// session does, a share of it (nextShare): a conversation's question
+	// and its answer are two turns, and the answer need not repeat the
+	// question's words (a passage's coverage, not a turn's alone).
 	score := map[int]float64{}
+	named := map[int]bool{} // a turn (or its neighbour) holds a topical word
 	for j, ids := range rows {
+		held := map[int]float64{}
 		for _, i := range ids {
-			score[int(i)] += idf[j]
+			held[int(i)] = 1
+			for _, n := range []int{int(i) - 1, int(i) + 1} {
+				if n >= 0 && n < w.nTurns && !own(n) && w.neighbours(int(i), n) {
+					held[n] = max(held[n], nextShare)
+				}
+			}
+		}
+		for i, share := range held {
+			score[i] += share * idf[j]
+			named[i] = named[i] || topical[j]
 		}
 	}
 	var cands []int
 	for i, sc := range score {
-		if sc >= floor {
+		if sc >= floor && named[i] {
 			cands = append(cands, i)
 		}
 	}
@@ -221,4 +254,14 @@ func termCounts(text string) (map[string]int, int) {
 		n++
 	})
 	return counts, n
+}
+
+// neighbours reports whether window turns i and n are next to each other in one session.
+func (w *window) neighbours(i, n int) bool {
+	if !bytes.Equal(w.session(i), w.session(n)) {
+		return false
+	}
+	ti := int(binary.LittleEndian.Uint32(w.turns[i*windowTurnLen+20:]))
+	tn := int(binary.LittleEndian.Uint32(w.turns[n*windowTurnLen+20:]))
+	return ti-tn == 1 || tn-ti == 1
 }

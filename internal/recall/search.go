@@ -151,7 +151,7 @@ func (a *Archive) passages(ctx context.Context, pq query, found []ledger.RecallH
 	if err != nil || len(near) == 0 {
 		return err
 	}
-	texts, err := a.textsOf(ctx, near)
+	texts, err := a.textsOf(ctx, near, nil)
 	if err != nil {
 		return err
 	}
@@ -278,12 +278,13 @@ func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) (
 	}
 	limit := rq.Limit
 	rq.Limit = max(2*limit, 10)
-	rq.NoSnippets = true // made below, for the hits kept
-	found, err := a.db.Search(ctx, rq)
+	rq.NoSnippets = true                   // made below, for the hits kept
+	known := map[int64]ledger.RecallText{} // the texts read on the way
+	found, err := a.search(ctx, pq, rq, localPool, known)
 	if err != nil {
 		return nil, nil, err
 	}
-	if found, err = a.dated(ctx, pq, rq, found); err != nil || len(found) == 0 {
+	if found, err = a.dated(ctx, pq, rq, found, known); err != nil || len(found) == 0 {
 		return found, nil, err
 	}
 	at := placesOf(found)
@@ -316,16 +317,11 @@ func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) (
 	for i := range found {
 		found[i].Score += bonus[i]
 	}
-	sort.SliceStable(found, func(i, j int) bool {
-		if found[i].Score != found[j].Score {
-			return found[i].Score > found[j].Score
-		}
-		return found[i].At.After(found[j].At)
-	})
+	sortHits(found)
 	found, around := fold(found, limit, len(pq.terms) >= 2)
 	// The snippets, from the kept hits' text (one statement): a neighbour
 	// shows where its prompt begins.
-	texts, err := a.textsOf(ctx, found)
+	texts, err := a.textsOf(ctx, found, known)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -341,13 +337,24 @@ func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) (
 	return found, around, nil
 }
 
-// textsOf reads the indexed text of hits (one statement).
-func (a *Archive) textsOf(ctx context.Context, hits []ledger.RecallHit) (map[int64]ledger.RecallText, error) {
-	ids := make([]int64, len(hits))
-	for i, h := range hits {
-		ids[i] = h.ID
+// textsOf reads the indexed text of hits (one statement), those not
+// already in known (a search's reads so far; nil for none), and adds
+// them to it.
+func (a *Archive) textsOf(ctx context.Context, hits []ledger.RecallHit, known map[int64]ledger.RecallText) (map[int64]ledger.RecallText, error) {
+	if known == nil {
+		known = map[int64]ledger.RecallText{}
 	}
-	return a.db.RecallTexts(ctx, ids)
+	var ids []int64
+	for _, h := range hits {
+		if _, ok := known[h.ID]; !ok {
+			ids = append(ids, h.ID)
+		}
+	}
+	read, err := a.db.RecallTexts(ctx, ids)
+	for id, t := range read {
+		known[id] = t
+	}
+	return known, err
 }
 
 // place is a turn of a session.
@@ -377,4 +384,14 @@ func firstRunes(s string, n int) string {
 		n--
 	}
 	return s
+}
+
+// sortHits orders hits best first, ties to the newer.
+func sortHits(found []ledger.RecallHit) {
+	sort.SliceStable(found, func(i, j int) bool {
+		if found[i].Score != found[j].Score {
+			return found[i].Score > found[j].Score
+		}
+		return found[i].At.After(found[j].At)
+	})
 }

@@ -39,10 +39,13 @@ import (
 type window struct {
 	stamp  ledger.WindowStamp
 	nTurns int
-	turns  []byte // the turn records
-	terms  []byte // the term records
-	post   []byte
-	str    []byte
+	// sessions is how many sessions the turns are of (0 until ordinary
+	// counts them).
+	sessions int
+	turns    []byte // the turn records
+	terms    []byte // the term records
+	post     []byte
+	str      []byte
 }
 
 const (

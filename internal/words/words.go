@@ -22,11 +22,19 @@ func Terms(dst []string, s string) []string {
 // Each calls fn with each term of s, in order, and the byte offsets of
 // the word it came from (s[start:end]), as FTS5's tokenizer reports them.
 func Each(s string, fn func(term string, start, end int)) {
+	EachWord(s, func(word []byte, start, end int) { fn(Stem(string(word)), start, end) })
+}
+
+// EachWord calls fn with each word of s folded but not stemmed (its bytes
+// are reused after fn returns), for a caller that stems only the words
+// that could be a term it looks for: a word's term begins with its first
+// byte (Porter's steps replace suffixes only).
+func EachWord(s string, fn func(word []byte, start, end int)) {
 	var b []byte
 	start := -1
 	flush := func(end int) {
 		if start >= 0 {
-			fn(Stem(string(b)), start, end)
+			fn(b, start, end)
 			b, start = b[:0], -1
 		}
 	}

@@ -110,3 +110,18 @@ func TestTermsAgreeWithTheIndex(t *testing.T) {
 	}
 	t.Logf("%d terms of %d texts compared", checked, len(corpus))
 }
+
+// A term begins with its word's first byte (EachWord's callers rely on
+// it): Porter's steps replace suffixes, never a word's first letter —
+// checked on every word of this package's and the stopword list's text,
+// and on short words made to be all suffix.
+func TestStemKeepsTheFirstByte(t *testing.T) {
+	words := strings.Fields("ies sses eed ed ing ational tional enci anci izer abli alli entli eli ousli ization ation ator alism iveness fulness ousness aliti iviti biliti icate ative alize iciti ical ful ness al ance ence er ic able ible ant ement ment ent ion ou ism ate iti ous ive ize y yy ey")
+	src, _ := os.ReadFile("porter.go")
+	EachWord(string(src), func(w []byte, _, _ int) { words = append(words, string(w)) })
+	for _, w := range words {
+		if s := Stem(w); s == "" || s[0] != w[0] {
+			t.Errorf("Stem(%q) = %q: not its first byte", w, s)
+		}
+	}
+}

@@ -1,0 +1,106 @@
+package recall
+
+import (
+	"context"
+	"math"
+
+	"cx/internal/ledger"
+	"cx/internal/words"
+)
+
+// A project's search weighs a word by its rarity in that project, not in
+// the whole index: the index holds every project's turns, and a word
+// common in one project (its own subject) says little there however rare
+// it is elsewhere. FTS5's bm25 knows only the whole index, so a project's
+// hits are scored again by bm25 with each word's rarity among the
+// project's latest turns (its recall window, the file per-prompt recall
+// reads; kept by the index's upkeep) and each hit's own text. Without a
+// window (an unknown project, every project) bm25's own score stands.
+
+// fieldWeights are the index's column weights (ledger's recallWeights):
+// a prompt's words count twice, a file name's half.
+var fieldWeights = [4]float64{2, 1, 1, 0.5}
+
+// localPool is how many of the index's best a project search scores
+// again, at least (a date's turns are looked for among fewer: those the
+// index finds best in its span).
+const localPool = 100
+
+// search runs rq, a plain query's hits scored by their project's word
+// rarity (above) when rq names a project with a window; the texts it
+// reads are added to known (when not nil).
+func (a *Archive) search(ctx context.Context, pq query, rq ledger.RecallQuery, pool int, known map[int64]ledger.RecallText) ([]ledger.RecallHit, error) {
+	if !pq.natural || rq.Project == "" {
+		return a.db.Search(ctx, rq)
+	}
+	w := loadWindow(a.projects.store.Home, rq.Project)
+	if w == nil || w.nTurns == 0 {
+		return a.db.Search(ctx, rq)
+	}
+	limit := rq.Limit
+	rq.Limit = max(limit, pool)
+	found, err := a.db.Search(ctx, rq)
+	if err != nil || len(found) == 0 {
+		return found, err
+	}
+	texts, err := a.textsOf(ctx, found, known)
+	if err != nil {
+		return nil, err
+	}
+	phrases := pq.phrases()
+	idf := make([]float64, len(phrases))
+	n := float64(w.nTurns)
+	for i, ph := range phrases {
+		df := float64(len(w.holdingAll(ph)))
+		idf[i] = math.Log(1 + (n-df+0.5)/(df+0.5))
+	}
+	// Only a word that begins as one of the query's terms can be one:
+	// the others are counted, not stemmed.
+	var first [256]bool
+	for _, ph := range phrases {
+		for _, t := range ph {
+			first[t[0]] = true
+		}
+	}
+	counts := make([][4]map[string]int, len(found))
+	lens := make([]int, len(found))
+	mean := 0.0
+	for k, h := range found {
+		t := texts[h.ID]
+		for f, s := range [4]string{t.Prompt, t.Reply, t.Commands, t.Files} {
+			c := map[string]int{}
+			words.EachWord(s, func(w []byte, _, _ int) {
+				lens[k]++
+				if first[w[0]] {
+					c[words.Stem(string(w))]++
+				}
+			})
+			counts[k][f] = c
+		}
+		mean += float64(lens[k])
+	}
+	mean = max(mean/float64(len(found)), 1)
+	for k := range found {
+		norm := 1.2 * (0.25 + 0.75*float64(lens[k])/mean)
+		score := 0.0
+		for i, ph := range phrases {
+			if len(ph) == 0 {
+				continue
+			}
+			f := 0.0
+			for c, wt := range fieldWeights {
+				n := counts[k][c][ph[0]]
+				for _, t := range ph[1:] {
+					n = min(n, counts[k][c][t]) // a phrase: as often as its rarest word
+				}
+				f += wt * float64(n)
+			}
+			if f > 0 {
+				score += idf[i] * f * 2.2 / (f + norm)
+			}
+		}
+		found[k].Score = score
+	}
+	sortHits(found)
+	return found[:min(len(found), limit)], nil
+}
