@@ -32,7 +32,7 @@ type windowHit struct {
 // index. A turn's score is its coverage of the prompt, the words weighed
 // by their rarity in the window (see weights), a date the prompt names
 // held by the turns of that day; the best by coverage are ordered by
-// bm25 over their items' text; the turn after a turn gains half its rank
+// bm25 over their items' text times their coverage; the turn after a turn gains half its rank
 // (the answer follows the question, as in search: Archive.ranked), and
 // one below the floor comes only with that turn; ties go to the newer
 // turn.
@@ -112,9 +112,9 @@ func (w *window) rank(terms [][]string, dates []dateSpan, session string, floor 
 		return cands[x] > cands[y]
 	})
 	// Among the best by coverage, the order is bm25's (k1 1.2, b 0.75) over
-	// what an item of the turn holds: a turn that says the prompt's words
-	// more often, in fewer words, is more about them; the floor stays on
-	// coverage, which depends on neither.
+	// what an item of the turn holds, times the coverage: a turn that says
+	// the prompt's words more often, in fewer words, is more about them;
+	// the floor stays on coverage, which does not depend on that.
 	cands = cands[:min(len(cands), preselect)]
 	hits := make([]windowTurn, len(cands))
 	counts := make([]map[string]int, len(cands))
@@ -139,6 +139,10 @@ func (w *window) rank(terms [][]string, dates []dateSpan, session string, floor 
 			}
 			rank[i] += idf[j] * f * 2.2 / (f + norm)
 		}
+		// bm25 knows the turn alone; its coverage knows the passage (what
+		// the turns next to it hold) and the prompt's dates: a turn ranks
+		// by both, the one scaled by the other.
+		rank[i] *= score[i]
 	}
 	order := make([]int, len(cands)) // positions in cands
 	for k := range order {
