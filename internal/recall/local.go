@@ -14,7 +14,9 @@ import (
 // it is elsewhere. FTS5's bm25 knows only the whole index, so a project's
 // hits are scored again by bm25 with each word's rarity among the
 // project's latest turns (its recall window, the file per-prompt recall
-// reads; kept by the index's upkeep) and each hit's own text. Without a
+// reads; kept by the index's upkeep) and each hit's own text, times its
+// coverage — the share of the query's weighed words it holds: a turn that
+// holds more of what was asked outranks one that repeats one word. Without a
 // window (an unknown project, every project) bm25's own score stands.
 
 // fieldWeights are the index's column weights (ledger's recallWeights):
@@ -24,7 +26,7 @@ var fieldWeights = [4]float64{2, 1, 1, 0.5}
 // localPool is how many of the index's best a project search scores
 // again, at least (a date's turns are looked for among fewer: those the
 // index finds best in its span).
-const localPool = 100
+const localPool = 40
 
 // search runs rq, a plain query's hits scored by their project's word
 // rarity (above) when rq names a project with a window; the texts it
@@ -62,6 +64,10 @@ func (a *Archive) search(ctx context.Context, pq query, rq ledger.RecallQuery, p
 			first[t[0]] = true
 		}
 	}
+	total := 0.0
+	for _, v := range idf {
+		total += v
+	}
 	counts := make([][4]map[string]int, len(found))
 	lens := make([]int, len(found))
 	mean := 0.0
@@ -82,7 +88,7 @@ func (a *Archive) search(ctx context.Context, pq query, rq ledger.RecallQuery, p
 	mean = max(mean/float64(len(found)), 1)
 	for k := range found {
 		norm := 1.2 * (0.25 + 0.75*float64(lens[k])/mean)
-		score := 0.0
+		score, held := 0.0, 0.0
 		for i, ph := range phrases {
 			if len(ph) == 0 {
 				continue
@@ -97,9 +103,10 @@ func (a *Archive) search(ctx context.Context, pq query, rq ledger.RecallQuery, p
 			}
 			if f > 0 {
 				score += idf[i] * f * 2.2 / (f + norm)
+				held += idf[i]
 			}
 		}
-		found[k].Score = score
+		found[k].Score = score * held / total // times its coverage, as per-prompt recall's order
 	}
 	sortHits(found)
 	return found[:min(len(found), limit)], nil
