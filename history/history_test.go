@@ -9,7 +9,8 @@ import (
 	"cx/internal/config"
 	"cx/internal/ledger"
 	"cx/internal/readmodel"
-	"cx/internal/recall"
+	"cx/internal/recall/index"
+	"cx/internal/recall/search"
 	"cx/internal/rollout"
 	"cx/lifecycle"
 )
@@ -58,7 +59,7 @@ func TestForget(t *testing.T) {
 	}
 	turns := []rollout.Turn{{Key: "t1", Time: "2026-01-02T10:00:00Z", User: "the narwhalzebra password reset"}}
 	err = db.SinkStore().PutArchive(ctx, "done", 1, `[{"key":"t1","user":"the narwhalzebra password reset"}]`, "", "", func(before int, at time.Time) []ledger.RecallDoc {
-		return recall.Docs("done", 1, before, turns, "", "", at)
+		return index.Docs("done", 1, before, turns, "", "", at)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -72,8 +73,8 @@ func TestForget(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("Forget(done): %d turns, %v", n, err)
 	}
-	ar := recall.NewArchive(db, home)
-	if hits, err := ar.Search(ctx, recall.Query{Text: "narwhalzebra"}); err != nil || len(hits) != 0 {
+	ar := search.NewArchive(db, home)
+	if hits, err := ar.Search(ctx, search.Query{Text: "narwhalzebra"}); err != nil || len(hits) != 0 {
 		t.Errorf("search after forget: %+v, %v", hits, err)
 	}
 	s, _ := db.Session(ctx, "done")

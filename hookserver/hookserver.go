@@ -31,7 +31,7 @@ import (
 	"cx/internal/ledger"
 	"cx/internal/logs"
 	"cx/internal/proc"
-	"cx/internal/recall"
+	"cx/internal/recall/prompt"
 	"cx/internal/redact"
 	"cx/internal/testpoint"
 	"cx/lifecycle"
@@ -213,7 +213,7 @@ func handle(ctx context.Context, c HookCall, cfg config.Config, ev string, p cod
 			var quoted []inject.Quote
 			injection, quoted = inject.ForSessionStartQuoting(ctx, injectRequest(ctx, m, db, cfg, p, p.Source == "resume" || p.Source == "compact"))
 			// What the block quotes was given: recall does not give it again.
-			if err := recall.MarkGiven(ctx, db, p.SessionID, quotedItems(quoted)); err != nil {
+			if err := prompt.MarkGiven(ctx, db, p.SessionID, quotedItems(quoted)); err != nil {
 				logger.Printf("hook %s %s: record what the block quoted: %v", ev, p.SessionID, err)
 			}
 		case res.InjectCheckpoint:

@@ -11,6 +11,7 @@ import (
 	"cx/internal/ledger"
 	"cx/internal/logs"
 	"cx/internal/recall"
+	"cx/internal/recall/prompt"
 	"cx/internal/sinks"
 )
 
@@ -21,13 +22,13 @@ const recallBudget = 1500 * time.Millisecond
 // wantsRecall reports whether this event gets per-prompt recall: a
 // subagent's task is no prompt of the user's, and gets none.
 func wantsRecall(ev string, p codex.HookPayload, cfg config.Config) bool {
-	return ev == codex.HookUserPromptSubmit && !p.FromSubagent() && cfg.Inject.Enabled && cfg.Recall.Enabled && cfg.Home != "" && !recall.Trivial(p.Prompt)
+	return ev == codex.HookUserPromptSubmit && !p.FromSubagent() && cfg.Inject.Enabled && cfg.Recall.Enabled && cfg.Home != "" && !prompt.Trivial(p.Prompt)
 }
 
 // promptRecall is per-prompt recall for one hook: started beside the
 // hook's work, given after it. The zero value gives nothing.
 type promptRecall struct {
-	prepared chan *recall.Prepared
+	prepared chan *prompt.Prepared
 	logger   *logs.Logger
 }
 
@@ -38,16 +39,16 @@ func startRecall(ev string, p codex.HookPayload, cfg config.Config, getenv func(
 	if !wantsRecall(ev, p, cfg) {
 		return promptRecall{}
 	}
-	r := promptRecall{prepared: make(chan *recall.Prepared, 1), logger: logger}
+	r := promptRecall{prepared: make(chan *prompt.Prepared, 1), logger: logger}
 	go func() {
-		var prep *recall.Prepared
+		var prep *prompt.Prepared
 		defer func() {
 			if v := recover(); v != nil {
 				logger.Printf("hook %s %s: recall: panic: %v\n%s", ev, p.SessionID, v, debug.Stack())
 			}
 			r.prepared <- prep
 		}()
-		prep = recall.Prepare(recall.NewProjects(cfg.Home), recall.PromptRequest{Prompt: p.Prompt, Project: p.Cwd, Session: p.SessionID,
+		prep = prompt.Prepare(recall.NewProjects(cfg.Home), prompt.Request{Prompt: p.Prompt, Project: p.Cwd, Session: p.SessionID,
 			Budget: cfg.Recall.MaxChars, MinScore: cfg.Recall.MinScore, Remote: sinks.RemoteRecall(cfg, getenv)})
 	}()
 	return r
@@ -58,7 +59,7 @@ func startRecall(ev string, p codex.HookPayload, cfg config.Config, getenv func(
 // read-only one of recall's own when the hook could not open the ledger):
 // the items to add, recorded as given to the thread. Whatever fails, the
 // prompt goes on without them (logged).
-func (r promptRecall) give(ctx context.Context, start time.Time, cfg config.Config, db *ledger.DB, p codex.HookPayload) (items []recall.Item) {
+func (r promptRecall) give(ctx context.Context, start time.Time, cfg config.Config, db *ledger.DB, p codex.HookPayload) (items []prompt.Item) {
 	if r.prepared == nil {
 		return nil
 	}
@@ -95,10 +96,10 @@ func (r promptRecall) give(ctx context.Context, start time.Time, cfg config.Conf
 
 // quotedItems are the archived turns a start block quoted, as recall's
 // items, to be marked given.
-func quotedItems(quoted []inject.Quote) []recall.Item {
-	items := make([]recall.Item, 0, len(quoted))
+func quotedItems(quoted []inject.Quote) []prompt.Item {
+	items := make([]prompt.Item, 0, len(quoted))
 	for _, q := range quoted {
-		items = append(items, recall.Item{Source: "local", Session: q.Session, Turn: q.Turn})
+		items = append(items, prompt.Item{Source: "local", Session: q.Session, Turn: q.Turn})
 	}
 	return items
 }

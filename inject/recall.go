@@ -1,15 +1,14 @@
 package inject
 
 import (
+	"cx/internal/recall/prompt"
 	"strings"
-
-	"cx/internal/recall"
 )
 
 // ForPrompt is the block per-prompt recall adds to a prompt: the recalled
 // turns, each headed by where it came from, inside the same boundary as
 // every cx block ("" for none).
-func ForPrompt(items []recall.Item) string {
+func ForPrompt(items []prompt.Item) string {
 	if len(items) == 0 {
 		return ""
 	}

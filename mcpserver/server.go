@@ -31,7 +31,7 @@ import (
 	"cx/inject"
 	"cx/internal/ledger"
 	"cx/internal/mcpproto"
-	"cx/internal/recall"
+	"cx/internal/recall/search"
 )
 
 // Name is the server's name, and the name cx registers it under in Codex.
@@ -78,7 +78,7 @@ type server struct {
 	o           Options
 	tools       []tool
 	db          *ledger.DB
-	archive     *recall.Archive
+	archive     *search.Archive
 	archiveErr  error
 	opened      bool
 	initialized bool
@@ -108,12 +108,12 @@ func newServer(o Options) *server {
 }
 
 // open opens the ledger once, when a tool first needs it.
-func (s *server) open(ctx context.Context) (*recall.Archive, error) {
+func (s *server) open(ctx context.Context) (*search.Archive, error) {
 	if !s.opened {
 		s.opened = true
 		// Read only: `cx mcp` never writes the ledger.
 		if s.db, s.archiveErr = ledger.Open(ctx, s.o.Home, ledger.Reader, ledger.Options{}); s.archiveErr == nil {
-			s.archive = recall.NewArchive(s.db, s.o.Home)
+			s.archive = search.NewArchive(s.db, s.o.Home)
 		}
 	}
 	return s.archive, s.archiveErr
@@ -151,7 +151,7 @@ func (s *server) search(ctx context.Context, args json.RawMessage) (string, erro
 	if err != nil {
 		return "", err
 	}
-	q := recall.Query{Text: in.Query, Limit: min(max(in.Limit, 0), 50)}
+	q := search.Query{Text: in.Query, Limit: min(max(in.Limit, 0), 50)}
 	if !in.AllProjects {
 		q.Project = s.o.Cwd
 	}
@@ -159,7 +159,7 @@ func (s *server) search(ctx context.Context, args json.RawMessage) (string, erro
 	if err != nil {
 		return "", err
 	}
-	body := recall.HitsText(in.Query, hits)
+	body := search.HitsText(in.Query, hits)
 	if len(hits) > 0 {
 		body += "\nUse the turn tool (id, n) to read one turn whole, the session tool (id) for its checkpoint and turn list.\n"
 	}

@@ -14,6 +14,7 @@ import (
 
 	"cx/internal/ledger"
 	"cx/internal/recall"
+	"cx/internal/recall/index"
 	"cx/internal/rollout"
 )
 
@@ -32,12 +33,12 @@ func seed(t *testing.T, home, cwd string) {
 		if err := tx.PutArchive(ctx, "sess-1", 1, string(data), "", ""); err != nil {
 			return err
 		}
-		return recall.IndexGeneration(ctx, tx, "sess-1", 1, turns, cwd, recall.NewProjects(home).Of(cwd), tx.Now())
+		return index.IndexGeneration(ctx, tx, "sess-1", 1, turns, cwd, recall.NewProjects(home).Of(cwd), tx.Now())
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recall.Backfill(ctx, db, home); err != nil {
+	if _, err := index.Backfill(ctx, db, home); err != nil {
 		t.Fatal(err)
 	}
 }

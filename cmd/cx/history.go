@@ -15,7 +15,7 @@ import (
 	"cx/history"
 	"cx/internal/cli"
 	"cx/internal/codex"
-	"cx/internal/recall"
+	"cx/internal/recall/search"
 	"cx/internal/tty"
 )
 
@@ -41,7 +41,7 @@ func (a *app) ctlImport(ctx context.Context, args []string) error {
 		return fmt.Errorf("import: no Codex home at %s (a directory): nothing to import from", o.CodexHome)
 	}
 	var err error
-	if o.Since, err = recall.ParseSince(since, time.Now()); err != nil {
+	if o.Since, err = search.ParseSince(since, time.Now()); err != nil {
 		return usageError{fmt.Errorf("import: %v", err)}
 	}
 	if sinks != "" {

@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"cx/internal/cli"
-	"cx/internal/recall"
+	"cx/internal/recall/prompt"
+	"cx/internal/recall/search"
 	"cx/internal/sinks"
 )
 
@@ -32,8 +33,8 @@ func (a *app) ctlSearch(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	q := recall.Query{Text: strings.Join(pos, " "), Limit: limit, Project: project}
-	if q.Since, err = recall.ParseSince(since, time.Now()); err != nil {
+	q := search.Query{Text: strings.Join(pos, " "), Limit: limit, Project: project}
+	if q.Since, err = search.ParseSince(since, time.Now()); err != nil {
 		return usageError{fmt.Errorf("search: %v", err)}
 	}
 	if all {
@@ -41,10 +42,10 @@ func (a *app) ctlSearch(ctx context.Context, args []string) error {
 	} else if q.Project == "" {
 		q.Project = cwd()
 	}
-	return a.withArchive(ctx, func(ar *recall.Archive) error {
+	return a.withArchive(ctx, func(ar *search.Archive) error {
 		hits, err := ar.Search(ctx, q)
 		if err != nil {
-			if errors.Is(err, recall.ErrQuery) {
+			if errors.Is(err, search.ErrQuery) {
 				return usageError{fmt.Errorf("search: %w", err)}
 			}
 			return fmt.Errorf("search: %w", err)
@@ -54,7 +55,7 @@ func (a *app) ctlSearch(ctx context.Context, args []string) error {
 				return err
 			}
 		}
-		out := recall.SearchResult{Query: q.Text, Project: q.Project, Hits: hits}
+		out := search.SearchResult{Query: q.Text, Project: q.Project, Hits: hits}
 		a.render(asJSON, out, out.WriteText)
 		return nil
 	})
@@ -63,7 +64,7 @@ func (a *app) ctlSearch(ctx context.Context, args []string) error {
 // unknownProject is the error of a command that found nothing for a
 // project directory that does not exist and the archive does not know (a
 // mistyped one), nil otherwise.
-func unknownProject(ctx context.Context, ar *recall.Archive, cmd, dir string) error {
+func unknownProject(ctx context.Context, ar *search.Archive, cmd, dir string) error {
 	if err := cli.ExistingDir("project", dir); err != nil && !ar.Knows(ctx, dir) {
 		return fmt.Errorf("%s: %w, and the archive holds nothing of its project", cmd, err)
 	}
@@ -90,11 +91,11 @@ func (a *app) ctlRecall(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	prompt := strings.Join(pos, " ")
-	return a.withArchive(ctx, func(ar *recall.Archive) error {
-		items, err := ar.Recall(ctx, recall.PromptRequest{Prompt: prompt, Project: project, Budget: cfg.Recall.MaxChars, MinScore: cfg.Recall.MinScore,
+	text := strings.Join(pos, " ")
+	return a.withArchive(ctx, func(ar *search.Archive) error {
+		items, err := prompt.Recall(ctx, ar.DB(), ar.Projects(), prompt.Request{Prompt: text, Project: project, Budget: cfg.Recall.MaxChars, MinScore: cfg.Recall.MinScore,
 			Remote: sinks.RemoteRecall(cfg, a.getenv)})
-		if err != nil && !errors.Is(err, recall.ErrRemote) {
+		if err != nil && !errors.Is(err, prompt.ErrRemote) {
 			return fmt.Errorf("recall: %w", err)
 		}
 		if len(items) == 0 {
@@ -106,7 +107,7 @@ func (a *app) ctlRecall(ctx context.Context, args []string) error {
 			a.errorf("recall: %v (the local archive's items stand)", err)
 		}
 
-		out := recall.PromptResult{Prompt: prompt, Project: project, Enabled: cfg.Recall.Enabled, Items: items}
+		out := prompt.Result{Prompt: text, Project: project, Enabled: cfg.Recall.Enabled, Items: items}
 		a.render(asJSON, out, out.WriteText)
 		return nil
 	})

@@ -10,14 +10,14 @@ import (
 	"cx/internal/cli"
 	"cx/internal/ledger"
 	"cx/internal/readmodel"
-	"cx/internal/recall"
+	"cx/internal/recall/search"
 )
 
 // withArchive runs f with the ledger open to read, for recall.
-func (a *app) withArchive(ctx context.Context, f func(*recall.Archive) error) error {
+func (a *app) withArchive(ctx context.Context, f func(*search.Archive) error) error {
 	return a.withViews(ctx, func(db *ledger.DB) error {
 		cfg, _ := a.loadConfigToRead() // read once: withViews did
-		return f(recall.NewArchive(db, cfg.Home))
+		return f(search.NewArchive(db, cfg.Home))
 	})
 }
 
@@ -128,7 +128,7 @@ func (a *app) ctlShow(ctx context.Context, args []string) error {
 
 // showTurn is `cx ctl show ID --turn N`.
 func (a *app) showTurn(ctx context.Context, id string, n int, asJSON bool) error {
-	return a.withArchive(ctx, func(ar *recall.Archive) error {
+	return a.withArchive(ctx, func(ar *search.Archive) error {
 		id, err := resolveSession(ctx, ar.ResolveSession, id)
 		if err != nil {
 			return err

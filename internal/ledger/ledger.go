@@ -17,9 +17,9 @@
 //	turns, session_folds  turns.go         lifecycle; history (forget) — capture: turns by generation, the checkpoint folded so far
 //	archives             turns.go          internal/sink/local; history (forget) — committed generations (SinkStore.PutArchive)
 //	sink_turns, sink_commits, sink_sessions  sinkstate.go  internal/sink/openviking — how far each turn, commit and remote session got (SinkStore)
-//	recall_turns, recall_words, recall_text  recall.go  internal/sink/local; internal/recall; history (forget) — the search index (FTS5): a committed archive's rows, the backfill of older ones (searched in recall_search.go)
-//	recall_given         recall_prompt.go  internal/recall; history (forget) — the turns per-prompt recall gave each thread
-//	meta                 meta.go           internal/ledger; internal/recall; internal/sink/local; history — migrations (schema version), the recall backfill's keys, a scrub due, the count of index removals (recall.go: its windows' stamp)
+//	recall_turns, recall_words, recall_text  recall.go  internal/sink/local; internal/recall/index; history (forget) — the search index (FTS5): a committed archive's rows, the backfill of older ones (searched in recall_search.go)
+//	recall_given         recall_prompt.go  internal/recall/prompt; history (forget) — the turns per-prompt recall gave each thread
+//	meta                 meta.go           internal/ledger; internal/recall/index; internal/sink/local; history — migrations (schema version), the recall backfill's keys, a scrub due, the count of index removals (recall.go: its windows' stamp)
 //
 // Every table's schema, and the migrations between versions, are in
 // schema.go. A sink writes through a SinkStore (sinkstore.go); the local

@@ -3,7 +3,7 @@ package ledger
 // Per-prompt recall's reads — a project's latest turns whole (its window,
 // which internal/recall keeps as a file) and the stamp that says whether
 // a window read earlier still holds — and the turns given to each thread
-// (recall_given), written by internal/recall.
+// (recall_given), written by internal/recall/prompt.
 
 import (
 	"context"

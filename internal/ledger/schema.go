@@ -173,7 +173,7 @@ var migrations = []string{
 	`ALTER TABLE jobs ADD COLUMN detail TEXT NOT NULL DEFAULT '';`,
 	// 8: the recall index: one row per archived turn, its text in FTS5
 	// (rowid = recall_turns.id). The archives stored before it are indexed
-	// once by the backfill this flag asks for (recall.Backfill), in the
+	// once by the backfill this flag asks for (index.Backfill), in the
 	// transaction that clears it.
 	`CREATE TABLE recall_turns (
 		id INTEGER PRIMARY KEY,
@@ -202,7 +202,7 @@ var migrations = []string{
 		ON CONFLICT(key) DO UPDATE SET value = excluded.value;`,
 	// 10: recall that takes a question. The index's words are stemmed
 	// (porter: "failing" finds "failed"); recall_text's rows move there in
-	// batches (recall.Backfill, RecallReindexKey), searched in both until
+	// batches (index.Backfill, RecallReindexKey), searched in both until
 	// they have. recall_given: the turns per-prompt recall gave a thread,
 	// so none is given twice.
 	`CREATE VIRTUAL TABLE recall_words USING fts5(prompt, reply, commands, files, tokenize = 'porter unicode61 remove_diacritics 2');

@@ -1,15 +1,11 @@
 package recall
 
 import (
-	"context"
-	"math"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"cx/internal/ledger"
 )
 
 // A date in a question ("what did we change on October 13, 2023?", "the
@@ -19,19 +15,19 @@ import (
 // rarity like any word. Its words are not searched for as words: a turn
 // rarely says its own date, and a date's words that no turn holds would
 // otherwise count against every turn.
-type dateSpan struct {
+type DateSpan struct {
 	year, month, day int // 0: any
 }
 
 // holds reports whether t (in local time, as the user reads dates) falls
 // within the span.
-func (d dateSpan) holds(t time.Time) bool {
+func (d DateSpan) Holds(t time.Time) bool {
 	t = t.Local()
 	return (d.year == 0 || t.Year() == d.year) && (d.month == 0 || int(t.Month()) == d.month) && (d.day == 0 || t.Day() == d.day)
 }
 
 // bounds is the span's time range when its year is known.
-func (d dateSpan) bounds() (from, to time.Time, ok bool) {
+func (d DateSpan) Bounds() (from, to time.Time, ok bool) {
 	switch {
 	case d.year == 0:
 		return from, to, false
@@ -104,11 +100,11 @@ func mayHoldDate(text string) bool {
 
 // cutDates takes the dates out of a question: the text without them, and
 // the dates it named.
-func cutDates(text string) (string, []dateSpan) {
+func cutDates(text string) (string, []DateSpan) {
 	if !mayHoldDate(text) {
 		return text, nil
 	}
-	var spans []dateSpan
+	var spans []DateSpan
 	for _, p := range datePatterns() {
 		var out strings.Builder
 		last := 0
@@ -131,8 +127,8 @@ func cutDates(text string) (string, []dateSpan) {
 // readDate reads match m of text as a date of layout; false when it is
 // none: part of a longer token (a version, a path, a range), a month or
 // day out of range, a day with no month, or a modal verb.
-func readDate(text string, m []int, layout string) (dateSpan, bool) {
-	var d dateSpan
+func readDate(text string, m []int, layout string) (DateSpan, bool) {
+	var d DateSpan
 	s := text[m[0]:m[1]]
 	if m[0] > 0 && strings.ContainsRune("-/.:", rune(text[m[0]-1])) || m[1] < len(text) && strings.ContainsRune("-/:", rune(text[m[1]])) {
 		return d, false
@@ -169,59 +165,3 @@ func modal(s string) bool {
 	}
 	return false
 }
-
-// dated weighs the dates a question names: the turns of a date's span
-// that match the question join the hits, and each hit within a span
-// gains what a word held by as many turns would add (bm25's idf of the
-// span's turns among the project's, as a prompt's word once).
-func (a *Archive) dated(ctx context.Context, pq query, rq ledger.RecallQuery, found []ledger.RecallHit, known map[int64]ledger.RecallText) ([]ledger.RecallHit, error) {
-	total := -1
-	for _, d := range pq.dates {
-		from, to, ok := d.bounds()
-		if !ok {
-			continue // a day of any year: the window's recall matches it, search does not
-		}
-		if from.Before(rq.Since) {
-			from = rq.Since
-		}
-		df, err := a.db.RecallCount(ctx, rq.Project, from, to)
-		if err != nil {
-			return nil, err
-		}
-		if df == 0 {
-			continue
-		}
-		if total < 0 {
-			if total, err = a.db.RecallCount(ctx, rq.Project, time.Time{}, time.Time{}); err != nil {
-				return nil, err
-			}
-		}
-		in := rq
-		in.Since, in.Until = from, to
-		more, err := a.search(ctx, pq, in, 0, known)
-		if err != nil {
-			return nil, err
-		}
-		seen := map[int64]bool{}
-		for _, h := range found {
-			seen[h.ID] = true
-		}
-		for _, h := range more {
-			if !seen[h.ID] {
-				found = append(found, h)
-			}
-		}
-		n := float64(total)
-		w := dateWeight * math.Log(1+(n-float64(df)+0.5)/(float64(df)+0.5))
-		for i := range found {
-			if d.holds(found[i].At) {
-				found[i].Score += w
-			}
-		}
-	}
-	return found, nil
-}
-
-// dateWeight is a date's weight as a word of a turn's prompt would have
-// it (the index weighs the prompt twice the reply: ledger's recallWeights).
-const dateWeight = 2.0

@@ -1,7 +1,9 @@
 package recall
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 
 	"cx/internal/ledger"
 )
@@ -18,28 +20,38 @@ func Ordinary(ctx context.Context, db *ledger.DB, home, project string) (func(te
 	if err != nil {
 		return nil, err
 	}
-	w := loadWindow(home, project)
-	if w == nil || w.stamp != stamp {
-		if w, err = readWindow(ctx, db, home, project); err != nil {
+	w := LoadWindow(home, project)
+	if w == nil || w.Stamp() != stamp {
+		if w, err = ReadWindow(ctx, db, home, project); err != nil {
 			return nil, err
 		}
 	}
-	return func(term string) bool { return w.ordinary([]string{term}) }, nil
+	return func(term string) bool { return w.Ordinary([]string{term}) }, nil
 }
 
 // ordinary reports whether the window's sessions make a term (a phrase's
 // words) ordinary: most of them hold it, and at least two.
-func (w *window) ordinary(terms []string) bool {
+func (w *Window) Ordinary(terms []string) bool {
 	if w.sessions == 0 {
 		seen := map[string]bool{}
-		for i := range w.nTurns {
-			seen[string(w.session(i))] = true
+		for i := range w.Len() {
+			seen[string(w.Session(i))] = true
 		}
 		w.sessions = len(seen)
 	}
 	held := map[string]bool{}
-	for _, i := range w.holdingAll(terms) {
-		held[string(w.session(int(i)))] = true
+	for _, i := range w.HoldingAll(terms) {
+		held[string(w.Session(int(i)))] = true
 	}
 	return len(held) >= 2 && 2*len(held) > w.sessions
+}
+
+// neighbours reports whether window turns i and n are next to each other in one session.
+func (w *Window) Neighbours(i, n int) bool {
+	if !bytes.Equal(w.Session(i), w.Session(n)) {
+		return false
+	}
+	ti := int(binary.LittleEndian.Uint32(w.turns[i*windowTurnLen+20:]))
+	tn := int(binary.LittleEndian.Uint32(w.turns[n*windowTurnLen+20:]))
+	return ti-tn == 1 || tn-ti == 1
 }

@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -10,7 +11,7 @@ import (
 	"cx/internal/words"
 )
 
-// A query is what a user or the model typed, made into an FTS5 query.
+// A Question is what a user or the model typed, made into an FTS5 query.
 //
 // Explicit FTS5 syntax (parentheses, *, ^, a column filter, or
 // AND/OR/NOT/NEAR) is run as it is. Anything else is plain words, a question as often as
@@ -20,24 +21,26 @@ import (
 // are dropped unless nothing else is left, and a turn need not hold them
 // all — the terms are OR-ed and bm25 ranks the turns that hold more of the
 // rarer ones first.
-type query struct {
-	expr    string     // the FTS5 query
-	terms   []string   // plain words: each term's FTS5 phrase; nil for syntax
-	natural bool       // plain words, ranked rather than all required
-	dates   []dateSpan // the dates it names (plain words only): matched against a turn's time, not its words
+type Question struct {
+	Expr    string     // the FTS5 query
+	Terms   []string   // plain words: each term's FTS5 phrase; nil for syntax
+	Natural bool       // plain words, ranked rather than all required
+	Dates   []DateSpan // the dates it names (plain words only): matched against a turn's time, not its words
 }
 
-func parseQuery(text string) (query, error) {
+// ParseQuestion reads text as a search or a prompt: FTS5 syntax as it is,
+// plain words as terms and dates (above).
+func ParseQuestion(text string) (Question, error) {
 	text = strings.TrimSpace(text)
 	if text == "" {
-		return query{}, fmt.Errorf("%w: the query is empty", ErrQuery)
+		return Question{}, fmt.Errorf("%w: the query is empty", ErrQuery)
 	}
 	if len(text) > maxQuery {
-		return query{}, fmt.Errorf("%w: the query is %d bytes; at most %d", ErrQuery, len(text), maxQuery)
+		return Question{}, fmt.Errorf("%w: the query is %d bytes; at most %d", ErrQuery, len(text), maxQuery)
 	}
 	fields := strings.Fields(text)
 	if isSyntax(text, fields) {
-		return query{expr: text}, nil
+		return Question{Expr: text}, nil
 	}
 	plain, dates := cutDates(text)
 	if strings.IndexFunc(plain, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0 {
@@ -63,7 +66,7 @@ func parseQuery(text string) (query, error) {
 		rest = quotedRE.ReplaceAllStringFunc(plain, func(q string) string {
 			var ws []string
 			for _, w := range strings.Fields(q[1 : len(q)-1]) {
-				if w = normalWord(w); w != "" {
+				if w = NormalWord(w); w != "" {
 					ws = append(ws, w)
 				}
 			}
@@ -72,11 +75,11 @@ func parseQuery(text string) (query, error) {
 		})
 	}
 	for _, w := range strings.Fields(strings.ReplaceAll(rest, `"`, " ")) {
-		w = normalWord(w)
+		w = NormalWord(w)
 		add(w, words.IsStopword(w))
 	}
 	if len(all) == 0 {
-		return query{}, fmt.Errorf("%w: %q has no words to search for", ErrQuery, rollout.OneLine(text, 40))
+		return Question{}, fmt.Errorf("%w: %q has no words to search for", ErrQuery, rollout.OneLine(text, 40))
 	}
 	if len(content) == 0 {
 		content = all // "what is it": nothing but stopwords, so those are the topic
@@ -84,14 +87,14 @@ func parseQuery(text string) (query, error) {
 	if len(content) > maxTerms {
 		content = content[:maxTerms]
 	}
-	return query{expr: strings.Join(content, " OR "), terms: content, natural: true, dates: dates}, nil
+	return Question{Expr: strings.Join(content, " OR "), Terms: content, Natural: true, Dates: dates}, nil
 }
 
 // phrases are a plain query's terms as the index's words (internal/words):
 // each phrase's, in order.
-func (q query) phrases() [][]string {
-	out := make([][]string, len(q.terms))
-	for i, phrase := range q.terms {
+func (q Question) Phrases() [][]string {
+	out := make([][]string, len(q.Terms))
+	for i, phrase := range q.Terms {
 		out[i] = words.Terms(nil, strings.Trim(phrase, `"`))
 	}
 	return out
@@ -101,10 +104,10 @@ func (q query) phrases() [][]string {
 // bounded search.
 const maxTerms = 32
 
-// normalWord is a typed word as a term: lower case, without the
+// NormalWord is a typed word as a term: lower case, without the
 // punctuation around it or a possessive "'s"; "" when it holds no letter or
 // digit.
-func normalWord(w string) string {
+func NormalWord(w string) string {
 	w = strings.ToLower(strings.TrimFunc(w, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }))
 	for _, s := range []string{"'s", "’s"} {
 		w = strings.TrimSuffix(w, s)
@@ -138,3 +141,10 @@ func isSyntax(text string, words []string) bool {
 	}
 	return false
 }
+
+// ErrQuery is a query cx will not run: empty, too long, or one the index
+// cannot parse.
+var ErrQuery = errors.New("bad query")
+
+// maxQuery bounds a query's length.
+const maxQuery = 4096

@@ -12,14 +12,16 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"cx/internal/fsutil"
 	"cx/internal/ledger"
+	"cx/internal/rollout"
 	"cx/internal/words"
 )
 
-// A window is per-prompt recall's view of a project: its latest
-// recallWindow turns, each with the terms it holds (internal/words, as the
+// A Window is per-prompt recall's view of a project: its latest
+// WindowTurns turns, each with the terms it holds (internal/words, as the
 // index has them), its length and the text an item of it gives. It is
 // kept as a file under CX_HOME/recall, so a prompt reads one file instead
 // of opening the ledger and walking the index's word lists (a prompt's
@@ -36,7 +38,7 @@ import (
 //	        sorted by text  (16 bytes each)
 //	postings  uint16 turn numbers, ascending, for each term
 //	strings   the sessions', bodies' and terms' bytes
-type window struct {
+type Window struct {
 	stamp  ledger.WindowStamp
 	nTurns int
 	// sessions is how many sessions the turns are of (0 until ordinary
@@ -57,17 +59,17 @@ const (
 	maxWindowTurns = 1 << 16
 )
 
-// windowTurn is one turn of a window.
-type windowTurn struct {
+// WindowTurn is one turn of a window.
+type WindowTurn struct {
 	ledger.RecallHit // ID, SessionID, Generation, Turn, At, Chars
-	body             string
+	Body             string
 }
 
 // windowDir holds the windows under cx's home.
 func windowDir(home string) string { return filepath.Join(home, "recall") }
 
-// windowPath is project's window file ("" is every project's).
-func windowPath(home, project string) string {
+// WindowPath is project's window file ("" is every project's).
+func WindowPath(home, project string) string {
 	name := project
 	if name == "" {
 		name = "all"
@@ -95,29 +97,6 @@ func DropWindows(home string) error {
 	return errors.Join(errs...)
 }
 
-// Upkeep keeps the index current after commits (the local sink's, which
-// writes it, after a sweep or an import): the archives from before the
-// index are indexed once (Backfill); the segments the commits added are
-// merged — into one after many (an import: searches then seek each word
-// once), a bounded step after a few (ledger.MergeRecall); and the windows
-// they left stale are read again, so the next prompt need not read its
-// window itself.
-func Upkeep(ctx context.Context, db *ledger.DB, home string, commits int) error {
-	_, err := Backfill(ctx, db, home)
-	errs := []error{err}
-	switch {
-	case commits >= optimizeAfter:
-		errs = append(errs, db.OptimizeRecall(ctx))
-	case commits > 0:
-		errs = append(errs, db.MergeRecall(ctx))
-	}
-	return errors.Join(append(errs, RefreshWindows(ctx, db, home))...)
-}
-
-// optimizeAfter is how many commits' segments are merged into one rather
-// than a step.
-const optimizeAfter = 8
-
 // RefreshWindows reads again, from db, each window file the index has
 // moved on from (a session archived since): the background sweep does it
 // after its commits, so the next prompt finds its window current and need
@@ -130,18 +109,18 @@ func RefreshWindows(ctx context.Context, db *ledger.DB, home string) error {
 		if project == "all" {
 			project = ""
 		}
-		if windowPath(home, project) != p {
+		if WindowPath(home, project) != p {
 			continue // not a name cx gives a window
 		}
-		w := loadWindow(home, project)
+		w := LoadWindow(home, project)
 		now, err := db.RecallWindowStamp(ctx, project)
 		if err != nil {
 			return err
 		}
-		if w != nil && w.stamp == now {
+		if w != nil && w.Stamp() == now {
 			continue
 		}
-		if _, err := readWindow(ctx, db, home, project); err != nil {
+		if _, err := ReadWindow(ctx, db, home, project); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -162,7 +141,7 @@ func encodeWindow(stamp ledger.WindowStamp, turns []ledger.WindowTurn) []byte {
 	rec := make([]byte, 0, len(turns)*windowTurnLen)
 	for i, t := range turns {
 		so, sl := addStr(t.SessionID)
-		bo, bl := addStr(itemBody(t.Text))
+		bo, bl := addStr(ItemBody(t.Text))
 		rec = binary.LittleEndian.AppendUint64(rec, uint64(t.ID))
 		rec = binary.LittleEndian.AppendUint64(rec, uint64(t.At.UnixNano()))
 		for _, v := range []uint32{uint32(t.Generation), uint32(t.Turn), uint32(t.Chars), so, sl, bo, bl} {
@@ -211,13 +190,13 @@ var errWindow = errors.New("unreadable recall window")
 
 // decodeWindow reads a window file, checking every offset it holds
 // points inside it (a damaged file is refused, never trusted).
-func decodeWindow(data []byte) (*window, error) {
+func decodeWindow(data []byte) (*Window, error) {
 	if len(data) < windowHeader || string(data[:len(windowMagic)]) != windowMagic {
 		return nil, errWindow
 	}
 	le := binary.LittleEndian
 	h := data[len(windowMagic):]
-	w := &window{stamp: ledger.WindowStamp{Last: int64(le.Uint64(h)), Epoch: int64(le.Uint64(h[8:]))}}
+	w := &Window{stamp: ledger.WindowStamp{Last: int64(le.Uint64(h)), Epoch: int64(le.Uint64(h[8:]))}}
 	nTurns, nTerms := int(le.Uint32(h[16:])), int(le.Uint32(h[20:]))
 	rest := data[windowHeader:]
 	if nTurns > maxWindowTurns || nTurns*windowTurnLen+nTerms*windowTermLen > len(rest) {
@@ -259,25 +238,31 @@ func decodeWindow(data []byte) (*window, error) {
 	return w, nil
 }
 
-// turn is the window's turn i.
-func (w *window) turn(i int) windowTurn {
+// Len is how many turns the window holds.
+func (w *Window) Len() int { return w.nTurns }
+
+// Stamp is the index state the window was read at.
+func (w *Window) Stamp() ledger.WindowStamp { return w.stamp }
+
+// Turn is the window's turn i.
+func (w *Window) Turn(i int) WindowTurn {
 	le := binary.LittleEndian
 	r := w.turns[i*windowTurnLen:]
 	str := func(off, n uint32) string { return string(w.str[off : off+n]) }
-	var t windowTurn
+	var t WindowTurn
 	t.ID, t.At = int64(le.Uint64(r)), time.Unix(0, int64(le.Uint64(r[8:]))).UTC()
 	t.Generation, t.Turn, t.Chars = int(le.Uint32(r[16:])), int(le.Uint32(r[20:])), int(le.Uint32(r[24:]))
-	t.SessionID, t.body = str(le.Uint32(r[28:]), le.Uint32(r[32:])), str(le.Uint32(r[36:]), le.Uint32(r[40:]))
+	t.SessionID, t.Body = str(le.Uint32(r[28:]), le.Uint32(r[32:])), str(le.Uint32(r[36:]), le.Uint32(r[40:]))
 	return t
 }
 
 // at is turn i's time, read without the rest of the turn.
-func (w *window) at(i int) time.Time {
+func (w *Window) At(i int) time.Time {
 	return time.Unix(0, int64(binary.LittleEndian.Uint64(w.turns[i*windowTurnLen+8:]))).UTC()
 }
 
 // session is turn i's session, read without the rest of the turn.
-func (w *window) session(i int) []byte {
+func (w *Window) Session(i int) []byte {
 	r := w.turns[i*windowTurnLen+28:]
 	off := binary.LittleEndian.Uint32(r)
 	return w.str[off : off+binary.LittleEndian.Uint32(r[4:])]
@@ -285,7 +270,7 @@ func (w *window) session(i int) []byte {
 
 // holding is the turns that hold term (ascending): binary search over the
 // sorted terms.
-func (w *window) holding(term string) []uint16 {
+func (w *Window) Holding(term string) []uint16 {
 	le := binary.LittleEndian
 	text := func(i int) string {
 		r := w.terms[i*windowTermLen:]
@@ -308,16 +293,16 @@ func (w *window) holding(term string) []uint16 {
 
 // holdingAll is the turns that hold every one of terms (a phrase's words:
 // a turn that holds them all is taken to hold the phrase).
-func (w *window) holdingAll(terms []string) []uint16 {
+func (w *Window) HoldingAll(terms []string) []uint16 {
 	if len(terms) == 0 {
 		return nil
 	}
-	out := w.holding(terms[0])
+	out := w.Holding(terms[0])
 	for _, t := range terms[1:] {
 		if len(out) == 0 {
 			break
 		}
-		other := w.holding(t)
+		other := w.Holding(t)
 		kept := out[:0]
 		for _, x := range out {
 			if _, ok := slices.BinarySearch(other, x); ok {
@@ -329,10 +314,10 @@ func (w *window) holdingAll(terms []string) []uint16 {
 	return out
 }
 
-// loadWindow reads project's window file; nil when there is none or it
+// LoadWindow reads project's window file; nil when there is none or it
 // cannot be read.
-func loadWindow(home, project string) *window {
-	data, err := os.ReadFile(windowPath(home, project))
+func LoadWindow(home, project string) *Window {
+	data, err := os.ReadFile(WindowPath(home, project))
 	if err != nil {
 		return nil
 	}
@@ -343,12 +328,12 @@ func loadWindow(home, project string) *window {
 	return w
 }
 
-// readWindow reads project's window from the ledger and writes its file
+// ReadWindow reads project's window from the ledger and writes its file
 // (when CX_HOME can be written; the window is used either way). After
 // writing, the stamp is read again: a forget that committed meanwhile
 // removed the files before this one was written, so this one goes too.
-func readWindow(ctx context.Context, db *ledger.DB, home, project string) (*window, error) {
-	stamp, turns, err := db.RecallWindowTurns(ctx, project, recallWindow)
+func ReadWindow(ctx context.Context, db *ledger.DB, home, project string) (*Window, error) {
+	stamp, turns, err := db.RecallWindowTurns(ctx, project, WindowTurns)
 	if err != nil {
 		return nil, fmt.Errorf("read recall window: %w", err)
 	}
@@ -357,7 +342,7 @@ func readWindow(ctx context.Context, db *ledger.DB, home, project string) (*wind
 	if err != nil {
 		return nil, fmt.Errorf("recall window: %w", err)
 	}
-	path := windowPath(home, project)
+	path := WindowPath(home, project)
 	if stamp.Last == 0 {
 		return w, nil // no turn: nothing worth a file (and a ledger not there yet is not written beside)
 	}
@@ -368,3 +353,44 @@ func readWindow(ctx context.Context, db *ledger.DB, home, project string) (*wind
 	}
 	return w, nil
 }
+
+// ItemBody is what a recalled turn holds, as the model reads it: what was
+// asked, answered and done, one line each, at most MaxItemChars.
+func ItemBody(t ledger.RecallText) string {
+	body := "› " + rollout.OneLine(t.Prompt, 300)
+	if t.Reply != "" {
+		body += "\n‹ " + rollout.OneLine(t.Reply, 300)
+	}
+	for _, c := range strings.Split(strings.TrimSpace(t.Commands), "\n") {
+		switch {
+		case strings.HasPrefix(c, ToolMark):
+			body += "\n" + rollout.OneLine(c, 160)
+		case c != "":
+			body += "\n$ " + rollout.OneLine(c, 120)
+		}
+	}
+	if f := strings.Join(strings.Fields(t.Files), ", "); f != "" {
+		body += "\nfiles: " + rollout.OneLine(f, 160)
+	}
+	if utf8.RuneCountInString(body) > MaxItemChars {
+		body = string([]rune(body)[:MaxItemChars-1]) + "…"
+	}
+	return body
+}
+
+// ToolMark begins a line of the commands field that says what a tool
+// (not a shell) did: views show it as it is, a command after "$ ".
+const ToolMark = "• "
+
+// NextShare is the share of a turn's score the turn after it gets.
+const NextShare = 0.5
+
+const (
+	// MaxItemChars bounds what one item holds, its heading aside (as the
+	// OpenViking plugin bounds its items).
+	MaxItemChars = 500
+	// WindowTurns is how many of the project's latest turns per-prompt
+	// recall searches, its words weighed by their rarity there: its cost on every prompt stays flat however large
+	// the archive grows (`cx ctl search` searches it all).
+	WindowTurns = 1000
+)

@@ -5,7 +5,7 @@ package sinks
 import (
 	"cx/internal/config"
 	"cx/internal/health"
-	"cx/internal/recall"
+	"cx/internal/recall/prompt"
 	"cx/internal/sink"
 	execsink "cx/internal/sink/exec"
 	localsink "cx/internal/sink/local"
@@ -22,7 +22,7 @@ func Build(h sink.Host) map[string]sink.Sink {
 
 // RemoteRecall is per-prompt recall's remote source for cfg: the
 // OpenViking sink's memory search when that sink is configured, else nil.
-func RemoteRecall(cfg config.Config, getenv func(string) (string, bool)) recall.Remote {
+func RemoteRecall(cfg config.Config, getenv func(string) (string, bool)) prompt.Remote {
 	return ovsink.RecallSource(cfg, getenv)
 }
 

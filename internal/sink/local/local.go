@@ -16,6 +16,7 @@ import (
 	"cx/internal/continuity"
 	"cx/internal/ledger"
 	"cx/internal/recall"
+	"cx/internal/recall/index"
 	"cx/internal/rollout"
 	"cx/internal/sink"
 )
@@ -32,12 +33,12 @@ type Sink struct {
 var _ sink.Upkeeper = (*Sink)(nil)
 
 // Upkeep keeps the search index this sink writes current after its
-// commits (recall.Upkeep).
+// commits (index.Upkeep).
 func (l *Sink) Upkeep(ctx context.Context) error {
 	if l.h.Index == nil {
 		return nil
 	}
-	return recall.Upkeep(ctx, l.h.Index, l.h.Cfg.Home, int(l.commits.Swap(0)))
+	return index.Upkeep(ctx, l.h.Index, l.h.Cfg.Home, int(l.commits.Swap(0)))
 }
 
 // New returns the local sink.
@@ -93,7 +94,7 @@ func (l *Sink) Commit(ctx context.Context, req sink.Request) error {
 		}
 	}
 	err := l.h.Store.PutArchive(ctx, req.Session.ID, req.Generation.Generation, string(turns), cpJSON, cont, func(before int, at time.Time) []ledger.RecallDoc {
-		return recall.Docs(req.Session.ID, req.Generation.Generation, before, req.Turns, cwd, id.ProjectID, at)
+		return index.Docs(req.Session.ID, req.Generation.Generation, before, req.Turns, cwd, id.ProjectID, at)
 	})
 	if err == nil {
 		l.commits.Add(1)

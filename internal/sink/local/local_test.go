@@ -11,7 +11,7 @@ import (
 	"cx/internal/continuity"
 	"cx/internal/ledger"
 	"cx/internal/logs"
-	"cx/internal/recall"
+	"cx/internal/recall/search"
 	"cx/internal/rollout"
 	"cx/internal/sink"
 )
@@ -53,8 +53,8 @@ func TestCommitArchivesAndIndexesOnce(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			ar := recall.NewArchive(db, home)
-			hits, err := ar.Search(ctx, recall.Query{Text: "wombatcache", Project: project})
+			ar := search.NewArchive(db, home)
+			hits, err := ar.Search(ctx, search.Query{Text: "wombatcache", Project: project})
 			if err != nil {
 				t.Fatal(err)
 			}

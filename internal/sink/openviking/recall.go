@@ -7,7 +7,7 @@ import (
 
 	"cx/internal/config"
 	"cx/internal/ovclient"
-	"cx/internal/recall"
+	"cx/internal/recall/prompt"
 	"cx/internal/rollout"
 )
 
@@ -33,7 +33,7 @@ func clientFor(cfg config.Config, getenv func(string) (string, bool)) (*ovclient
 // /api/v1/search/find, as the OpenViking Codex plugin's auto-recall asks
 // it), its leaf memories above remoteMinScore, each an item headed by its
 // URI. nil when the sink is not configured.
-func RecallSource(cfg config.Config, getenv func(string) (string, bool)) recall.Remote {
+func RecallSource(cfg config.Config, getenv func(string) (string, bool)) prompt.Remote {
 	configured := false
 	for _, s := range cfg.Sinks {
 		configured = configured || s == Name
@@ -42,12 +42,12 @@ func RecallSource(cfg config.Config, getenv func(string) (string, bool)) recall.
 		return nil
 	}
 	client, _ := clientFor(cfg, getenv)
-	return func(ctx context.Context, query string, limit int) ([]recall.Item, error) {
+	return func(ctx context.Context, query string, limit int) ([]prompt.Item, error) {
 		mems, err := client.Find(ctx, query, limit*2, remoteMinScore)
 		if err != nil {
 			return nil, err
 		}
-		var items []recall.Item
+		var items []prompt.Item
 		for _, m := range mems {
 			text := strings.TrimSpace(m.Abstract)
 			if text == "" {
@@ -61,7 +61,7 @@ func RecallSource(cfg config.Config, getenv func(string) (string, bool)) recall.
 				head += " (" + m.Category + ")"
 			}
 			head += "]\n"
-			items = append(items, recall.Item{Source: Name, Session: m.URI, Score: m.Score,
+			items = append(items, prompt.Item{Source: Name, Session: m.URI, Score: m.Score,
 				Text: head + rollout.OneLine(text, maxMemoryChars-len([]rune(head)))})
 			if len(items) == limit {
 				break

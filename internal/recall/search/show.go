@@ -1,7 +1,7 @@
 // One archived turn and one archived session, shown whole but bounded
 // (`cx ctl show`, the MCP server's session and turn tools).
 
-package recall
+package search
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"cx/internal/checkpoint"
 	"cx/internal/ledger"
+	"cx/internal/recall"
 	"cx/internal/redact"
 	"cx/internal/rollout"
 )
@@ -163,7 +164,7 @@ func (v TurnView) Text() string {
 		if t.Command != "" {
 			fmt.Fprintf(&b, "\n$ %s", t.Command)
 		} else {
-			fmt.Fprintf(&b, "\n%s%s", toolMark, t.Summary) // what a tool did, never its JSON
+			fmt.Fprintf(&b, "\n%s%s", recall.ToolMark, t.Summary) // what a tool did, never its JSON
 		}
 		if t.ExitCode != nil {
 			fmt.Fprintf(&b, "  (exit %d)", *t.ExitCode)

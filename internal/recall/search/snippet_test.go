@@ -1,4 +1,4 @@
-package recall
+package search
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"cx/internal/ledger"
+	"cx/internal/recall"
 	"cx/internal/rollout"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestSnippetsAreFTS5s(t *testing.T) {
 	a, _ := testArchive(t)
 	ctx := context.Background()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,11 +45,11 @@ func TestSnippetsAreFTS5s(t *testing.T) {
 		for range 1 + rnd.IntN(4) {
 			ws = append(ws, vocab[rnd.IntN(len(vocab))])
 		}
-		pq, err := parseQuery(strings.Join(ws, " "))
-		if err != nil || !pq.natural {
+		pq, err := recall.ParseQuestion(strings.Join(ws, " "))
+		if err != nil || !pq.Natural {
 			continue
 		}
-		fts, err := a.db.Search(ctx, ledger.RecallQuery{Match: pq.expr, Limit: 5})
+		fts, err := a.db.Search(ctx, ledger.RecallQuery{Match: pq.Expr, Limit: 5})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,11 +61,11 @@ func TestSnippetsAreFTS5s(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		phrases := pq.phrases()
+		phrases := pq.Phrases()
 		for _, h := range fts {
 			tx := texts[h.ID]
 			if got := snippet([]string{tx.Prompt, tx.Reply, tx.Commands, tx.Files}, phrases); got != h.Snippet {
-				t.Errorf("query %s, turn %d:\n go:   %q\n fts5: %q", pq.expr, h.Turn, got, h.Snippet)
+				t.Errorf("query %s, turn %d:\n go:   %q\n fts5: %q", pq.Expr, h.Turn, got, h.Snippet)
 			}
 			compared++
 		}

@@ -1,4 +1,9 @@
-package recall
+// Package search is recall's read side for a person or a model: a search
+// of the archive (a question ranked, or FTS5 syntax run as typed), one
+// archived turn and one archived session shown whole but bounded — what
+// `cx ctl search`, `cx ctl show` and `cx mcp` share. It reads the index
+// internal/recall/index writes, never writing it.
+package search
 
 import (
 	"context"
@@ -12,20 +17,21 @@ import (
 	"time"
 
 	"cx/internal/ledger"
+	"cx/internal/recall"
 	"cx/internal/rollout"
 	"cx/internal/words"
 )
 
-// Archive is the ledger opened for recall.
+// Archive is the ledger opened for recall's reading.
 type Archive struct {
 	db       *ledger.DB
-	projects *Projects
+	projects *recall.Projects
 }
 
 // NewArchive is recall over db, the ledger an entry point opened (to
 // read: search never writes it), and the projects of CX_HOME home.
 func NewArchive(db *ledger.DB, home string) *Archive {
-	return &Archive{db: db, projects: NewProjects(home)}
+	return &Archive{db: db, projects: recall.NewProjects(home)}
 }
 
 // Knows reports whether the archive holds a turn of dir's project (one
@@ -76,21 +82,18 @@ func (r SearchResult) WriteText(w io.Writer) {
 
 // ErrQuery is a query cx will not run: empty, too long, or one the index
 // cannot parse.
-var ErrQuery = errors.New("bad query")
-
-// maxQuery bounds a query's length.
-const maxQuery = 4096
+var ErrQuery = recall.ErrQuery
 
 // Search finds archived turns, best first.
 func (a *Archive) Search(ctx context.Context, q Query) ([]Hit, error) {
-	pq, err := parseQuery(q.Text)
+	pq, err := recall.ParseQuestion(q.Text)
 	if err != nil {
 		return nil, err
 	}
 	if q.Limit <= 0 {
 		q.Limit = 10
 	}
-	rq := ledger.RecallQuery{Match: pq.expr, Since: q.Since, Limit: q.Limit}
+	rq := ledger.RecallQuery{Match: pq.Expr, Since: q.Since, Limit: q.Limit}
 	if q.Project != "" {
 		rq.Project = a.projects.Of(q.Project)
 	}
@@ -105,7 +108,7 @@ func (a *Archive) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
-	if pq.natural {
+	if pq.Natural {
 		if err = a.passages(ctx, pq, found, around); err != nil {
 			return nil, fmt.Errorf("search: %w", err)
 		}
@@ -124,9 +127,9 @@ func (a *Archive) Search(ctx context.Context, q Query) ([]Hit, error) {
 // passage in its session that hold a word of the question join it (the
 // one after first), up to maxPassage turns, none a hit or in a passage
 // of its own.
-func (a *Archive) passages(ctx context.Context, pq query, found []ledger.RecallHit, around map[place][]int) error {
+func (a *Archive) passages(ctx context.Context, pq recall.Question, found []ledger.RecallHit, around map[place][]int) error {
 	want := map[string]bool{}
-	for _, ph := range pq.phrases() {
+	for _, ph := range pq.Phrases() {
 		for _, t := range ph {
 			want[t] = true
 		}
@@ -271,8 +274,8 @@ func HitsText(query string, hits []Hit) string {
 // after a strong match is a candidate even when it shares no word with
 // the query (a question's, not a single word's: that is a lookup). Its
 // own words count too.
-func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) ([]ledger.RecallHit, map[place][]int, error) {
-	if !pq.natural {
+func (a *Archive) ranked(ctx context.Context, pq recall.Question, rq ledger.RecallQuery) ([]ledger.RecallHit, map[place][]int, error) {
+	if !pq.Natural {
 		found, err := a.db.Search(ctx, rq)
 		return found, nil, err
 	}
@@ -294,10 +297,10 @@ func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) (
 	for _, h := range found {
 		next := place{h.SessionID, h.Turn + 1}
 		if j, ok := at[next]; ok {
-			bonus[j] += nextShare * h.Score
+			bonus[j] += recall.NextShare * h.Score
 			continue
 		}
-		if len(pq.terms) < 2 {
+		if len(pq.Terms) < 2 {
 			continue // one word is a lookup: only the turns that hold it
 		}
 		wanted = append(wanted, ledger.Place{SessionID: next.session, Turn: next.turn})
@@ -312,20 +315,20 @@ func (a *Archive) ranked(ctx context.Context, pq query, rq ledger.RecallQuery) (
 		h := from[place{nh.SessionID, nh.Turn}]
 		after[nh.ID] = h.Turn
 		found = append(found, nh)
-		bonus = append(bonus, nextShare*h.Score)
+		bonus = append(bonus, recall.NextShare*h.Score)
 	}
 	for i := range found {
 		found[i].Score += bonus[i]
 	}
 	sortHits(found)
-	found, around := fold(found, limit, len(pq.terms) >= 2)
+	found, around := fold(found, limit, len(pq.Terms) >= 2)
 	// The snippets, from the kept hits' text (one statement): a neighbour
 	// shows where its prompt begins.
 	texts, err := a.textsOf(ctx, found, known)
 	if err != nil {
 		return nil, nil, err
 	}
-	phrases := pq.phrases()
+	phrases := pq.Phrases()
 	for i, h := range found {
 		t := texts[h.ID]
 		if prev, ok := after[h.ID]; ok {
@@ -372,9 +375,6 @@ func placesOf(hits []ledger.RecallHit) map[place]int {
 	return at
 }
 
-// nextShare is the share of a turn's score the turn after it gets.
-const nextShare = 0.5
-
 // firstRunes is s's first n characters.
 func firstRunes(s string, n int) string {
 	for i := range s {
@@ -395,3 +395,9 @@ func sortHits(found []ledger.RecallHit) {
 		return found[i].At.After(found[j].At)
 	})
 }
+
+// DB is the ledger the archive reads.
+func (a *Archive) DB() *ledger.DB { return a.db }
+
+// Projects are the project identities the archive names projects by.
+func (a *Archive) Projects() *recall.Projects { return a.projects }

@@ -1,10 +1,11 @@
-package recall
+package search
 
 import (
 	"context"
 	"math"
 
 	"cx/internal/ledger"
+	"cx/internal/recall"
 	"cx/internal/words"
 )
 
@@ -31,12 +32,12 @@ const localPool = 40
 // search runs rq, a plain query's hits scored by their project's word
 // rarity (above) when rq names a project with a window; the texts it
 // reads are added to known (when not nil).
-func (a *Archive) search(ctx context.Context, pq query, rq ledger.RecallQuery, pool int, known map[int64]ledger.RecallText) ([]ledger.RecallHit, error) {
-	if !pq.natural || rq.Project == "" {
+func (a *Archive) search(ctx context.Context, pq recall.Question, rq ledger.RecallQuery, pool int, known map[int64]ledger.RecallText) ([]ledger.RecallHit, error) {
+	if !pq.Natural || rq.Project == "" {
 		return a.db.Search(ctx, rq)
 	}
-	w := loadWindow(a.projects.store.Home, rq.Project)
-	if w == nil || w.nTurns == 0 {
+	w := recall.LoadWindow(a.projects.Home(), rq.Project)
+	if w == nil || w.Len() == 0 {
 		return a.db.Search(ctx, rq)
 	}
 	limit := rq.Limit
@@ -49,11 +50,11 @@ func (a *Archive) search(ctx context.Context, pq query, rq ledger.RecallQuery, p
 	if err != nil {
 		return nil, err
 	}
-	phrases := pq.phrases()
+	phrases := pq.Phrases()
 	idf := make([]float64, len(phrases))
-	n := float64(w.nTurns)
+	n := float64(w.Len())
 	for i, ph := range phrases {
-		df := float64(len(w.holdingAll(ph)))
+		df := float64(len(w.HoldingAll(ph)))
 		idf[i] = math.Log(1 + (n-df+0.5)/(df+0.5))
 	}
 	// Only a word that begins as one of the query's terms can be one:

@@ -1,9 +1,11 @@
-// Package recall is the search over cx's archive: what each archived turn
-// puts in the full-text index (redacted again on the way in), the backfill
-// of archives stored before the index, and the read side — search, one
-// turn, one session — that `cx ctl search`, `cx ctl show --turn` and
-// `cx mcp` share.
-package recall
+// Package index is the write side of recall: what each archived turn puts
+// in the full-text index (redacted again on the way in, inside the
+// transaction that archives it), the backfill of archives stored before
+// the index, and the index's upkeep after commits (its segments merged,
+// per-prompt recall's stale windows read again). The local sink is its
+// one writer; internal/recall/search and internal/recall/prompt read
+// what it wrote.
+package index
 
 import (
 	"context"
@@ -14,8 +16,8 @@ import (
 	"time"
 
 	"cx/internal/checkpoint"
-	"cx/internal/continuity"
 	"cx/internal/ledger"
+	"cx/internal/recall"
 	"cx/internal/redact"
 	"cx/internal/rollout"
 )
@@ -23,46 +25,6 @@ import (
 // maxField bounds each indexed field of a turn: the index finds a turn,
 // `show --turn` shows it.
 const maxField = 64 << 10
-
-// Projects gives the project id of a directory, the identity continuity
-// uses; one per process (finding a root commit runs git once per root).
-type Projects struct {
-	store continuity.Store
-	seen  map[string]continuity.Identity
-}
-
-// NewProjects returns the project identities kept under cx's home.
-func NewProjects(home string) *Projects {
-	return &Projects{store: continuity.Store{Home: home}, seen: map[string]continuity.Identity{}}
-}
-
-// Of returns dir's project id ("" for no dir).
-func (p *Projects) Of(dir string) string { return p.identity(dir).ProjectID }
-
-func (p *Projects) identity(dir string) continuity.Identity {
-	if dir == "" {
-		return continuity.Identity{}
-	}
-	if id, ok := p.seen[dir]; ok {
-		return id
-	}
-	id := p.store.Identify(dir)
-	p.seen[dir] = id
-	return id
-}
-
-// said is what dir's continuity documents say — what a thread started
-// there was given at its start.
-func (p *Projects) said(dir string) continuity.Said {
-	var s continuity.Said
-	if dir == "" {
-		return s
-	}
-	project, worktree := p.store.Read(p.identity(dir))
-	s.WhatItSays(continuity.ForContext(worktree))
-	s.WhatItSays(continuity.ForContext(project))
-	return s
-}
 
 // Docs are the index rows of a generation's archived turns: numbered on
 // from the turns of the generations before it, each field redacted.
@@ -99,7 +61,7 @@ func commands(tools []rollout.ToolCall) string {
 	for _, c := range tools {
 		line := rollout.OneLine(rollout.ToolLine(c), 400)
 		if c.Command == "" {
-			line = toolMark + line // what a tool did, not a command to run
+			line = recall.ToolMark + line // what a tool did, not a command to run
 		}
 		b.WriteString(line)
 		if c.ExitCode != nil {
@@ -109,10 +71,6 @@ func commands(tools []rollout.ToolCall) string {
 	}
 	return b.String()
 }
-
-// toolMark begins a line of the commands field that says what a tool
-// (not a shell) did: views show it as it is, a command after "$ ".
-const toolMark = "• "
 
 func files(edits []rollout.FileEdit) string {
 	var b strings.Builder
@@ -158,7 +116,7 @@ func Backfill(ctx context.Context, db *ledger.DB, home string) (int, error) {
 	if err != nil || pending == "" {
 		return 0, err
 	}
-	projects := NewProjects(home)
+	projects := recall.NewProjects(home)
 	done := 0
 	for {
 		more := false
@@ -221,7 +179,7 @@ func reindex(ctx context.Context, db *ledger.DB) error {
 	}
 }
 
-func indexArchive(ctx context.Context, tx *ledger.Tx, projects *Projects, a ledger.Archive) error {
+func indexArchive(ctx context.Context, tx *ledger.Tx, projects *recall.Projects, a ledger.Archive) error {
 	var turns []rollout.Turn
 	if err := json.Unmarshal([]byte(a.Turns), &turns); err != nil {
 		return nil // an unreadable archive has nothing to find

@@ -1,4 +1,10 @@
-package recall
+// Package prompt is per-prompt recall: for a prompt the user just typed,
+// the few archived turns of the project's other sessions that answer it
+// (and a remote memory's, merged), within a budget, above a floor that
+// keeps it quiet when nothing is relevant — what UserPromptSubmit gives
+// the model. It ranks the project's window (internal/recall) without the
+// index's bm25, so its cost stays flat however large the archive grows.
+package prompt
 
 import (
 	"context"
@@ -14,6 +20,7 @@ import (
 
 	"cx/internal/continuity"
 	"cx/internal/ledger"
+	"cx/internal/recall"
 	"cx/internal/rollout"
 	"cx/internal/words"
 )
@@ -30,8 +37,8 @@ import (
 // the history never spoke of has terms no turn holds, and scores low
 // everywhere.
 
-// PromptRequest is one prompt to recall for.
-type PromptRequest struct {
+// Request is one prompt to recall for.
+type Request struct {
 	Prompt  string
 	Project string // the directory whose project's history to recall from; "" for every project
 	// Session is the thread the prompt is for: its own turns are never
@@ -72,15 +79,8 @@ const (
 	// maxItems bounds the turns one prompt is given (as many as the
 	// OpenViking plugin gives).
 	maxItems = 6
-	// maxItemChars bounds what one item holds, its heading aside (as the
-	// OpenViking plugin bounds its items).
-	maxItemChars = 500
 	// candidates is how many of search's best turns are weighed.
 	candidates = 12
-	// recallWindow is how many of the project's latest turns per-prompt
-	// recall searches, its words weighed by their rarity there: its cost on every prompt stays flat however large
-	// the archive grows (`cx ctl search` searches it all).
-	recallWindow = 1000
 )
 
 // Trivial reports whether a prompt is one recall stays quiet for: a slash
@@ -92,7 +92,7 @@ func Trivial(prompt string) bool {
 		return true
 	}
 	for _, w := range strings.Fields(p) {
-		w = normalWord(w)
+		w = recall.NormalWord(w)
 		if w != "" && !words.IsStopword(w) && !acks[w] {
 			return false
 		}
@@ -130,8 +130,8 @@ const DefaultRemoteWait = 800 * time.Millisecond
 // are merged (best of each in turn); a remote that fails or is late costs
 // the prompt that wait, nothing more (its error is returned beside the
 // local items).
-func (a *Archive) Recall(ctx context.Context, r PromptRequest) ([]Item, error) {
-	return Prepare(a.projects, r).Finish(ctx, a.db)
+func Recall(ctx context.Context, db *ledger.DB, projects *recall.Projects, r Request) ([]Item, error) {
+	return Prepare(projects, r).Finish(ctx, db)
 }
 
 // Prepared is per-prompt recall as far as it goes without the ledger: the
@@ -140,18 +140,18 @@ func (a *Archive) Recall(ctx context.Context, r PromptRequest) ([]Item, error) {
 // ledger work and finishes it on its own connection after, so a prompt
 // opens the ledger once.
 type Prepared struct {
-	r       PromptRequest
+	r       Request
 	home    string
 	quiet   bool // a trivial prompt, or one that reads as FTS5 syntax
 	terms   [][]string
-	dates   []dateSpan
+	dates   []recall.DateSpan
 	project string
 	// projects finds what the start block gave the thread (its
 	// continuity's goal and notes): a turn whose prompt it quotes is not
 	// given again. Read only when a turn could be given (most prompts find
 	// none), not on every prompt.
-	projects *Projects
-	win      *window
+	projects *recall.Projects
+	win      *recall.Window
 	hits     []windowHit
 	remote   chan remoteAnswer
 }
@@ -163,8 +163,8 @@ type remoteAnswer struct {
 
 // Prepare reads r's project's window file and ranks its turns for r's
 // prompt, and starts the remote search; it does not open the ledger.
-func Prepare(projects *Projects, r PromptRequest) *Prepared {
-	p := &Prepared{r: r, home: projects.store.Home}
+func Prepare(projects *recall.Projects, r Request) *Prepared {
+	p := &Prepared{r: r, home: projects.Home()}
 	if Trivial(r.Prompt) {
 		p.quiet = true
 		return p
@@ -187,18 +187,18 @@ func Prepare(projects *Projects, r PromptRequest) *Prepared {
 			p.remote <- remoteAnswer{items, err}
 		}()
 	}
-	pq, err := parseQuery(r.Prompt)
-	if err != nil || !pq.natural {
+	pq, err := recall.ParseQuestion(r.Prompt)
+	if err != nil || !pq.Natural {
 		p.quiet = true // a prompt that reads as FTS5 syntax is not a question to recall for
 		return p
 	}
-	p.terms, p.dates = pq.phrases(), pq.dates
+	p.terms, p.dates = pq.Phrases(), pq.Dates
 	if r.Project != "" {
 		p.project = projects.Of(r.Project)
 		p.projects = projects
 	}
-	if p.win = loadWindow(p.home, p.project); p.win != nil {
-		p.hits = p.win.rank(p.terms, p.dates, r.Session, p.r.MinScore)
+	if p.win = recall.LoadWindow(p.home, p.project); p.win != nil {
+		p.hits = rank(p.win, p.terms, p.dates, r.Session, p.r.MinScore)
 	}
 	return p
 }
@@ -256,11 +256,11 @@ func (p *Prepared) current(ctx context.Context, db *ledger.DB) error {
 	if err != nil {
 		return err
 	}
-	if p.win == nil || p.win.stamp != stamp {
-		if p.win, err = readWindow(ctx, db, p.home, p.project); err != nil {
+	if p.win == nil || p.win.Stamp() != stamp {
+		if p.win, err = recall.ReadWindow(ctx, db, p.home, p.project); err != nil {
 			return err
 		}
-		p.hits = p.win.rank(p.terms, p.dates, p.r.Session, p.r.MinScore)
+		p.hits = rank(p.win, p.terms, p.dates, p.r.Session, p.r.MinScore)
 	}
 	return nil
 }
@@ -271,20 +271,20 @@ func (p *Prepared) local(given map[string]bool) []Item {
 	var items []Item
 	var said continuity.Said
 	if len(p.hits) > 0 && p.projects != nil {
-		said = p.projects.said(p.r.Project)
+		said = p.projects.Said(p.r.Project)
 	}
 	taken := map[place]bool{}
 	for _, h := range p.hits {
 		if len(items) == candidates {
 			break
 		}
-		t := p.win.turn(h.turn)
-		if given[fmt.Sprintf("%s/%d", t.SessionID, t.Turn)] || saidAtStart(said, t.body) || h.follows && !taken[place{t.SessionID, t.Turn - 1}] {
+		t := p.win.Turn(h.turn)
+		if given[fmt.Sprintf("%s/%d", t.SessionID, t.Turn)] || saidAtStart(said, t.Body) || h.follows && !taken[place{t.SessionID, t.Turn - 1}] {
 			continue
 		}
 		taken[place{t.SessionID, t.Turn}] = true
 		items = append(items, Item{Source: "local", Session: t.SessionID, Turn: t.Turn, Generation: t.Generation, Time: t.At.Format(time.RFC3339),
-			Score: math.Round(h.cover*100) / 100, head: itemHead(t.RecallHit), body: withoutSaid(said, t.body), follows: h.follows})
+			Score: math.Round(h.cover*100) / 100, head: itemHead(t.RecallHit), body: withoutSaid(said, t.Body), follows: h.follows})
 	}
 	return items
 }
@@ -328,8 +328,8 @@ func withoutSaid(said continuity.Said, body string) string {
 			if said.Commands[cmd] {
 				continue
 			}
-		case strings.HasPrefix(l, toolMark+"plan: "):
-			steps := strings.Split(strings.TrimPrefix(l, toolMark+"plan: "), "; ")
+		case strings.HasPrefix(l, recall.ToolMark+"plan: "):
+			steps := strings.Split(strings.TrimPrefix(l, recall.ToolMark+"plan: "), "; ")
 			n := 0
 			for _, st := range steps {
 				if len(st) > 4 && said.Plan[strings.TrimSuffix(st[4:], "…")] {
@@ -456,32 +456,8 @@ func itemHead(h ledger.RecallHit) string {
 // session, under that neighbour's heading.
 func turnHead(turn int) string { return fmt.Sprintf("[turn %d]\n", turn) }
 
-// itemBody is what a recalled turn holds, as the model reads it: what was
-// asked, answered and done, one line each, at most maxItemChars.
-func itemBody(t ledger.RecallText) string {
-	body := "› " + rollout.OneLine(t.Prompt, 300)
-	if t.Reply != "" {
-		body += "\n‹ " + rollout.OneLine(t.Reply, 300)
-	}
-	for _, c := range strings.Split(strings.TrimSpace(t.Commands), "\n") {
-		switch {
-		case strings.HasPrefix(c, toolMark):
-			body += "\n" + rollout.OneLine(c, 160)
-		case c != "":
-			body += "\n$ " + rollout.OneLine(c, 120)
-		}
-	}
-	if f := strings.Join(strings.Fields(t.Files), ", "); f != "" {
-		body += "\nfiles: " + rollout.OneLine(f, 160)
-	}
-	if utf8.RuneCountInString(body) > maxItemChars {
-		body = string([]rune(body)[:maxItemChars-1]) + "…"
-	}
-	return body
-}
-
-// PromptResult is per-prompt recall as `cx ctl recall` prints it.
-type PromptResult struct { // fields in the order the command always printed them
+// Result is per-prompt recall as `cx ctl recall` prints it.
+type Result struct { // fields in the order the command always printed them
 	Enabled bool   `json:"enabled"`
 	Items   []Item `json:"items"`
 	Project string `json:"project"`
@@ -489,8 +465,8 @@ type PromptResult struct { // fields in the order the command always printed the
 }
 
 // MarshalJSON gives no items as [], not null.
-func (r PromptResult) MarshalJSON() ([]byte, error) {
-	type plain PromptResult
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
 	if r.Items == nil {
 		r.Items = []Item{}
 	}
@@ -498,7 +474,7 @@ func (r PromptResult) MarshalJSON() ([]byte, error) {
 }
 
 // WriteText is per-prompt recall for a terminal.
-func (r PromptResult) WriteText(w io.Writer) {
+func (r Result) WriteText(w io.Writer) {
 	fmt.Fprint(w, ItemsText(r.Prompt, r.Items))
 	if !r.Enabled {
 		fmt.Fprintln(w, "(per-prompt recall is off: [recall] enabled = false, or CX_RECALL_OFF=1)")

@@ -1,12 +1,11 @@
-package recall
+package prompt
 
 import (
-	"bytes"
-	"encoding/binary"
 	"math"
 	"slices"
 	"sort"
 
+	"cx/internal/recall"
 	"cx/internal/words"
 )
 
@@ -33,13 +32,13 @@ type windowHit struct {
 // by their rarity in the window (see weights), a date the prompt names
 // held by the turns of that day; the best by coverage are ordered by
 // bm25 over their items' text times their coverage; the turn after a turn gains half its rank
-// (the answer follows the question, as in search: Archive.ranked), and
+// (the answer follows the question, as in search: internal/recall/search), and
 // one below the floor comes only with that turn; ties go to the newer
 // turn.
-func (w *window) rank(terms [][]string, dates []dateSpan, session string, floor float64) []windowHit {
-	own := func(i int) bool { return session != "" && string(w.session(i)) == session }
+func rank(w *recall.Window, terms [][]string, dates []recall.DateSpan, session string, floor float64) []windowHit {
+	own := func(i int) bool { return session != "" && string(w.Session(i)) == session }
 	size := 0
-	for i := 0; i < w.nTurns; i++ {
+	for i := 0; i < w.Len(); i++ {
 		if !own(i) {
 			size++
 		}
@@ -51,7 +50,7 @@ func (w *window) rank(terms [][]string, dates []dateSpan, session string, floor 
 	topical := make([]bool, len(terms), len(terms)+len(dates))
 	topic := len(dates) > 0
 	for j, t := range terms {
-		topical[j] = !w.ordinary(t)
+		topical[j] = !w.Ordinary(t)
 		topic = topic || topical[j]
 	}
 	if !topic {
@@ -62,7 +61,7 @@ func (w *window) rank(terms [][]string, dates []dateSpan, session string, floor 
 	}
 	rows := make([][]uint16, len(terms), len(terms)+len(dates))
 	for j, t := range terms {
-		for _, i := range w.holdingAll(t) {
+		for _, i := range w.HoldingAll(t) {
 			if !own(int(i)) {
 				rows[j] = append(rows[j], i)
 			}
@@ -70,8 +69,8 @@ func (w *window) rank(terms [][]string, dates []dateSpan, session string, floor 
 	}
 	for _, d := range dates { // a date is held by the turns of its day
 		var row []uint16
-		for i := 0; i < w.nTurns; i++ {
-			if !own(i) && d.holds(w.at(i)) {
+		for i := 0; i < w.Len(); i++ {
+			if !own(i) && d.Holds(w.At(i)) {
 				row = append(row, uint16(i))
 			}
 		}
@@ -79,7 +78,7 @@ func (w *window) rank(terms [][]string, dates []dateSpan, session string, floor 
 	}
 	idf := weights(rows, size)
 	// A turn holds a word fully, or, when only the turn next to it in its
-	// session does, a share of it (nextShare): a conversation's question
+	// session does, a share of it (recall.NextShare): a conversation's question
 	// and its answer are two turns, and the answer need not repeat the
 	// question's words (a passage's coverage, not a turn's alone).
 	score := map[int]float64{}
@@ -89,8 +88,8 @@ func (w *window) rank(terms [][]string, dates []dateSpan, session string, floor 
 		for _, i := range ids {
 			held[int(i)] = 1
 			for _, n := range []int{int(i) - 1, int(i) + 1} {
-				if n >= 0 && n < w.nTurns && !own(n) && w.neighbours(int(i), n) {
-					held[n] = max(held[n], nextShare)
+				if n >= 0 && n < w.Len() && !own(n) && w.Neighbours(int(i), n) {
+					held[n] = max(held[n], recall.NextShare)
 				}
 			}
 		}
@@ -116,13 +115,13 @@ func (w *window) rank(terms [][]string, dates []dateSpan, session string, floor 
 	// the prompt's words more often, in fewer words, is more about them;
 	// the floor stays on coverage, which does not depend on that.
 	cands = cands[:min(len(cands), preselect)]
-	hits := make([]windowTurn, len(cands))
+	hits := make([]recall.WindowTurn, len(cands))
 	counts := make([]map[string]int, len(cands))
 	lens := make([]int, len(cands))
 	mean := 0.0
 	for k, i := range cands {
-		hits[k] = w.turn(i)
-		counts[k], lens[k] = termCounts(hits[k].body)
+		hits[k] = w.Turn(i)
+		counts[k], lens[k] = termCounts(hits[k].Body)
 		mean += float64(lens[k])
 	}
 	mean = max(mean/float64(max(len(hits), 1)), 1)
@@ -154,7 +153,7 @@ func (w *window) rank(terms [][]string, dates []dateSpan, session string, floor 
 	// joins them.
 	type entry struct {
 		at          int // in the window
-		t           windowTurn
+		t           recall.WindowTurn
 		cover, rank float64
 		follows     bool
 	}
@@ -169,15 +168,15 @@ func (w *window) rank(terms [][]string, dates []dateSpan, session string, floor 
 	kept := len(list)
 	for k := 0; k < kept; k++ {
 		next := list[k].at + 1 // a session's turns are indexed in order, so its next turn follows it in the window
-		for ; next < w.nTurns; next++ {
-			if string(w.session(next)) == list[k].t.SessionID {
+		for ; next < w.Len(); next++ {
+			if string(w.Session(next)) == list[k].t.SessionID {
 				break
 			}
 		}
-		if next >= w.nTurns || own(next) {
+		if next >= w.Len() || own(next) {
 			continue
 		}
-		nt := w.turn(next)
+		nt := w.Turn(next)
 		if nt.Turn != list[k].t.Turn+1 {
 			continue
 		}
@@ -188,7 +187,7 @@ func (w *window) rank(terms [][]string, dates []dateSpan, session string, floor 
 		list = append(list, entry{at: next, t: nt, cover: score[next], rank: rank[next], follows: score[next] < floor})
 	}
 	// The turn after a turn gains a share of that turn's rank, as in
-	// search (nextShare); one below the floor comes with that turn, never
+	// search (recall.NextShare); one below the floor comes with that turn, never
 	// above it.
 	before := make([]float64, len(list))
 	for k := range list {
@@ -196,7 +195,7 @@ func (w *window) rank(terms [][]string, dates []dateSpan, session string, floor 
 	}
 	for k := range list {
 		if j, ok := at[place{list[k].t.SessionID, list[k].t.Turn - 1}]; ok {
-			list[k].rank += nextShare * before[j]
+			list[k].rank += recall.NextShare * before[j]
 			if list[k].follows {
 				list[k].rank = min(list[k].rank, before[j])
 			}
@@ -260,12 +259,8 @@ func termCounts(text string) (map[string]int, int) {
 	return counts, n
 }
 
-// neighbours reports whether window turns i and n are next to each other in one session.
-func (w *window) neighbours(i, n int) bool {
-	if !bytes.Equal(w.session(i), w.session(n)) {
-		return false
-	}
-	ti := int(binary.LittleEndian.Uint32(w.turns[i*windowTurnLen+20:]))
-	tn := int(binary.LittleEndian.Uint32(w.turns[n*windowTurnLen+20:]))
-	return ti-tn == 1 || tn-ti == 1
+// place is a turn of a session.
+type place struct {
+	session string
+	turn    int
 }
