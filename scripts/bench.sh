@@ -40,6 +40,20 @@ if [ -f ../shared/recall-dev/measure ]; then
   if [ -n "${CX_BENCH_BASELINE_CX:-}" ]; then
     echo "recall-dev/measure, BASE=$BASE:" && bash ../shared/recall-dev/measure "$CX_BENCH_BASELINE_CX"
   fi
+  # The dev split held out by halves, each measured alone (its own CX_HOME, as unseen
+  # conversations are): conversations 0-2 and 3-4; the gap between them is what a
+  # method fitted to some conversations loses on others.
+  python3 - ../shared/recall-dev/locomo-dev.json "$mtmp" <<'PY'
+import json, sys
+convs = json.load(open(sys.argv[1]))
+json.dump(convs[:3], open(sys.argv[2] + "/half-a.json", "w")); json.dump(convs[3:], open(sys.argv[2] + "/half-b.json", "w"))
+PY
+  for half in a b; do
+    echo "recall-dev/measure, conversations $([ $half = a ] && echo 0-2 || echo 3-4) alone, this build:" && bash ../shared/recall-dev/measure "$mtmp/cx" "$mtmp/half-$half.json" | head -1
+    if [ -n "${CX_BENCH_BASELINE_CX:-}" ]; then
+      echo "  BASE=$BASE:" && bash ../shared/recall-dev/measure "$CX_BENCH_BASELINE_CX" "$mtmp/half-$half.json" | head -1
+    fi
+  done
   rm -rf "$mtmp"
 else
   echo "recall-dev/measure: ../shared/recall-dev is absent; recall's judged figures not measured"

@@ -394,3 +394,9 @@ const (
 	// the archive grows (`cx ctl search` searches it all).
 	WindowTurns = 1000
 )
+
+// WindowOf is the window of turns (oldest first) as its file would hold
+// it, without a file (tests and benchmarks).
+func WindowOf(stamp ledger.WindowStamp, turns []ledger.WindowTurn) (*Window, error) {
+	return decodeWindow(encodeWindow(stamp, turns))
+}
