@@ -273,16 +273,16 @@ func (p *Prepared) local(given map[string]bool) []Item {
 	if len(p.hits) > 0 && p.projects != nil {
 		said = p.projects.Said(p.r.Project)
 	}
-	taken := map[place]bool{}
+	taken := map[ledger.Place]bool{}
 	for _, h := range p.hits {
 		if len(items) == candidates {
 			break
 		}
 		t := p.win.Turn(h.turn)
-		if given[fmt.Sprintf("%s/%d", t.SessionID, t.Turn)] || saidAtStart(said, t.Body) || h.follows && !taken[place{t.SessionID, t.Turn - 1}] {
+		if given[fmt.Sprintf("%s/%d", t.SessionID, t.Turn)] || saidAtStart(said, t.Body) || h.follows && !taken[ledger.Place{SessionID: t.SessionID, Turn: t.Turn - 1}] {
 			continue
 		}
-		taken[place{t.SessionID, t.Turn}] = true
+		taken[ledger.Place{SessionID: t.SessionID, Turn: t.Turn}] = true
 		items = append(items, Item{Source: "local", Session: t.SessionID, Turn: t.Turn, Generation: t.Generation, Time: t.At.Format(time.RFC3339),
 			Score: math.Round(h.cover*100) / 100, head: itemHead(t.RecallHit), body: withoutSaid(said, t.Body), follows: h.follows})
 	}

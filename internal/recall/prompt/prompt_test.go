@@ -46,7 +46,7 @@ func archive(t *testing.T, a *testArchive, sid string, gen int, cwd string, turn
 	recalltest.Archive(t, a.db, a.projects, sid, gen, cwd, turns)
 }
 
-var exit, rawLedger = recalltest.Exit, recalltest.Raw
+var exit = recalltest.Exit
 
 func TestRecallWithRemote(t *testing.T) {
 	a, _ := newTestArchive(t)

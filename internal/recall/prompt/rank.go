@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 
+	"cx/internal/ledger"
 	"cx/internal/recall"
 	"cx/internal/words"
 )
@@ -161,9 +162,9 @@ func rank(w *recall.Window, terms [][]string, dates []recall.DateSpan, session s
 	for _, k := range order {
 		list = append(list, entry{at: cands[k], t: hits[k], cover: score[cands[k]], rank: rank[cands[k]]})
 	}
-	at := map[place]int{}
+	at := map[ledger.Place]int{}
 	for k, e := range list {
-		at[place{e.t.SessionID, e.t.Turn}] = k
+		at[ledger.Place{SessionID: e.t.SessionID, Turn: e.t.Turn}] = k
 	}
 	kept := len(list)
 	for k := 0; k < kept; k++ {
@@ -180,10 +181,10 @@ func rank(w *recall.Window, terms [][]string, dates []recall.DateSpan, session s
 		if nt.Turn != list[k].t.Turn+1 {
 			continue
 		}
-		if _, ok := at[place{nt.SessionID, nt.Turn}]; ok {
+		if _, ok := at[ledger.Place{SessionID: nt.SessionID, Turn: nt.Turn}]; ok {
 			continue
 		}
-		at[place{nt.SessionID, nt.Turn}] = len(list)
+		at[ledger.Place{SessionID: nt.SessionID, Turn: nt.Turn}] = len(list)
 		list = append(list, entry{at: next, t: nt, cover: score[next], rank: rank[next], follows: score[next] < floor})
 	}
 	// The turn after a turn gains a share of that turn's rank, as in
@@ -194,7 +195,7 @@ func rank(w *recall.Window, terms [][]string, dates []recall.DateSpan, session s
 		before[k] = list[k].rank
 	}
 	for k := range list {
-		if j, ok := at[place{list[k].t.SessionID, list[k].t.Turn - 1}]; ok {
+		if j, ok := at[ledger.Place{SessionID: list[k].t.SessionID, Turn: list[k].t.Turn - 1}]; ok {
 			list[k].rank += recall.NextShare * before[j]
 			if list[k].follows {
 				list[k].rank = min(list[k].rank, before[j])
@@ -257,10 +258,4 @@ func termCounts(text string) (map[string]int, int) {
 		n++
 	})
 	return counts, n
-}
-
-// place is a turn of a session.
-type place struct {
-	session string
-	turn    int
 }
