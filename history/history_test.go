@@ -12,6 +12,7 @@ import (
 	"cx/internal/recall/index"
 	"cx/internal/recall/search"
 	"cx/internal/rollout"
+	"cx/internal/sinks"
 	"cx/lifecycle"
 )
 
@@ -36,7 +37,7 @@ func TestForget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	st := State{DB: db, Cfg: cfg, M: lifecycle.New(cfg, db)}
+	st := State{DB: db, Cfg: cfg, M: lifecycle.New(cfg, db, sinks.Build)}
 	err = db.Tx(ctx, func(tx *ledger.Tx) error {
 		now := tx.Now()
 		for _, s := range []ledger.Session{

@@ -33,6 +33,7 @@ import (
 	"cx/internal/proc"
 	"cx/internal/recall/prompt"
 	"cx/internal/redact"
+	"cx/internal/sinks"
 	"cx/internal/testpoint"
 	"cx/lifecycle"
 )
@@ -202,7 +203,7 @@ func handle(ctx context.Context, c HookCall, cfg config.Config, ev string, p cod
 	// Not closed: closing the last connection checkpoints and removes the
 	// WAL (milliseconds on every hook); the process exits right after and
 	// SQLite's WAL is safe without it.
-	m := lifecycle.New(cfg, db)
+	m := lifecycle.New(cfg, db, sinks.Build)
 	res, err := m.HandleHook(ctx, lifecycle.Hook{Event: ev, Payload: p, RunID: runID, PPID: os.Getppid()})
 	if err != nil {
 		logger.Printf("hook %s %s: %v", ev, p.SessionID, err)

@@ -18,6 +18,7 @@ import (
 	"cx/internal/codex"
 	"cx/internal/config"
 	"cx/internal/ledger"
+	"cx/internal/sinks"
 )
 
 // machine is a state machine under test.
@@ -52,7 +53,7 @@ func newMachine(t *testing.T) *machine {
 	}
 	t.Cleanup(func() { db.Close() })
 	mc.db = db
-	mc.m = New(cfg, db)
+	mc.m = New(cfg, db, sinks.Build)
 	mc.m.now = func() time.Time { return mc.clock }
 	mc.m.getenv = getenv
 	return mc

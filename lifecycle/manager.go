@@ -34,7 +34,9 @@
 // the Outbox to cmd/cx. It returns facts and its own result types; the
 // caller builds the context block (inject) or the view (readmodel). The
 // sinks are packages of their own behind internal/sink, wired in
-// internal/sinks.
+// internal/sinks and built by the entry point's builder (New): the state
+// machine knows no concrete sink, so its in-process tests can hand it
+// fakes.
 package lifecycle
 
 import (
@@ -48,7 +50,6 @@ import (
 	"cx/internal/logs"
 	"cx/internal/outbox"
 	"cx/internal/sink"
-	"cx/internal/sinks"
 	"cx/internal/testpoint"
 )
 
@@ -89,9 +90,13 @@ type Manager struct {
 // nowUTC is the state machine's clock (a test may set it ahead).
 func nowUTC() time.Time { return testpoint.Now() }
 
+// SinkBuilder builds the sinks a state machine commits to, from what they
+// may use of it (internal/sinks.Build: the sinks this build has).
+type SinkBuilder func(sink.Host) map[string]sink.Sink
+
 // New returns the state machine over db (open to write), with the sinks
-// this build has.
-func New(cfg config.Config, db *ledger.DB) *Manager {
+// build makes.
+func New(cfg config.Config, db *ledger.DB, build SinkBuilder) *Manager {
 	m := &Manager{
 		db:          db,
 		cfg:         cfg,
@@ -103,7 +108,7 @@ func New(cfg config.Config, db *ledger.DB) *Manager {
 	if n, ok := testpoint.Int(testpoint.HookBacklog); ok {
 		m.hookBacklog = n // the first-sight tests: a long history without 4 MiB of it
 	}
-	m.sinks = sinks.Build(m.host())
+	m.sinks = build(m.host())
 	m.outbox = outbox.New(db, m.sinks, m.log, cfg.Lifecycle.MaxAttempts)
 	m.outbox.End = func(ctx context.Context, id, reason string) error {
 		// What the hook would have ended: whatever is live once caught up.

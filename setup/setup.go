@@ -21,6 +21,7 @@ import (
 	"cx/internal/config"
 	"cx/internal/ledger"
 	"cx/internal/mcpproto"
+	"cx/internal/sinks"
 	"cx/lifecycle"
 )
 
@@ -140,7 +141,7 @@ func importable(ctx context.Context, cfg config.Config, codexHome string) int {
 		return 0
 	}
 	defer db.Close()
-	res, err := history.Import(ctx, history.State{DB: db, Cfg: cfg, M: lifecycle.New(cfg, db)}, history.ImportOptions{CodexHome: codexHome, DryRun: true})
+	res, err := history.Import(ctx, history.State{DB: db, Cfg: cfg, M: lifecycle.New(cfg, db, sinks.Build)}, history.ImportOptions{CodexHome: codexHome, DryRun: true})
 	if err != nil {
 		return 0
 	}

@@ -20,6 +20,7 @@ import (
 	"cx/internal/ledger"
 	"cx/internal/logs"
 	"cx/internal/proc"
+	"cx/internal/sinks"
 	"cx/internal/testpoint"
 	"cx/lifecycle"
 	"cx/wrapper"
@@ -90,7 +91,7 @@ func Supervise(ctx context.Context, cfg config.Config, info lifecycle.RunInfo, t
 		if db, s.err = ledger.Open(ctx, cfg.Home, ledger.Writer, ledger.Options{}); s.err != nil {
 			return
 		}
-		s.m = lifecycle.New(cfg, db)
+		s.m = lifecycle.New(cfg, db, sinks.Build)
 		s.run = s.m.BeginRun(ctx, info)
 		if tap != nil {
 			tap.bind(s.run)

@@ -14,6 +14,7 @@ import (
 	"cx/internal/config"
 	"cx/internal/ledger"
 	"cx/internal/readmodel"
+	"cx/internal/sinks"
 	"cx/internal/tty"
 	"cx/lifecycle"
 )
@@ -35,7 +36,7 @@ func withLedgerOf(ctx context.Context, cfg config.Config, f func(history.State) 
 		return err
 	}
 	defer db.Close()
-	return f(history.State{DB: db, Cfg: cfg, M: lifecycle.New(cfg, db)})
+	return f(history.State{DB: db, Cfg: cfg, M: lifecycle.New(cfg, db, sinks.Build)})
 }
 
 // sessionFailed is a command on session id that failed.

@@ -141,6 +141,18 @@ func TestTestSupportIsNotLinked(t *testing.T) {
 	}
 }
 
+// TestStateMachineKnowsNoSink: the state machine (lifecycle) reaches no
+// concrete sink and no part of recall, even indirectly — the entry points
+// build the sinks and hand them over (ARCHITECTURE.md's rules).
+func TestStateMachineKnowsNoSink(t *testing.T) {
+	for _, p := range goList(t, "-deps", "./lifecycle") {
+		switch {
+		case p == module+"internal/sinks", strings.HasPrefix(p, module+"internal/sink/"), p == module+"internal/recall", strings.HasPrefix(p, module+"internal/recall/"):
+			t.Errorf("lifecycle depends on %s", p)
+		}
+	}
+}
+
 // Every CX_TEST_ switch production code reads is listed where it is read
 // (internal/testpoint), the crash and panic points included: the lists
 // hold exactly the points the code has, and the README points there
