@@ -37,6 +37,9 @@ import (
 //	wait                  block until stdin closes or a signal arrives
 //	exit N                exit with status N
 //	die SIG               die of signal SIG (a number)
+//
+// FAKE_HOOK_LOG names a file each hook run appends "EVENT WALL_µs CPU_µs"
+// to (the hook's process, start to answer; its user + system time).
 func fakeCodexMain() int {
 	for _, a := range os.Args[1:] {
 		switch a {
@@ -254,7 +257,16 @@ func (f *fake) hook(event, id string, extra map[string]any) {
 		for _, h := range g.Hooks {
 			cmd := exec.Command("sh", "-c", h.Command)
 			cmd.Stdin = strings.NewReader(string(body))
+			start := time.Now()
 			out, err := cmd.Output()
+			if log := os.Getenv("FAKE_HOOK_LOG"); log != "" && cmd.ProcessState != nil {
+				// event, wall and CPU (the hook's process: user + sys) in µs
+				cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+				if fh, ferr := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); ferr == nil {
+					fmt.Fprintf(fh, "%s %d %d\n", event, time.Since(start).Microseconds(), cpu.Microseconds())
+					fh.Close()
+				}
+			}
 			var v any
 			if err != nil || json.Unmarshal(out, &v) != nil {
 				fmt.Fprintf(os.Stderr, "fake codex: hook %s failed: %v %q\n", event, err, out)

@@ -55,6 +55,13 @@ func newEnv(t testing.TB, extra ...string) *env {
 			t.Fatal(err)
 		}
 	}
+	writeHooks(t, e)
+	return e
+}
+
+// writeHooks writes e's Codex home's hooks.json: every event to e.cx.
+func writeHooks(t testing.TB, e *env) {
+	t.Helper()
 	hooks := map[string]any{}
 	for _, ev := range hookEvents {
 		hooks[ev] = []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": fmt.Sprintf("'%s' ctl hook %s", e.cx, ev), "timeout": 30}}}}
@@ -63,7 +70,6 @@ func newEnv(t testing.TB, extra ...string) *env {
 	if err := os.WriteFile(filepath.Join(e.codexHome, "hooks.json"), data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return e
 }
 
 func (e *env) environ(extra ...string) []string {

@@ -2,7 +2,8 @@
 # cx's performance figures, each next to a baseline measured in the
 # same run: PTY output throughput through cx vs script(1) vs a direct PTY (and
 # cx's peak RSS while relaying), start overhead over running the child directly,
-# hook latency at 1 MB and 100 MB of history, `cx mcp`'s answer to initialize,
+# hook latency at 1 MB and 100 MB of history, many sessions' hooks at once,
+# `cx mcp`'s answer to initialize,
 # and `cx ctl search` over a 100 MB archive against a 1 MB one.
 #
 # BASE=<git revision> also builds cx at that revision and runs the hook
@@ -27,6 +28,10 @@ fi
 go test -run '^$' -bench 'PTYThroughput|StartOverhead|PTYStartOverhead|HookStdinOpen|AppServerBigFrame|AppServerFrameLatency|PTYEchoLatency|MCPInitialize|CheckpointCommand' -benchtime 1x -count "${COUNT:-3}" ./cmd/cx
 go test -run '^$' -bench 'HookLatency' -benchtime 1x -count "${COUNT:-3}" ./lifecycle
 CX_BENCH_ROUNDS="${ROUNDS:-5}" go test -run '^$' -bench 'HookHistory' -benchtime 1x -timeout 60m -v ./lifecycle
+# Many sessions at once, Codex started without cx: 1, 4 and 16 sessions on one CX_HOME, hooks as
+# processes (hooks/s, p50, p99, max, CPU a hook), beside BASE's cx in the same run; every session
+# must be committed once with its turns.
+go test -run '^$' -bench 'SessionsAtOnce' -benchtime 1x -timeout 30m -v ./lifecycle
 # Recall: cx ctl search over a ~100 MB archived session against a ~1 MB one.
 go test -run '^$' -bench 'RecallSearch' -benchtime 1x -timeout 20m -v ./lifecycle
 # Recall's quality as it is judged: ../shared/recall-dev/measure (LoCoMo's dev split, its
