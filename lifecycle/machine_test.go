@@ -18,6 +18,7 @@ import (
 	"cx/internal/codex"
 	"cx/internal/config"
 	"cx/internal/ledger"
+	"cx/internal/sink"
 	"cx/internal/sinks"
 )
 
@@ -36,6 +37,12 @@ type machine struct {
 
 func newMachine(t *testing.T) *machine {
 	t.Helper()
+	return newMachineWith(t, sinks.Build)
+}
+
+// newMachineWith is newMachine with the sinks build makes.
+func newMachineWith(t *testing.T, build SinkBuilder) *machine {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	mc := &machine{t: t, ctx: ctx, home: t.TempDir(), codexHome: t.TempDir(), cwd: t.TempDir(),
@@ -53,7 +60,7 @@ func newMachine(t *testing.T) *machine {
 	}
 	t.Cleanup(func() { db.Close() })
 	mc.db = db
-	mc.m = New(cfg, db, sinks.Build)
+	mc.m = New(cfg, db, build)
 	mc.m.now = func() time.Time { return mc.clock }
 	mc.m.getenv = getenv
 	return mc
@@ -177,6 +184,36 @@ func TestMachineSessionEndCommitsOnce(t *testing.T) {
 	mc.work()
 	if n := mc.archived("s1"); n != 1 {
 		t.Errorf("%d archives, want 1", n)
+	}
+}
+
+// fakeSink records what it is handed to commit.
+type fakeSink struct{ commits []sink.Request }
+
+func (f *fakeSink) Commit(_ context.Context, req sink.Request) error {
+	f.commits = append(f.commits, req)
+	return nil
+}
+
+// The state machine commits to the sinks it is handed, whatever they are:
+// a fake in place of the local sink gets the session's one commit, whole.
+func TestMachineCommitsToTheSinksItIsHanded(t *testing.T) {
+	fake := &fakeSink{}
+	mc := newMachineWith(t, func(sink.Host) map[string]sink.Sink { return map[string]sink.Sink{"local": fake} })
+	mc.hook(codex.HookSessionStart, "s1", source("startup"), "")
+	mc.turn("s1", "add a retry to the sender")
+	mc.hook(codex.HookStop, "s1", nil, "")
+	mc.hook(codex.HookSessionEnd, "s1", nil, "")
+	mc.work()
+	mc.work()
+	if len(fake.commits) != 1 {
+		t.Fatalf("%d commits to the fake sink, want 1", len(fake.commits))
+	}
+	if c := fake.commits[0]; c.Session.ID != "s1" || c.Generation.Generation != 1 || len(c.Turns) != 1 || c.Turns[0].User != "add a retry to the sender" {
+		t.Errorf("commit: session %s g%d, %d turns %+v", c.Session.ID, c.Generation.Generation, len(c.Turns), c.Turns)
+	}
+	if got := fmt.Sprint(mc.generations("s1")); got != "[g1 committed session_end]" {
+		t.Errorf("generations %s", got)
 	}
 }
 
