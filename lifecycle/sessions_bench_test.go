@@ -131,7 +131,17 @@ func sessionsAtOnce(b *testing.B, n int, cx string) atOnce {
 	}
 	for _, s := range sessions {
 		if s.Generation != 1 || s.TotalTurns != 5 || s.Commits < 1 || s.EndedAt == nil {
-			b.Errorf("session %s: generation %d, %d turns, %d commits, status %s (%s): want one ended generation of 5 turns, committed", s.ID, s.Generation, s.TotalTurns, s.Commits, s.Status, s.EndReason)
+			show, _ := e.ctl("show", s.ID, "--json")
+			var v readmodel.ShowView
+			_ = json.Unmarshal([]byte(show), &v)
+			var gens, events []string
+			for _, g := range v.Generations {
+				gens = append(gens, fmt.Sprintf("g%d %s %s (%d turns)", g.Generation, g.Status, g.EndReason, g.Turns))
+			}
+			for _, ev := range v.Events {
+				events = append(events, ev.Kind+" "+ev.Detail)
+			}
+			b.Errorf("%s, %d at once: session %s: %d turns in %v; want one generation of 5 turns, committed; events:\n%s", build(cx), n, s.ID, s.TotalTurns, gens, strings.Join(events, "\n"))
 		}
 	}
 	slices.Sort(lat)
@@ -141,4 +151,12 @@ func sessionsAtOnce(b *testing.B, n int, cx string) atOnce {
 		total += c
 	}
 	return atOnce{rate: float64(len(lat)) / wall.Seconds(), p50: pick(0.50), p99: pick(0.99), max: lat[len(lat)-1], cpu: total / float64(len(cpu))}
+}
+
+// build names the cx a run used: this build, or the one at BASE.
+func build(cx string) string {
+	if cx == "" {
+		return "this build"
+	}
+	return "BASE"
 }
