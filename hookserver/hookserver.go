@@ -255,7 +255,7 @@ func joinBlocks(a, b string) string {
 // spawnSweeper starts `cx ctl sweep --background` in a session of its own,
 // so commits proceed after the hook has answered and Codex moved on.
 func spawnSweeper(home string, logger *logs.Logger) {
-	if lifecycle.SweeperRunning(home) {
+	if sweeperRunning(home) {
 		return
 	}
 	if err := proc.StartDetached("ctl", "sweep", "--background"); err != nil {

@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"cx/internal/checkpoint"
 	"cx/internal/codex"
-	"cx/internal/fsutil"
 	"cx/internal/health"
 	"cx/internal/ledger"
 	"cx/internal/outbox"
@@ -320,17 +318,6 @@ func (m *Manager) AfterHook(ctx context.Context, event string) (sweepDue bool) {
 	due, _ := m.db.DueJobs(ctx, m.now())
 	return due
 }
-
-// SweeperRunning reports whether a background sweeper holds its place.
-func SweeperRunning(home string) bool { return fsutil.Held(sweepLockPath(home)) }
-
-// sweepLockPath is held by the one background sweeper at a time.
-func sweepLockPath(home string) string { return filepath.Join(home, "sweep.lock") }
-
-// LockSweeper makes this process the one background sweeper a hook
-// starts; it fails at once (fsutil.ErrLocked) while another holds the
-// place.
-func LockSweeper(home string) (func(), error) { return fsutil.Lock(sweepLockPath(home), false) }
 
 // OwnContext is what the ledger holds of a session for a context block
 // about the session itself (resume, compaction).

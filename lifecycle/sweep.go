@@ -256,7 +256,7 @@ func (m *Manager) learnOrphaned(ctx context.Context, r ledger.Run) {
 
 // SweepNow sweeps once, within five minutes: `cx ctl sweep`, and the
 // background sweeper a hook starts when commits are due (background: the
-// caller holds LockSweeper's place). A foreground sweep then waits, up to
+// caller holds the sweeper's place, hookserver.BackgroundSweep). A foreground sweep then waits, up to
 // o.Wait, for the jobs other processes are working on. The sinks' upkeep
 // follows.
 func (m *Manager) SweepNow(ctx context.Context, o SweepOptions) (SweepResult, error) {
@@ -273,58 +273,27 @@ func (m *Manager) SweepNow(ctx context.Context, o SweepOptions) (SweepResult, er
 	m.Upkeep(sctx)
 	if o.Background {
 		m.log.Printf("background sweep: %d ended, %d job(s) worked; cpu cx=%s", res.Ended, res.Jobs, proc.SelfCPU().Round(time.Millisecond))
-		if n := m.watchLetGo(ctx); n > 0 {
-			m.log.Printf("background sweep: %d session(s) ended as their Codex let go of them; cpu cx=%s", n, proc.SelfCPU().Round(time.Millisecond))
-		}
 	}
 	return res, nil
 }
 
-// letGoEvery is how often the background sweeper looks whether a Codex
-// started without cx let go of a thread; jobEvery, whether commits are due
-// meanwhile (a hook that finds the sweeper's place taken starts none).
-var letGoEvery, jobEvery = 15 * time.Second, time.Second
-
-// watchLetGo keeps the background sweeper while a Codex started without cx
-// holds a thread cx knows live (its writer lock): no hook tells when such a
-// Codex lets go — a TUI's thread kept by Codex's background daemon after
-// /exit, a daemon gone — so every letGoEvery it looks at those threads'
-// locks and ends each one no Codex holds any more (as the sweep would);
-// every jobEvery it works the commits due. It returns, with how many it
-// ended, when none is held, after the idle TTL, or when ctx ends.
-func (m *Manager) watchLetGo(ctx context.Context) int {
-	ended := 0
-	until := m.now().Add(m.cfg.Lifecycle.IdleTTL.Duration)
-	lastLook := time.Time{}
-	for ctx.Err() == nil && m.now().Before(until) {
-		if due, _ := m.db.DueJobs(ctx, m.now()); due {
-			if _, err := m.outbox.Work(ctx, nil); err != nil {
-				m.log.Printf("background sweep: %v", err)
-			}
-		}
-		if time.Since(lastLook) >= letGoEvery {
-			lastLook = time.Now()
-			held, n, err := m.endLetGo(ctx)
-			ended += n
-			if err != nil {
-				m.log.Printf("background sweep: %v", err)
-				return ended
-			}
-			if held == 0 {
-				return ended
-			}
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(jobEvery):
-		}
+// WorkDue works the commits due now, if any (the background sweeper
+// does, between its looks at the threads of Codex started without cx).
+func (m *Manager) WorkDue(ctx context.Context) error {
+	if due, _ := m.db.DueJobs(ctx, m.now()); !due {
+		return nil
 	}
-	return ended
+	_, err := m.outbox.Work(ctx, nil)
+	return err
 }
 
-// endLetGo ends the live sessions of no run whose Codex let go of their
-// thread (its writer lock free), and counts those still held.
-func (m *Manager) endLetGo(ctx context.Context) (held, ended int, err error) {
+// EndLetGo ends the live sessions of no run whose Codex let go of their
+// thread (its writer lock free, as the sweep would: `orphan`), and counts
+// those still held. No hook tells when a Codex started without cx lets go
+// of a thread — a TUI's thread kept by Codex's background daemon after
+// /exit, a daemon gone — so the background sweeper asks this while any is
+// held (hookserver.BackgroundSweep).
+func (m *Manager) EndLetGo(ctx context.Context) (held, ended int, err error) {
 	var live []ledger.Session
 	if err := m.db.Tx(ctx, func(tx *ledger.Tx) (err error) { live, err = tx.UnownedLive(ctx); return err }); err != nil {
 		return 0, 0, err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"cx/history"
+	"cx/hookserver"
 	"cx/internal/cli"
 	"cx/internal/config"
 	"cx/internal/ledger"
@@ -92,34 +93,27 @@ func (a *app) ctlSweep(ctx context.Context, args []string) error {
 	}}, args); err != nil {
 		return err
 	}
-	o.Background = background
 	cfg, err := config.Load(a.getenv)
-	if err != nil && !background {
+	if background { // quiet: a bad config is the hook's to report
+		if err := hookserver.BackgroundSweep(ctx, cfg); err != nil {
+			return exitStatus(1)
+		}
+		return nil
+	}
+	if err != nil {
 		return err
 	}
-	if !background && !asJSON && tty.IsTerminal(a.stderr.Fd()) {
+	if !asJSON && tty.IsTerminal(a.stderr.Fd()) {
 		o.Progress = readmodel.WaitingLine(a.stderr)
 		defer fmt.Fprint(a.stderr, "\r\033[K")
 	}
-	if background {
-		unlock, err := lifecycle.LockSweeper(cfg.Home)
-		if err != nil {
-			return nil // another sweeper is at work
-		}
-		defer unlock()
-	}
 	var res lifecycle.SweepResult
 	if err := withLedgerOf(ctx, cfg, func(st history.State) (err error) { res, err = st.M.SweepNow(ctx, o); return err }); err != nil {
-		if !background {
-			a.errorf("%v", err)
-			if advice := ledger.Advice(cfg.Home, err); advice != "" {
-				a.errorf("%s", advice)
-			}
+		a.errorf("%v", err)
+		if advice := ledger.Advice(cfg.Home, err); advice != "" {
+			a.errorf("%s", advice)
 		}
 		return exitStatus(1)
-	}
-	if background {
-		return nil
 	}
 	v := readmodel.SweepView{Orphans: res.Orphans, Ended: res.Ended, Jobs: res.Jobs, Recovered: res.Recovered,
 		InProgress: readmodel.HeldJobs(res.InProgress), Waited: res.Waited}
