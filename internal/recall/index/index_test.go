@@ -12,6 +12,8 @@ import (
 	"testing"
 )
 
+// Archives stored before the index are indexed once, by the backfill the
+// migration asks for; a second backfill does nothing.
 func TestBackfillIndexesOldArchivesOnce(t *testing.T) {
 	home := t.TempDir()
 	ctx := context.Background()

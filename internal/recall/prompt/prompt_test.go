@@ -48,6 +48,10 @@ func archive(t *testing.T, a *testArchive, sid string, gen int, cwd string, turn
 
 var exit = recalltest.Exit
 
+// Per-prompt recall with a remote: the remote's items merged with the
+// archive's (best of each in turn); a remote that fails or is late leaves
+// the archive's items and says so, within its wait; none for a trivial
+// prompt (the remote is not even asked).
 func TestRecallWithRemote(t *testing.T) {
 	a, _ := newTestArchive(t)
 	ctx := context.Background()
@@ -79,6 +83,10 @@ func TestRecallWithRemote(t *testing.T) {
 	}
 }
 
+// A ledger a writer has yet to migrate (schema 13, before turns had their
+// length) is refused by per-prompt recall with one clear error; once
+// migrated, recall reads it, the turns indexed before ranked by lengths read
+// from their text.
 func TestPromptReadWaitsForTheUpgrade(t *testing.T) {
 	a, home := newTestArchive(t)
 	ctx := context.Background()
@@ -113,6 +121,10 @@ func TestPromptReadWaitsForTheUpgrade(t *testing.T) {
 	}
 }
 
+// fit: turns next to each other in one session are one passage in their
+// order under one heading (the later ones under their turn alone, which is
+// what the budget counts), best passage first; a remote's memory stands
+// alone; what does not fit leaves room for what does.
 func TestFitGivesNeighboursAsOnePassage(t *testing.T) {
 	local := func(session string, turn int, body string) Item {
 		return Item{Source: "local", Session: session, Turn: turn, head: fmt.Sprintf("[%s %d]\n", session, turn), body: body}
@@ -152,6 +164,8 @@ func TestFitGivesNeighboursAsOnePassage(t *testing.T) {
 	}
 }
 
+// A recalled turn does not say again the plan, commands and files the
+// start block gave (issue 51); its prompt and reply stay.
 func TestWithoutSaid(t *testing.T) {
 	said := continuity.Said{Plan: map[string]bool{"Run the tests": true, "Write the migration": true}, Commands: map[string]bool{"go test ./...": true},
 		Files: map[string]bool{"db/m.sql": true}}
@@ -165,6 +179,9 @@ func TestWithoutSaid(t *testing.T) {
 	}
 }
 
+// codingProject archives four sessions of one repository as a model
+// writes them: each runs its tests, so "run", "test" and "fix" are in
+// every session, and each has a subject of its own.
 func codingProject(t *testing.T, a *testArchive, proj string) {
 	t.Helper()
 	subjects := []struct{ sid, ask, reply, cmd string }{
@@ -183,6 +200,9 @@ func codingProject(t *testing.T, a *testArchive, proj string) {
 	}
 }
 
+// A prompt made of words every session of the project uses recalls
+// nothing, however many turns hold them; one that names a subject
+// recalls its turn.
 func TestOrdinaryPromptsRecallNothing(t *testing.T) {
 	a, _ := newTestArchive(t)
 	ctx := context.Background()
@@ -200,6 +220,9 @@ func TestOrdinaryPromptsRecallNothing(t *testing.T) {
 	}
 }
 
+// A conversation's answer is often the turn next to the one that holds
+// the question's words: per-prompt recall weighs a word the turn next to
+// it holds at half, so the answer is recalled with its question.
 func TestRecallWeighsTheTurnNextToIt(t *testing.T) {
 	a, _ := newTestArchive(t)
 	ctx := context.Background()
@@ -227,6 +250,10 @@ func TestRecallWeighsTheTurnNextToIt(t *testing.T) {
 	}
 }
 
+// TestWindowFollowsTheIndex: recall writes its window file on first use,
+// reads it after, and reads the window again when the index moved on (a
+// session archived since, one forgotten) or the file is damaged — each
+// time giving what the index holds.
 func TestWindowFollowsTheIndex(t *testing.T) {
 	a, home := newTestArchive(t)
 	ctx := context.Background()
@@ -297,6 +324,8 @@ func TestWindowFollowsTheIndex(t *testing.T) {
 	}
 }
 
+// A date in a question names when, not words: search and per-prompt recall
+// both put the turn of that day first, among turns that say the same.
 func TestDateInQuestionFindsThatDay(t *testing.T) {
 	a, _ := newTestArchive(t)
 	ctx := context.Background()

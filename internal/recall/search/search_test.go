@@ -125,6 +125,9 @@ func TestBadQueriesGetOneLine(t *testing.T) {
 	}
 }
 
+// Every secret of the redaction table, in a prompt, a reply, a command and
+// its output, is neither findable nor shown, and is nowhere in the ledger's
+// index tables.
 func TestSecretsNeverReachTheIndex(t *testing.T) {
 	a, home := testArchive(t)
 	ctx := context.Background()
@@ -204,6 +207,11 @@ func TestTurnAndSessionViews(t *testing.T) {
 	}
 }
 
+// A hit of a question names its passage: its own turn first, then the
+// hits next to it (the turn after a match is one, the answer following
+// the question) and the turns next to those that hold a word of the
+// question, at most three — never a neighbour that shares no word and is
+// not a hit.
 func TestHitsNamePassages(t *testing.T) {
 	a, _ := testArchive(t)
 	ctx := context.Background()
@@ -246,6 +254,9 @@ func TestHitsNamePassages(t *testing.T) {
 	}
 }
 
+// A project's search weighs a word by its rarity in that project: a
+// word the project rarely uses outranks one it uses everywhere, however
+// the other projects of the index use them.
 func TestProjectSearchWeighsItsOwnWords(t *testing.T) {
 	a, home := testArchive(t)
 	ctx := context.Background()
