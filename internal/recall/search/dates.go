@@ -13,7 +13,7 @@ import (
 // that match the question join the hits, and each hit within a span
 // gains what a word held by as many turns would add (bm25's idf of the
 // span's turns among the project's, as a prompt's word once).
-func (a *Archive) dated(ctx context.Context, pq recall.Question, rq ledger.RecallQuery, found []ledger.RecallHit, known map[int64]ledger.RecallText) ([]ledger.RecallHit, error) {
+func (a *Archive) dated(ctx context.Context, pq recall.Question, rq ledger.RecallQuery, found []ledger.RecallHit, run *searchRun) ([]ledger.RecallHit, error) {
 	total := -1
 	for _, d := range pq.Dates {
 		from, to, ok := d.Bounds()
@@ -37,7 +37,7 @@ func (a *Archive) dated(ctx context.Context, pq recall.Question, rq ledger.Recal
 		}
 		in := rq
 		in.Since, in.Until = from, to
-		more, err := a.search(ctx, pq, in, 0, known)
+		more, err := a.search(ctx, pq, in, 0, run)
 		if err != nil {
 			return nil, err
 		}

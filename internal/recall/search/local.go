@@ -29,15 +29,28 @@ var fieldWeights = [4]float64{2, 1, 1, 0.5}
 // index finds best in its span).
 const localPool = 40
 
-// search runs rq, a plain query's hits scored by their project's word
-// rarity (above) when rq names a project with a window; the texts it
-// reads are added to known (when not nil).
-func (a *Archive) search(ctx context.Context, pq recall.Question, rq ledger.RecallQuery, pool int, known map[int64]ledger.RecallText) ([]ledger.RecallHit, error) {
-	if !pq.Natural || rq.Project == "" {
-		return a.db.Search(ctx, rq)
+// searchRun is what one search reads once and uses at each step: its
+// project's window (nil for none) and the texts read so far.
+type searchRun struct {
+	win   *recall.Window
+	known map[int64]ledger.RecallText
+}
+
+// newRun is a search of rq's project.
+func (a *Archive) newRun(rq ledger.RecallQuery) *searchRun {
+	r := &searchRun{known: map[int64]ledger.RecallText{}}
+	if rq.Project != "" {
+		r.win = recall.LoadWindow(a.projects.Home(), rq.Project)
 	}
-	w := recall.LoadWindow(a.projects.Home(), rq.Project)
-	if w == nil || w.Len() == 0 {
+	return r
+}
+
+// search runs rq, a plain query's hits scored by their project's word
+// rarity (above) when run has its window; the texts it reads are added
+// to run's.
+func (a *Archive) search(ctx context.Context, pq recall.Question, rq ledger.RecallQuery, pool int, run *searchRun) ([]ledger.RecallHit, error) {
+	w := run.win
+	if !pq.Natural || w == nil || w.Len() == 0 {
 		return a.db.Search(ctx, rq)
 	}
 	limit := rq.Limit
@@ -46,7 +59,7 @@ func (a *Archive) search(ctx context.Context, pq recall.Question, rq ledger.Reca
 	if err != nil || len(found) == 0 {
 		return found, err
 	}
-	texts, err := a.textsOf(ctx, found, known)
+	texts, err := a.textsOf(ctx, found, run.known)
 	if err != nil {
 		return nil, err
 	}

@@ -281,13 +281,13 @@ func (a *Archive) ranked(ctx context.Context, pq recall.Question, rq ledger.Reca
 	}
 	limit := rq.Limit
 	rq.Limit = max(2*limit, 10)
-	rq.NoSnippets = true                   // made below, for the hits kept
-	known := map[int64]ledger.RecallText{} // the texts read on the way
-	found, err := a.search(ctx, pq, rq, localPool, known)
+	rq.NoSnippets = true // made below, for the hits kept
+	run := a.newRun(rq)
+	found, err := a.search(ctx, pq, rq, localPool, run)
 	if err != nil {
 		return nil, nil, err
 	}
-	if found, err = a.dated(ctx, pq, rq, found, known); err != nil || len(found) == 0 {
+	if found, err = a.dated(ctx, pq, rq, found, run); err != nil || len(found) == 0 {
 		return found, nil, err
 	}
 	at := placesOf(found)
@@ -324,7 +324,7 @@ func (a *Archive) ranked(ctx context.Context, pq recall.Question, rq ledger.Reca
 	found, around := fold(found, limit, len(pq.Terms) >= 2)
 	// The snippets, from the kept hits' text (one statement): a neighbour
 	// shows where its prompt begins.
-	texts, err := a.textsOf(ctx, found, known)
+	texts, err := a.textsOf(ctx, found, run.known)
 	if err != nil {
 		return nil, nil, err
 	}
