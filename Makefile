@@ -6,9 +6,10 @@ all: build
 
 build:
 	$(GO) build -buildvcs=true -o cx ./cmd/cx
+	$(GO) build -o cx-hook ./cmd/cx-hook
 
 install:
-	$(GO) install -buildvcs=true ./cmd/cx
+	$(GO) install -buildvcs=true ./cmd/cx ./cmd/cx-hook
 
 # The one test command (README, .ci/run): installs what the tests need
 # (tmux, the pinned real Codex CLI versions), vets, then runs every test

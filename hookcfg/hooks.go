@@ -12,6 +12,7 @@ import (
 	"cx/internal/codex"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -29,23 +30,38 @@ var Entries = []Entry{
 	{codex.HookPostCompact, 30}, {codex.HookSessionEnd, 3}, {codex.HookInterrupt, 3},
 }
 
-// Command is the hook command for event: the absolute cx path, quoted.
+// ClientName is the hook client's file name: cx's releases put it beside
+// cx (cmd/cx-hook).
+const ClientName = "cx-hook"
+
+// Command is the hook command for event: the hook client beside cx when
+// there is one (a process a third of cx's to start, which gives the event
+// to the hook host), else cx's own handler; absolute paths, quoted.
 func Command(cxPath, event string) string {
+	if client := filepath.Join(filepath.Dir(cxPath), ClientName); isExecutable(client) {
+		return shellQuote(client) + " " + event
+	}
 	return shellQuote(cxPath) + " ctl hook " + event
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // isOurs reports whether a hook command is cx's handler for event: "<…/cx>
-// ctl hook <event>", whatever path cx had when it was installed.
+// ctl hook <event>" or "<…/cx-hook> <event>", whatever path cx had when it
+// was installed.
 func isOurs(command, event string) bool {
 	c := strings.TrimSpace(command)
-	if !strings.HasSuffix(c, " ctl hook "+event) {
-		return false
+	for _, form := range []struct{ suffix, base string }{{" ctl hook " + event, "cx"}, {" " + event, ClientName}} {
+		if bin, ok := strings.CutSuffix(c, form.suffix); ok && filepath.Base(strings.Trim(strings.TrimSpace(bin), `'"`)) == form.base {
+			return true
+		}
 	}
-	bin := strings.TrimSuffix(c, " ctl hook "+event)
-	bin = strings.Trim(strings.TrimSpace(bin), `'"`)
-	return filepath.Base(bin) == "cx"
+	return false
 }
 
 // ParseError is a hooks.json cx cannot read: it is never rewritten.

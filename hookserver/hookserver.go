@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -28,6 +27,7 @@ import (
 	"cx/internal/config"
 	"cx/internal/crumbs"
 	"cx/internal/health"
+	"cx/internal/hookwire"
 	"cx/internal/ledger"
 	"cx/internal/logs"
 	"cx/internal/proc"
@@ -48,21 +48,12 @@ type HookCall struct {
 	// Start is when the process began: deadlines count from there, as
 	// Codex's timeout does.
 	Start time.Time
-}
-
-// hookBudget is how long, from process start, the handler may take before
-// it answers anyway: well inside the timeout cx installs for the event
-// (SessionEnd and Interrupt are clamped to 3 s by Codex, so they answer
-// within 2.3 s whatever stdin does).
-func hookBudget(event string) time.Duration {
-	switch event {
-	case codex.HookUserPromptSubmit:
-		return 6 * time.Second
-	case codex.HookSessionStart, codex.HookStop, codex.HookPreCompact, codex.HookPostCompact:
-		return 8 * time.Second
-	}
-	// SessionEnd, Interrupt, and anything not known: the tightest clamp.
-	return 2300 * time.Millisecond
+	// PPID is the hook's parent process: the Codex that ran it.
+	PPID int
+	// Environ is the hook process's environment when this call is that
+	// process (cmd/cx): the hook may then go to CX_HOME's hook host, which
+	// reads it there. Nil: answered here, as in-process tests do.
+	Environ []string
 }
 
 // hookAnswer prints exactly one answer, whoever gets there first: the
@@ -83,12 +74,49 @@ func (h *hookAnswer) send(event, context string) {
 	})
 }
 
-// Serve is the hook protocol end to end: JSON on stdin, one valid
-// answer on stdout within the event's budget, whatever its input, the
-// ledger or a bug does; the audit line; the background sweeper started
-// when commits are due. Whatever it cannot finish in time is picked up
-// later from the rollout. It returns the exit code: always 0.
+// Serve is the hook protocol end to end, in the hook's process: JSON on
+// stdin, one valid answer on stdout within the event's budget, whatever
+// its input, the ledger or a bug does. The answer is CX_HOME's hook host's
+// when one runs and takes it, else this process's own (answer), which
+// then starts the background sweeper: to work the commits due, or to be
+// the host of the hooks that follow. It returns the exit code: always 0.
 func Serve(ctx context.Context, c HookCall) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintln(c.Stdout, "{}")
+			code = 0
+		}
+	}()
+	deadline := c.Start.Add(hookwire.Budget(c.Event))
+	payload, readErr := readHookInput(c.Stdin, hookwire.MaxPayload, time.Until(deadline)-200*time.Millisecond)
+	if v, _ := c.Getenv("CX_HOOKS_OFF"); v == "1" {
+		fmt.Fprintln(c.Stdout, "{}")
+		return 0
+	}
+	hostWanted := c.Environ != nil && hookwire.Forwardable(c.Environ)
+	if v, _ := c.Getenv(hookwire.HostEnv); hostWanted && readErr == nil && v != "asked" {
+		if home, err := config.Home(c.Getenv); err == nil {
+			req := hookwire.Request{Binary: exeIdentity(), Event: c.Event, Start: c.Start.UnixNano(), PPID: c.PPID, Env: c.Environ, Payload: payload}
+			if c.ArgErr != nil {
+				req.ArgErr = c.ArgErr.Error()
+			}
+			if out, taken := hookwire.Ask(home, req, deadline); taken {
+				_, _ = c.Stdout.Write(out)
+				return 0
+			}
+		}
+	}
+	return answer(ctx, c, payload, readErr, nil, hostWanted)
+}
+
+// answer is one hook's answer, in the hook's process or the host's (h):
+// exactly one valid answer on c.Stdout within the event's budget, whatever
+// its input, the ledger or a bug does; the audit line; the commits due
+// handed on (to the host's loop, or a background sweeper started for them).
+// Whatever it cannot finish in time is picked up later from the rollout.
+// In the hook's process, hostWanted starts the background sweeper to be
+// the host when none runs. It returns the exit code: always 0.
+func answer(ctx context.Context, c HookCall, payload []byte, readErr error, h *host, hostWanted bool) (code int) {
 	ans := &hookAnswer{out: c.Stdout}
 	var logger *logs.Logger
 	defer func() {
@@ -100,20 +128,25 @@ func Serve(ctx context.Context, c HookCall) (code int) {
 			code = 0
 		}
 	}()
-	deadline := c.Start.Add(hookBudget(c.Event))
-	payload, readErr := readHookInput(c.Stdin, 16<<20, time.Until(deadline)-200*time.Millisecond)
+	deadline := c.Start.Add(hookwire.Budget(c.Event))
 	if v, _ := c.Getenv("CX_HOOKS_OFF"); v == "1" {
 		ans.send("", "")
 		return 0
 	}
 	cfg, cfgErr := config.Load(c.Getenv)
 	logger = logs.New(cfg.Home)
+	if h != nil && cfg.Home != h.home {
+		// Not the host's CX_HOME: a no-op, and the rollout keeps the rest.
+		logger.Printf("hook host: a hook of CX_HOME %s reached the host of %s", cfg.Home, h.home)
+		ans.send("", "")
+		return 0
+	}
 	runID, _ := c.Getenv("CX_RUN_ID")
 	ev, p, perr := codex.ParseHook(c.Event, payload)
 	if ev != c.Event {
-		deadline = c.Start.Add(min(hookBudget(ev), hookBudget(c.Event)))
+		deadline = c.Start.Add(min(hookwire.Budget(ev), hookwire.Budget(c.Event)))
 	}
-	audit := hookAudit{Event: ev, RunID: runID, Payload: payload, Parsed: p, Err: perr}
+	audit := hookAudit{Event: ev, RunID: runID, PPID: c.PPID, Hosted: h != nil, Payload: payload, Parsed: p, Err: perr}
 	defer func() { recordHookEvent(cfg, c.Start, audit) }()
 	switch {
 	case c.ArgErr != nil:
@@ -138,9 +171,11 @@ func Serve(ctx context.Context, c HookCall) (code int) {
 		return 0
 	}
 
-	testpoint.Panic("hook-main")
+	if h == nil {
+		testpoint.Panic("hook-main")
+	}
 	done := make(chan struct{})
-	var due bool
+	var due dueWork
 	var injection string
 	wctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -156,7 +191,7 @@ func Serve(ctx context.Context, c HookCall) (code int) {
 		// read-only one of its own when the hook could not open it) and
 		// added after the block.
 		var db *ledger.DB
-		db, injection, due = handle(wctx, c, cfg, ev, p, runID, deadline, logger)
+		db, injection, due = handle(wctx, c, cfg, ev, p, runID, deadline, logger, h)
 		if items := rec.give(wctx, c.Start, cfg, db, p); len(items) > 0 {
 			injection = joinBlocks(injection, inject.ForPrompt(items))
 		}
@@ -173,38 +208,60 @@ func Serve(ctx context.Context, c HookCall) (code int) {
 	}
 	ans.send(ev, injection)
 	audit.Answered = len(injection)
-	if due {
-		spawnSweeper(cfg.Home, logger)
+	switch {
+	case h != nil:
+		// The host's loop watches the threads of Codex started without
+		// cx already: only jobs and a catch-up are asked of it.
+		if due.jobs {
+			h.due(false)
+		}
+		if due.catchUp {
+			h.due(true)
+		}
+	case due.jobs || due.catchUp || due.watch:
+		spawnSweeper(cfg.Home, logger, false)
+	case hostWanted:
+		spawnSweeper(cfg.Home, logger, true)
 	}
 	return 0
 }
+
+// dueWork is what a hook leaves for later: jobs due (their commits and
+// appends), a sweep to catch up a long history, a thread of a Codex
+// started without cx to watch.
+type dueWork struct{ jobs, catchUp, watch bool }
 
 // handle is the event's work: the ledger opened to write (nil when it
 // could not be: the next start or sweep that can write it records the
 // session from its rollout), what the event means for the session
 // (lifecycle), the block it gives back, and whether commits are due. A
 // panic is logged and answered with nothing.
-func handle(ctx context.Context, c HookCall, cfg config.Config, ev string, p codex.HookPayload, runID string, deadline time.Time, logger *logs.Logger) (db *ledger.DB, injection string, due bool) {
+func handle(ctx context.Context, c HookCall, cfg config.Config, ev string, p codex.HookPayload, runID string, deadline time.Time, logger *logs.Logger, h *host) (db *ledger.DB, injection string, due dueWork) {
 	defer func() {
 		if r := recover(); r != nil {
 			logger.Printf("hook %s %s: panic: %v\n%s", ev, p.SessionID, r, debug.Stack())
-			injection, due = "", false
+			injection, due = "", dueWork{}
 		}
 	}()
-	testpoint.Panic("hook-work")
-	db, err := ledger.Open(ctx, cfg.Home, ledger.Writer, ledger.Options{BusyTimeout: time.Until(deadline) / 2})
-	if err != nil {
-		logger.Printf("hook %s %s: %v", ev, p.SessionID, err)
-		if !strings.HasPrefix(p.SessionID, health.DoctorPrefix) {
-			_ = crumbs.Mark(cfg.Home, codex.Home(c.Getenv), crumbs.Hook, c.Start, []string{p.SessionID})
+	if h != nil {
+		db = h.db // the host's connection, kept open
+	} else {
+		testpoint.Panic("hook-work")
+		var err error
+		db, err = ledger.Open(ctx, cfg.Home, ledger.Writer, ledger.Options{BusyTimeout: time.Until(deadline) / 2})
+		if err != nil {
+			logger.Printf("hook %s %s: %v", ev, p.SessionID, err)
+			if !strings.HasPrefix(p.SessionID, health.DoctorPrefix) {
+				_ = crumbs.Mark(cfg.Home, codex.Home(c.Getenv), crumbs.Hook, c.Start, []string{p.SessionID})
+			}
+			return nil, "", dueWork{}
 		}
-		return nil, "", false
+		// Not closed: closing the last connection checkpoints and removes
+		// the WAL (milliseconds on every hook); the process exits right
+		// after and SQLite's WAL is safe without it.
 	}
-	// Not closed: closing the last connection checkpoints and removes the
-	// WAL (milliseconds on every hook); the process exits right after and
-	// SQLite's WAL is safe without it.
-	m := lifecycle.New(cfg, db, sinks.Build)
-	res, err := m.HandleHook(ctx, lifecycle.Hook{Event: ev, Payload: p, RunID: runID, PPID: os.Getppid()})
+	m := lifecycle.New(cfg, db, sinks.Build).ReadEnv(c.Getenv)
+	res, err := m.HandleHook(ctx, lifecycle.Hook{Event: ev, Payload: p, RunID: runID, PPID: c.PPID})
 	if err != nil {
 		logger.Printf("hook %s %s: %v", ev, p.SessionID, err)
 	}
@@ -221,7 +278,7 @@ func handle(ctx context.Context, c HookCall, cfg config.Config, ev string, p cod
 			injection = inject.ForCompaction(injectRequest(ctx, m, db, cfg, p, true))
 		}
 	}
-	return db, injection, m.AfterHook(ctx, ev) || res.CatchUpDeferred || res.WatchLetGo
+	return db, injection, dueWork{jobs: m.AfterHook(ctx, ev), catchUp: res.CatchUpDeferred, watch: res.WatchLetGo}
 }
 
 // injectRequest is what the block a hook gives back is built from: the
@@ -252,13 +309,19 @@ func joinBlocks(a, b string) string {
 	return a + "\n\n" + b
 }
 
-// spawnSweeper starts `cx ctl sweep --background` in a session of its own,
-// so commits proceed after the hook has answered and Codex moved on.
-func spawnSweeper(home string, logger *logs.Logger) {
+// spawnSweeper starts the background sweeper in a session of its own
+// unless one runs: to sweep, so commits proceed after the hook has
+// answered and Codex moved on; or (hostOnly) to be the hook host, no
+// sweep first.
+func spawnSweeper(home string, logger *logs.Logger, hostOnly bool) {
 	if sweeperRunning(home) {
 		return
 	}
-	if err := proc.StartDetached("ctl", "sweep", "--background"); err != nil {
+	start := func() error { return proc.StartDetached("ctl", "sweep", "--background") }
+	if hostOnly {
+		start = startHost
+	}
+	if err := start(); err != nil {
 		logger.Printf("start background sweep: %v", err)
 	}
 }
@@ -287,6 +350,8 @@ func readHookInput(r io.Reader, max int64, d time.Duration) ([]byte, error) {
 type hookAudit struct {
 	Event    string
 	RunID    string
+	PPID     int
+	Hosted   bool // answered by the hook host
 	Payload  []byte
 	Parsed   codex.HookPayload
 	Err      error
@@ -306,10 +371,14 @@ func recordHookEvent(cfg config.Config, start time.Time, au hookAudit) {
 		"event":         au.Event,
 		"session_id":    au.Parsed.SessionID,
 		"run_id":        au.RunID,
-		"ppid":          os.Getppid(),
+		"ppid":          au.PPID,
 		"payload_bytes": len(au.Payload),
 		"took_ms":       time.Since(start).Milliseconds(),
-		"cpu_ms":        float64(proc.SelfCPU().Microseconds()) / 1000,
+	}
+	if au.Hosted {
+		rec["host"] = true
+	} else {
+		rec["cpu_ms"] = float64(proc.SelfCPU().Microseconds()) / 1000
 	}
 	for k, v := range map[string]string{"turn_id": au.Parsed.TurnID, "source": au.Parsed.Source, "trigger": au.Parsed.Trigger,
 		"transcript_path": au.Parsed.TranscriptPath, "cwd": au.Parsed.Cwd, "agent_id": au.Parsed.AgentID} {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"cx/internal/hookwire"
 	"cx/internal/ledger"
 )
 
@@ -84,7 +85,7 @@ func TestServeAnswersWithinItsBudget(t *testing.T) {
 	r, w := io.Pipe()
 	defer w.Close()
 	const left, margin = time.Second, 300 * time.Millisecond
-	budget := hookBudget("SessionEnd")
+	budget := hookwire.Budget("SessionEnd")
 	_, took := serve(t, HookCall{Event: "SessionEnd", Stdin: r, Getenv: env(map[string]string{"CX_HOME": t.TempDir()}), Start: time.Now().Add(-budget + left)})
 	if took < left-200*time.Millisecond || took > left+margin {
 		t.Errorf("answered after %v; want after the input deadline (%v) and within the %v left", took, left-200*time.Millisecond, left)

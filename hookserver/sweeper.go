@@ -2,11 +2,14 @@ package hookserver
 
 import (
 	"context"
-	"path/filepath"
+	"os"
+	"strconv"
+	"syscall"
 	"time"
 
 	"cx/internal/config"
 	"cx/internal/fsutil"
+	"cx/internal/hookwire"
 	"cx/internal/ledger"
 	"cx/internal/logs"
 	"cx/internal/proc"
@@ -21,17 +24,38 @@ import (
 // the work goes on after.
 
 // sweepLockPath is held by the one background sweeper at a time.
-func sweepLockPath(home string) string { return filepath.Join(home, "sweep.lock") }
+func sweepLockPath(home string) string { return hookwire.SweepLock(home) }
+
+// takeSweepLock takes the background sweeper's place: the lock the hook
+// client that started this process took and handed it (hookwire.LockFDEnv,
+// so no other hook started one meanwhile), else the lock itself.
+func takeSweepLock(home string) (unlock func(), err error) {
+	if v := os.Getenv(hookwire.LockFDEnv); v != "" {
+		os.Unsetenv(hookwire.LockFDEnv) // not handed on to what this process starts
+		if fd, err := strconv.Atoi(v); err == nil && fd > 2 {
+			f := os.NewFile(uintptr(fd), hookwire.SweepLock(home))
+			// The same open file holds the lock: taking it again holds.
+			if f != nil && syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+				return func() { _ = syscall.Flock(fd, syscall.LOCK_UN); f.Close() }, nil
+			}
+			if f != nil {
+				f.Close()
+			}
+		}
+	}
+	return fsutil.Lock(sweepLockPath(home), false)
+}
 
 // sweeperRunning reports whether a background sweeper holds its place.
 func sweeperRunning(home string) bool { return fsutil.Held(sweepLockPath(home)) }
 
 // BackgroundSweep is the background sweeper's work: it leaves at once
-// while another holds the place; else it sweeps (lifecycle.SweepNow), and
-// then stays while a Codex started without cx holds a thread cx knows live
-// (lingerWhileHeld).
-func BackgroundSweep(ctx context.Context, cfg config.Config) error {
-	unlock, err := fsutil.Lock(sweepLockPath(cfg.Home), false)
+// while another holds the place; else it listens as CX_HOME's hook host,
+// sweeps (lifecycle.SweepNow; not when hostOnly: started to be the host),
+// and then stays while a Codex started without cx holds a thread cx knows
+// live, or hooks keep coming (linger).
+func BackgroundSweep(ctx context.Context, cfg config.Config, hostOnly bool) error {
+	unlock, err := takeSweepLock(cfg.Home)
 	if err != nil {
 		return nil // another sweeper is at work
 	}
@@ -41,12 +65,18 @@ func BackgroundSweep(ctx context.Context, cfg config.Config) error {
 		return err
 	}
 	defer db.Close()
-	m := lifecycle.New(cfg, db, sinks.Build)
-	if _, err := m.SweepNow(ctx, lifecycle.SweepOptions{Background: true}); err != nil {
-		return err
-	}
 	logger := logs.New(cfg.Home)
-	if n := lingerWhileHeld(ctx, m, cfg.Lifecycle.IdleTTL.Duration, logger); n > 0 {
+	h := listenHost(cfg.Home, db, logger)
+	if h != nil {
+		defer h.close()
+	}
+	m := lifecycle.New(cfg, db, sinks.Build)
+	if !hostOnly {
+		if _, err := m.SweepNow(ctx, lifecycle.SweepOptions{Background: true}); err != nil {
+			return err
+		}
+	}
+	if n := linger(ctx, m, h, hostOnly, cfg.Lifecycle.IdleTTL.Duration, logger); n > 0 {
 		logger.Printf("background sweep: %d session(s) ended as their Codex let go of them; cpu cx=%s", n, proc.SelfCPU().Round(time.Millisecond))
 	}
 	return nil
@@ -54,36 +84,77 @@ func BackgroundSweep(ctx context.Context, cfg config.Config) error {
 
 // letGoEvery is how often the background sweeper looks whether a Codex
 // started without cx let go of a thread; jobEvery, whether commits are due
-// meanwhile (a hook that finds the sweeper's place taken starts none).
-var letGoEvery, jobEvery = 15 * time.Second, time.Second
+// meanwhile (a hook that finds the sweeper's place taken starts none);
+// hostIdle, how long the hook host stays after the last hook it took.
+var letGoEvery, jobEvery, hostIdle = 15 * time.Second, time.Second, 5 * time.Minute
 
-// lingerWhileHeld keeps the background sweeper while a Codex started
-// without cx holds a thread cx knows live (its writer lock): every
-// letGoEvery it ends those a Codex let go of (lifecycle's EndLetGo), every
-// jobEvery it works the commits due. It returns, with how many it ended,
-// when none is held, after idle, or when ctx ends.
-func lingerWhileHeld(ctx context.Context, m *lifecycle.Manager, idle time.Duration, logger *logs.Logger) int {
-	ended := 0
+// sweepEvery is how often, at most, the host sweeps when a hook it took
+// left jobs due (a session's end): what a background sweeper started for
+// them did each time — idle sessions ended, dead runs' sessions recovered.
+var sweepEvery = time.Minute
+
+// linger keeps the background sweeper while a Codex started without cx
+// holds a thread cx knows live (its writer lock; up to idle), or while it
+// is the hook host and took a hook in the last hostIdle: every letGoEvery
+// it ends the threads a Codex let go of (lifecycle's EndLetGo), every
+// jobEvery — and at once when a hook the host took asks — it works the
+// commits due, and sweeps when a hook asks for it. It returns, with how
+// many it ended, when it has nothing to stay for, when the host must go
+// (host.gone), or when ctx ends.
+func linger(ctx context.Context, m *lifecycle.Manager, h *host, hostOnly bool, idle time.Duration, logger *logs.Logger) int {
+	ended, held := 0, 0
 	until := testpoint.Now().Add(idle)
 	lastLook := time.Time{}
-	for ctx.Err() == nil && testpoint.Now().Before(until) {
+	if h != nil && hostOnly {
+		// Started for a hook, not for the threads: the first look waits.
+		lastLook = time.Now()
+	}
+	lastSweep := time.Now()
+	sweepNow := func() {
+		lastSweep = time.Now()
+		if _, err := m.SweepNow(ctx, lifecycle.SweepOptions{Background: true}); err != nil {
+			logger.Printf("background sweep: %v", err)
+		}
+	}
+	var work, sweep, stopped <-chan struct{}
+	if h != nil {
+		work, sweep, stopped = h.work, h.sweep, h.stopped
+	}
+	for ctx.Err() == nil {
+		if h != nil {
+			if why := h.gone(); why != "" {
+				logger.Printf("hook host: leaving: %s", why)
+				return ended
+			}
+		}
 		if err := m.WorkDue(ctx); err != nil {
 			logger.Printf("background sweep: %v", err)
 		}
 		if time.Since(lastLook) >= letGoEvery {
 			lastLook = time.Now()
-			held, n, err := m.EndLetGo(ctx)
+			var n int
+			var err error
+			held, n, err = m.EndLetGo(ctx)
 			ended += n
 			if err != nil {
 				logger.Printf("background sweep: %v", err)
-				return ended
+				held = 0
 			}
-			if held == 0 {
-				return ended
-			}
+		}
+		watching := held > 0 && testpoint.Now().Before(until)
+		hosting := h != nil && h.idleFor() < hostIdle
+		if !watching && !hosting {
+			return ended
 		}
 		select {
 		case <-ctx.Done():
+		case <-stopped:
+		case <-work:
+			if time.Since(lastSweep) >= sweepEvery {
+				sweepNow()
+			}
+		case <-sweep:
+			sweepNow()
 		case <-time.After(jobEvery):
 		}
 	}

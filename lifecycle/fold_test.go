@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"cx/internal/checkpoint"
-	"cx/internal/fsutil"
 )
 
 // Each generation's archived checkpoint is the one the full reduction of
@@ -82,7 +81,7 @@ func TestLongHistoryCaughtUpBySweeper(t *testing.T) {
 	for i := range 20 {
 		appendTurn(t, rollouts[0], "A", strings.Repeat("more history ", 10)+strconv.Itoa(i))
 	}
-	unlock, err := fsutil.Lock(filepath.Join(e.cxHome, "sweep.lock"), false)
+	unlock, err := e.holdSweeper()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +146,7 @@ func TestDeferredEndFromTheOutbox(t *testing.T) {
 		out, _ := e.hook(ev, p, "CX_TEST_HOOK_BACKLOG=2000")
 		return out
 	}
-	unlock, err := fsutil.Lock(filepath.Join(e.cxHome, "sweep.lock"), false)
+	unlock, err := e.holdSweeper()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"cx/hookcfg"
+	"cx/hookserver"
 	"cx/internal/codex"
 	"cx/internal/crumbs"
+	"cx/internal/fsutil"
 	"cx/internal/health"
 	"cx/internal/ledger"
 	"cx/internal/proc"
@@ -56,15 +59,25 @@ func newEnv(t testing.TB, extra ...string) *env {
 		}
 	}
 	writeHooks(t, e)
+	// The hook host a hook started leaves before its CX_HOME is removed.
+	t.Cleanup(func() { hookserver.StopHost(e.cxHome, 10*time.Second) })
 	return e
 }
 
-// writeHooks writes e's Codex home's hooks.json: every event to e.cx.
+// holdSweeper takes the background sweeper's place, so none runs until
+// unlock: the hook host the hooks so far started leaves first.
+func (e *env) holdSweeper() (unlock func(), err error) {
+	hookserver.StopHost(e.cxHome, 10*time.Second)
+	return fsutil.Lock(filepath.Join(e.cxHome, "sweep.lock"), false)
+}
+
+// writeHooks writes e's Codex home's hooks.json: every event to e.cx, as
+// cx ctl install writes it (its hook client when there is one beside it).
 func writeHooks(t testing.TB, e *env) {
 	t.Helper()
 	hooks := map[string]any{}
 	for _, ev := range hookEvents {
-		hooks[ev] = []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": fmt.Sprintf("'%s' ctl hook %s", e.cx, ev), "timeout": 30}}}}
+		hooks[ev] = []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": hookcfg.Command(e.cx, ev), "timeout": 30}}}}
 	}
 	data, _ := json.Marshal(map[string]any{"hooks": hooks})
 	if err := os.WriteFile(filepath.Join(e.codexHome, "hooks.json"), data, 0o600); err != nil {

@@ -119,6 +119,15 @@ func New(cfg config.Config, db *ledger.DB, build SinkBuilder) *Manager {
 	return m
 }
 
+// ReadEnv makes the state machine read getenv for the environment (Codex's
+// home, the sinks' settings) instead of its own process's: a hook answered
+// by the hook host reads the environment of the hook's process, which
+// Codex gave it.
+func (m *Manager) ReadEnv(getenv func(string) (string, bool)) *Manager {
+	m.getenv = getenv
+	return m
+}
+
 // Upkeep runs the sinks' upkeep after their jobs were worked (the local
 // sink's search index); a failure is logged, and the next upkeep tries
 // again.

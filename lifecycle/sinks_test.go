@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"cx/internal/fsutil"
 	"cx/internal/testing/codextest"
 	"cx/internal/testing/ovfake"
 )
@@ -591,7 +590,7 @@ func TestSignalDuringExitStopsItsSinkCommand(t *testing.T) {
 	if err := os.MkdirAll(e.cxHome, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	unlock, err := fsutil.Lock(filepath.Join(e.cxHome, "sweep.lock"), false)
+	unlock, err := e.holdSweeper()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,6 +82,7 @@ got=$(sha256 "$tmp/$archive")
 mkdir "$tmp/x"
 tar -xzf "$tmp/$archive" -C "$tmp/x" || fail "$archive is not a readable archive"
 [ -f "$tmp/x/cx" ] || fail "$archive holds no cx"
+[ -f "$tmp/x/cx-hook" ] || fail "$archive holds no cx-hook"
 
 bin="$prefix/bin"
 if ! mkdir -p "$bin" 2>/dev/null || ! [ -w "$bin" ]; then
@@ -89,8 +90,11 @@ if ! mkdir -p "$bin" 2>/dev/null || ! [ -w "$bin" ]; then
 fi
 # Copied beside the old one, then renamed over it: a cx running now keeps
 # its binary, and an interrupted install leaves the old one whole.
-cp "$tmp/x/cx" "$bin/.cx.new.$$" && chmod 755 "$bin/.cx.new.$$" && mv -f "$bin/.cx.new.$$" "$bin/cx" ||
-	{ rm -f "$bin/.cx.new.$$"; fail "cannot write $bin/cx"; }
+# The hook client first: a cx that finds it beside itself installs it.
+for f in cx-hook cx; do
+	cp "$tmp/x/$f" "$bin/.$f.new.$$" && chmod 755 "$bin/.$f.new.$$" && mv -f "$bin/.$f.new.$$" "$bin/$f" ||
+		{ rm -f "$bin/.$f.new.$$"; fail "cannot write $bin/$f"; }
+done
 
 echo "cx installed: $bin/cx ($("$bin/cx" ctl version 2>/dev/null | head -n 1))"
 case ":${PATH:-}:" in

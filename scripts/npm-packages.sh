@@ -26,7 +26,7 @@ for a in "$dist"/cx_*_*.tar.gz; do
   name="@cx-cli/cx-$os-$cpu"
   dir="$build/cx-$os-$cpu"
   mkdir -p "$dir/bin"
-  tar -xzf "$a" -C "$dir/bin" cx
+  tar -xzf "$a" -C "$dir/bin" cx cx-hook
   cat >"$dir/package.json" <<JSON
 {
   "name": "$name",
@@ -34,7 +34,7 @@ for a in "$dist"/cx_*_*.tar.gz; do
   "description": "cx for $os/$cpu: the native binary @cx-cli/cx runs",
   "os": ["$os"],
   "cpu": ["$cpu"],
-  "files": ["bin/cx"],
+  "files": ["bin/cx", "bin/cx-hook"],
   "preferUnplugged": true
 }
 JSON

@@ -19,7 +19,7 @@ arch=$(go env GOARCH)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 tar -xzf "$dist/cx_${os}_${arch}.tar.gz" -C "$tmp"
-for f in cx README.md $(ls LICENSE* 2>/dev/null); do
+for f in cx cx-hook README.md $(ls LICENSE* 2>/dev/null); do
   [ -f "$tmp/$f" ] || { echo "release-check: the archive holds no $f" >&2; exit 1; }
 done
 export CX_HOME="$tmp/cx-home" CODEX_HOME="$tmp/codex" CX_CODEX_BIN=/nonexistent
@@ -43,6 +43,7 @@ for want in "cx installed: $tmp/prefix/bin/cx" "ok   config"; do # the install, 
   grep -q "$want" "$tmp/install.out" || { echo "release-check: the install's output lacks '$want':" >&2; cat "$tmp/install.out" >&2; exit 1; }
 done
 "$tmp/prefix/bin/cx" ctl version --json | grep -q "\"$version\""
+[ -x "$tmp/prefix/bin/cx-hook" ] || { echo "release-check: the install put no cx-hook beside cx" >&2; exit 1; }
 
 formula="$dist/homebrew/Formula/cx.rb"
 for a in cx_darwin_amd64 cx_darwin_arm64 cx_linux_amd64 cx_linux_arm64; do
@@ -55,6 +56,8 @@ npmv=${version%%+*}
 npm_config_cache="$tmp/npm-cache" npm install -g --prefix "$tmp/npm" --offline --no-audit --no-fund \
   "$dist/npm/cx-cli-cx-$npmv.tgz" "$dist/npm/cx-cli-cx-$os-$(case $arch in amd64) echo x64 ;; *) echo "$arch" ;; esac)-$npmv.tgz" >/dev/null
 "$tmp/npm/bin/cx" ctl version --json | grep -q "\"$version\""
+ls "$tmp"/npm/lib/node_modules/@cx-cli/cx-*/bin/cx-hook >/dev/null 2>&1 || ls "$tmp"/npm/lib/node_modules/@cx-cli/cx/node_modules/@cx-cli/cx-*/bin/cx-hook >/dev/null 2>&1 ||
+  { echo "release-check: the npm package put no cx-hook beside cx" >&2; exit 1; }
 
 if command -v dpkg >/dev/null; then
   # dpkg -i into a root of its own: the package installs as on a system,
@@ -65,5 +68,6 @@ if command -v dpkg >/dev/null; then
   dpkg --root="$root" --admindir="$root/var/lib/dpkg" --force-script-chrootless --force-not-root --log=/dev/null \
     -i "$dist/cx_${os}_${arch}.deb" >/dev/null
   "$root/usr/bin/cx" ctl version --json | grep -q "\"$version\""
+  [ -x "$root/usr/bin/cx-hook" ] || { echo "release-check: the deb put no cx-hook beside cx" >&2; exit 1; }
 fi
 echo "release-check: cx $version — checksums, archive, installer, formula, npm and deb hold"

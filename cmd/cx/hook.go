@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
 	"cx/hookserver"
 	"cx/internal/cli"
+	"cx/internal/hookwire"
 	"cx/mcpserver"
 )
 
@@ -36,8 +38,9 @@ func (a *app) ctlHook(ctx context.Context, args []string) error {
 	} else if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		event = args[0]
 	}
+	ppid, start := hookwire.FromClient(processStart)
 	return exitStatus(hookserver.Serve(ctx, hookserver.HookCall{Event: event, ArgErr: argErr, Stdin: a.stdin, Stdout: a.stdout,
-		Getenv: a.getenv, Start: processStart}))
+		Getenv: a.getenv, Start: start, PPID: ppid, Environ: os.Environ()}))
 }
 
 // ctlMCP is `cx mcp` (and `cx ctl mcp`): the MCP server Codex starts.

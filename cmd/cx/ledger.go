@@ -84,10 +84,11 @@ func (a *app) ctlCommit(ctx context.Context, args []string) error {
 }
 
 func (a *app) ctlSweep(ctx context.Context, args []string) error {
-	var background, asJSON bool
+	var background, hostOnly, asJSON bool
 	o := lifecycle.SweepOptions{}
 	if _, err := a.args(cli.Spec{Name: "sweep", Define: func(fs *flag.FlagSet) {
 		fs.BoolVar(&background, "background", false, "run quietly as the single background sweeper")
+		fs.BoolVar(&hostOnly, "hooks", false, "with --background: answer hooks, with no sweep first")
 		fs.DurationVar(&o.Wait, "wait", time.Minute, "wait up to `D` for jobs another process is working on (0: do not wait)")
 		cli.JSONFlag(&asJSON)(fs)
 	}}, args); err != nil {
@@ -95,7 +96,7 @@ func (a *app) ctlSweep(ctx context.Context, args []string) error {
 	}
 	cfg, err := config.Load(a.getenv)
 	if background { // quiet: a bad config is the hook's to report
-		if err := hookserver.BackgroundSweep(ctx, cfg); err != nil {
+		if err := hookserver.BackgroundSweep(ctx, cfg, hostOnly); err != nil {
 			return exitStatus(1)
 		}
 		return nil

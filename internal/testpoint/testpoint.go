@@ -76,6 +76,11 @@ const (
 	WrapperPanic = "CX_TEST_PANIC"
 )
 
+// HookSettings are the settings a hook's work reads from its own process:
+// a hook whose environment sets one is answered in that process, not by
+// the hook host (whose process has the environment it was started with).
+var HookSettings = []string{"CX_TEST_CRASH_AT", "CX_TEST_PANIC_AT", HookBacklog, Lease, Backoff, Clock}
+
 // Duration is the test setting name as a positive duration, if set.
 func Duration(name string) (time.Duration, bool) {
 	d, err := time.ParseDuration(os.Getenv(name))

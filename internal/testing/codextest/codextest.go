@@ -105,7 +105,9 @@ var (
 	buildOut  []byte
 )
 
-// CX builds ./cmd/cx once per test binary and returns its path.
+// CX builds ./cmd/cx once per test binary, and its hook client
+// ./cmd/cx-hook beside it as a release installs them, and returns cx's
+// path.
 func CX(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -122,6 +124,11 @@ func CX(t testing.TB) string {
 		cmd.Dir = moduleRoot()
 		if buildOut, buildErr = cmd.CombinedOutput(); buildErr != nil {
 			cmd = exec.Command("go", "build", "-o", buildPath, "./cmd/cx")
+			cmd.Dir = moduleRoot()
+			buildOut, buildErr = cmd.CombinedOutput()
+		}
+		if buildErr == nil {
+			cmd = exec.Command("go", "build", "-o", filepath.Join(dir, "cx-hook"), "./cmd/cx-hook")
 			cmd.Dir = moduleRoot()
 			buildOut, buildErr = cmd.CombinedOutput()
 		}

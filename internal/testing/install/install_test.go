@@ -32,28 +32,35 @@ func root(t *testing.T) string {
 	return dir
 }
 
-// buildCX builds cx reporting version.
-func buildCX(t *testing.T, version string) []byte {
+// binaries are a release's programs: cx and its hook client.
+type binaries struct{ cx, hook []byte }
+
+// buildCX builds cx reporting version, and its hook client.
+func buildCX(t *testing.T, version string) binaries {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "cx")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w -X main.version="+version, "-o", out, "./cmd/cx")
-	cmd.Dir = root(t)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build cx: %v\n%s", err, b)
+	dir := t.TempDir()
+	build := func(pkg, out string, ldflags string) []byte {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, pkg)
+		cmd.Dir = root(t)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", pkg, err, b)
+		}
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
 	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
+	return binaries{cx: build("./cmd/cx", filepath.Join(dir, "cx"), "-s -w -X main.version="+version),
+		hook: build("./cmd/cx-hook", filepath.Join(dir, "cx-hook"), "-s -w")}
 }
 
-// archive is a release archive as the release config lays it out: cx and
-// the README at its top.
-func archive(t *testing.T, cx []byte) []byte {
+// archive is a release archive as the release config lays it out: cx, its
+// hook client and the README at its top.
+func archive(t *testing.T, bin binaries) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
@@ -62,7 +69,7 @@ func archive(t *testing.T, cx []byte) []byte {
 		name string
 		mode int64
 		data []byte
-	}{{"cx", 0o755, cx}, {"README.md", 0o644, []byte("# cx\n")}} {
+	}{{"cx", 0o755, bin.cx}, {"cx-hook", 0o755, bin.hook}, {"README.md", 0o644, []byte("# cx\n")}} {
 		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data)), ModTime: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
@@ -172,8 +179,11 @@ func TestInstallScript(t *testing.T) {
 		if res := install(t, r, home, nil); res.code != 0 || !strings.Contains(version(t, cx), "9.0.2-test") {
 			t.Fatalf("second run: exit %d, %s\n%s", res.code, version(t, cx), res.stderr)
 		}
-		if left, _ := filepath.Glob(filepath.Join(home, ".local", "bin", ".cx.new.*")); len(left) != 0 {
+		if left, _ := filepath.Glob(filepath.Join(home, ".local", "bin", ".cx*.new.*")); len(left) != 0 {
 			t.Errorf("left behind: %v", left)
+		}
+		if fi, err := os.Stat(filepath.Join(home, ".local", "bin", "cx-hook")); err != nil || fi.Mode()&0o100 == 0 {
+			t.Errorf("no executable cx-hook beside cx: %v", err)
 		}
 	})
 
@@ -275,6 +285,11 @@ func TestNPMPackages(t *testing.T) {
 	}
 	cxEnv := []string{"CX_HOME=" + filepath.Join(t.TempDir(), "cx-home"), "CX_CODEX_BIN=/nonexistent", "PATH=" + os.Getenv("PATH")}
 	cx := install(main, native)
+	// The native package holds the hook client beside its cx, where cx ctl
+	// install finds it.
+	if hooks, _ := filepath.Glob(filepath.Join(filepath.Dir(filepath.Dir(cx)), "lib", "node_modules", "@cx-cli", "*", "bin", "cx-hook")); len(hooks) != 1 {
+		t.Errorf("the npm packages put %d cx-hook beside cx, want 1", len(hooks))
+	}
 	cmd := exec.Command(cx, "ctl", "version")
 	cmd.Env = cxEnv
 	if b, err := cmd.Output(); err != nil || !strings.Contains(string(b), "9.1.0-test+abc") {

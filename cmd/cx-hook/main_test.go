@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"cx/hookserver"
+	"cx/internal/hookwire"
+	"cx/internal/testing/codextest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	codextest.RemoveBuilt()
+	os.Exit(code)
+}
+
+type world struct {
+	t          *testing.T
+	client, cx string
+	home       string
+	env        []string
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	cx := codextest.CX(t)
+	root := t.TempDir()
+	w := &world{t: t, cx: cx, client: filepath.Join(filepath.Dir(cx), "cx-hook"), home: filepath.Join(root, "cx")}
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "CX_") && k != "CODEX_HOME" {
+			w.env = append(w.env, kv)
+		}
+	}
+	w.env = append(w.env, "CX_HOME="+w.home, "CODEX_HOME="+filepath.Join(root, "codex"), "HOME="+root)
+	t.Cleanup(func() { hookserver.StopHost(w.home, 10*time.Second) })
+	return w
+}
+
+// run runs the client with args and stdin, and returns its stdout.
+func (w *world) run(stdin string, args ...string) string {
+	w.t.Helper()
+	cmd := exec.Command(w.client, args...)
+	cmd.Env = w.env
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			w.t.Fatalf("cx-hook %v: %v\n%s", args, err, errb.String())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		w.t.Fatalf("cx-hook %v did not end", args)
+	}
+	return out.String()
+}
+
+// lastAudit is the hook log's last line.
+func (w *world) lastAudit() map[string]any {
+	w.t.Helper()
+	data, err := os.ReadFile(filepath.Join(w.home, "logs", "hook-events.jsonl"))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	var a map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &a); err != nil {
+		w.t.Fatal(err)
+	}
+	return a
+}
+
+func payload(id string) string {
+	return `{"session_id":"` + id + `","transcript_path":"","cwd":"/tmp","hook_event_name":"SessionStart","source":"startup"}`
+}
+
+// The first hook finds no host: cx beside the client answers it, as the
+// hook of the same parent (Codex), and starts the host; the hooks after
+// it are the host's, with the same parent.
+func TestClientThenHost(t *testing.T) {
+	w := newWorld(t)
+	if out := w.run(payload("019a0000-0000-7000-8000-0000000000e1"), "SessionStart"); !json.Valid([]byte(out)) {
+		t.Fatalf("answer %q", out)
+	}
+	a := w.lastAudit()
+	if a["host"] == true || a["ppid"] != float64(os.Getpid()) {
+		t.Fatalf("first hook: %v; want cx's own answer with this test as the hook's parent (%d)", a, os.Getpid())
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if fi, err := os.Stat(hookwire.SocketPath(w.home)); err == nil && fi.Mode().Type() == os.ModeSocket {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no host started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	w.run(payload("019a0000-0000-7000-8000-0000000000e2"), "Stop")
+	if a := w.lastAudit(); a["host"] != true || a["ppid"] != float64(os.Getpid()) || a["session_id"] != "019a0000-0000-7000-8000-0000000000e2" {
+		t.Fatalf("second hook: %v; want the host's answer with this test as the hook's parent", a)
+	}
+}
+
+// What is not an event goes to cx's handler, which says what it is; a
+// client with no cx beside it still answers Codex.
+func TestClientEdges(t *testing.T) {
+	w := newWorld(t)
+	if out := w.run("", "--help"); !strings.Contains(out, "The hook handler Codex runs") {
+		t.Errorf("--help: %q", out)
+	}
+	w.env = append(w.env, "CX_HOOKS_OFF=1")
+	if out := w.run(payload("x"), "Stop"); out != "{}\n" {
+		t.Errorf("hooks off: %q", out)
+	}
+	alone := filepath.Join(t.TempDir(), "cx-hook")
+	data, err := os.ReadFile(w.client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(alone, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w.client = alone
+	w.env = w.env[:len(w.env)-1]
+	if out := w.run(payload("019a0000-0000-7000-8000-0000000000e3"), "SessionStart"); out != "{}\n" {
+		t.Errorf("no cx beside the client: %q", out)
+	}
+}

@@ -1,0 +1,116 @@
+package hookwire
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// What a hook's process sends is what the host reads, whatever bytes the
+// fields hold (colons, newlines, digits, nothing).
+func TestRequestRoundTrip(t *testing.T) {
+	cases := []Request{
+		{Binary: "1:2:3:4", Event: "Stop", Start: 1700000000123456789, PPID: 42, Env: []string{"A=1", "B=x:y\nz", "C="}, Payload: []byte(`{"session_id":"s"}`)},
+		{Event: "SessionEnd", ArgErr: "unknown event", ReadErr: "not closed", Env: []string{}, Payload: []byte{}},
+		{Stop: true, Env: []string{}, Payload: []byte{}},
+		{Event: "UserPromptSubmit", Env: []string{"K=" + strings.Repeat("v", 5000)}, Payload: bytes.Repeat([]byte("12:ab\n"), 10000)},
+	}
+	for i, want := range cases {
+		got, err := ReadRequest(bufio.NewReader(bytes.NewReader(want.Encode())))
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("case %d: read %+v, want %+v", i, got, want)
+		}
+	}
+}
+
+// A request cut short, or with a length past its bound, is an error.
+func TestReadRequestRefusesBrokenInput(t *testing.T) {
+	whole := Request{Event: "Stop", Env: []string{"A=1"}, Payload: []byte("{}")}.Encode()
+	for n := 0; n < len(whole); n++ {
+		if _, err := ReadRequest(bufio.NewReader(bytes.NewReader(whole[:n]))); err == nil {
+			t.Errorf("a request cut at %d of %d bytes was read", n, len(whole))
+		}
+	}
+	for _, bad := range []string{"cxhook2\n", magic + "-1:", magic + "x:", magic + strconv.Itoa(2<<20) + ":"} {
+		if _, err := ReadRequest(bufio.NewReader(strings.NewReader(bad))); err == nil {
+			t.Errorf("%q was read", bad)
+		}
+	}
+}
+
+func TestForwardable(t *testing.T) {
+	cases := []struct {
+		env  []string
+		want bool
+	}{
+		{[]string{"HOME=/h", "CX_RUN_ID=r"}, true},
+		{[]string{"CX_TEST_OFF=pdeathsig"}, true}, // not a hook's setting
+		{[]string{"CX_TEST_CLOCK="}, true},        // set empty: unset
+		{[]string{HostEnv + "=off"}, false},
+		{[]string{HostEnv + "=asked"}, true},
+		{[]string{"CX_TEST_CRASH_AT=ended"}, false},
+		{[]string{"CX_TEST_CLOCK=1h"}, false},
+		{[]string{"CX_TEST_HOOK_BACKLOG=2000"}, false},
+	}
+	for _, c := range cases {
+		if got := Forwardable(c.env); got != c.want {
+			t.Errorf("Forwardable(%q) = %v, want %v", c.env, got, c.want)
+		}
+	}
+}
+
+// A CX_HOME too deep for a socket address gets one in the temporary
+// folder, the same each time, and another home another.
+func TestSocketPath(t *testing.T) {
+	if got := SocketPath("/home/u/.cx"); got != "/home/u/.cx/hooks.sock" {
+		t.Errorf("short home: %s", got)
+	}
+	deep := "/" + strings.Repeat("d", 120)
+	a, b := SocketPath(deep), SocketPath(deep+"x")
+	if len(a) >= 100 || !strings.HasPrefix(a, os.TempDir()) || a != SocketPath(deep) || a == b {
+		t.Errorf("deep homes: %s, %s", a, b)
+	}
+}
+
+// The hook's parent and start are the client's when it ran cx (it says
+// so), else cx's own; a start later than cx's, or long before it, is not
+// taken; what the client said is not handed on.
+func TestFromClient(t *testing.T) {
+	own := time.Now()
+	cases := []struct {
+		ppid, start string
+		wantPPID    int
+		wantStart   time.Time
+	}{
+		{"4242", strconv.FormatInt(own.Add(-time.Second).UnixNano(), 10), 4242, own.Add(-time.Second)},
+		{"", "", os.Getppid(), own},
+		{"x", strconv.FormatInt(own.Add(time.Second).UnixNano(), 10), os.Getppid(), own},
+		{"1", strconv.FormatInt(own.Add(-time.Minute).UnixNano(), 10), os.Getppid(), own},
+	}
+	for _, c := range cases {
+		t.Setenv(PPIDEnv, c.ppid)
+		t.Setenv(StartEnv, c.start)
+		ppid, start := FromClient(own)
+		if ppid != c.wantPPID || !start.Equal(c.wantStart) {
+			t.Errorf("%q %q: %d %v, want %d %v", c.ppid, c.start, ppid, start, c.wantPPID, c.wantStart)
+		}
+		if _, ok := os.LookupEnv(PPIDEnv); ok {
+			t.Errorf("%s is still set", PPIDEnv)
+		}
+	}
+}
+
+func TestSetEnv(t *testing.T) {
+	got := SetEnv([]string{"A=1", "K=old", "B=2", "K=older"}, "K", "new")
+	if want := []string{"A=1", "B=2", "K=new"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("%q, want %q", got, want)
+	}
+}
