@@ -50,6 +50,9 @@ type HookCall struct {
 	Start time.Time
 	// PPID is the hook's parent process: the Codex that ran it.
 	PPID int
+	// ClientCPU is what the hook's process used of the CPU before it gave
+	// the hook to the host (µs).
+	ClientCPU int64
 	// Environ is the hook process's environment when this call is that
 	// process (cmd/cx): the hook may then go to CX_HOME's hook host, which
 	// reads it there. Nil: answered here, as in-process tests do.
@@ -96,7 +99,8 @@ func Serve(ctx context.Context, c HookCall) (code int) {
 	hostWanted := c.Environ != nil && hookwire.Forwardable(c.Environ)
 	if v, _ := c.Getenv(hookwire.HostEnv); hostWanted && readErr == nil && v != "asked" {
 		if home, err := config.Home(c.Getenv); err == nil {
-			req := hookwire.Request{Binary: exeIdentity(), Event: c.Event, Start: c.Start.UnixNano(), PPID: c.PPID, Env: c.Environ, Payload: payload}
+			req := hookwire.Request{Binary: exeIdentity(), Event: c.Event, Start: c.Start.UnixNano(), PPID: c.PPID, Env: c.Environ, Payload: payload,
+				ClientCPU: hookwire.SelfCPU()}
 			if c.ArgErr != nil {
 				req.ArgErr = c.ArgErr.Error()
 			}
@@ -146,7 +150,7 @@ func answer(ctx context.Context, c HookCall, payload []byte, readErr error, h *h
 	if ev != c.Event {
 		deadline = c.Start.Add(min(hookwire.Budget(ev), hookwire.Budget(c.Event)))
 	}
-	audit := hookAudit{Event: ev, RunID: runID, PPID: c.PPID, Hosted: h != nil, Payload: payload, Parsed: p, Err: perr}
+	audit := hookAudit{Event: ev, RunID: runID, PPID: c.PPID, Hosted: h != nil, ClientCPU: c.ClientCPU, Payload: payload, Parsed: p, Err: perr}
 	defer func() { recordHookEvent(cfg, c.Start, audit) }()
 	switch {
 	case c.ArgErr != nil:
@@ -278,7 +282,7 @@ func handle(ctx context.Context, c HookCall, cfg config.Config, ev string, p cod
 			injection = inject.ForCompaction(injectRequest(ctx, m, db, cfg, p, true))
 		}
 	}
-	return db, injection, dueWork{jobs: m.AfterHook(ctx, ev), catchUp: res.CatchUpDeferred, watch: res.WatchLetGo}
+	return db, injection, dueWork{jobs: m.AfterHook(ctx, ev, h != nil), catchUp: res.CatchUpDeferred, watch: res.WatchLetGo}
 }
 
 // injectRequest is what the block a hook gives back is built from: the
@@ -348,15 +352,16 @@ func readHookInput(r io.Reader, max int64, d time.Duration) ([]byte, error) {
 
 // hookAudit is what the hook log keeps of one event.
 type hookAudit struct {
-	Event    string
-	RunID    string
-	PPID     int
-	Hosted   bool // answered by the hook host
-	Payload  []byte
-	Parsed   codex.HookPayload
-	Err      error
-	TimedOut bool
-	Answered int // characters of context given back
+	Event     string
+	RunID     string
+	PPID      int
+	Hosted    bool  // answered by the hook host
+	ClientCPU int64 // µs: the hook's process, before it asked the host
+	Payload   []byte
+	Parsed    codex.HookPayload
+	Err       error
+	TimedOut  bool
+	Answered  int // characters of context given back
 }
 
 // recordHookEvent appends one line per event to CX_HOME/logs/hook-events.jsonl:
@@ -377,6 +382,7 @@ func recordHookEvent(cfg config.Config, start time.Time, au hookAudit) {
 	}
 	if au.Hosted {
 		rec["host"] = true
+		rec["client_cpu_ms"] = float64(au.ClientCPU) / 1000
 	} else {
 		rec["cpu_ms"] = float64(proc.SelfCPU().Microseconds()) / 1000
 	}

@@ -50,8 +50,9 @@ type host struct {
 	ln     net.Listener
 	logger *logs.Logger
 
-	// last is when the last hook was taken (Unix nanoseconds).
-	last atomic.Int64
+	// last is when the last hook was taken (Unix nanoseconds); taken, how
+	// many it took.
+	last, taken atomic.Int64
 	// work and sweep ask the sweeper's loop for the jobs due or a sweep
 	// (a hook found them due); stopped, to leave.
 	work, sweep chan struct{}
@@ -132,6 +133,7 @@ func (h *host) take(conn net.Conn) {
 	}
 	defer h.inflight.Done()
 	h.last.Store(time.Now().UnixNano())
+	h.taken.Add(1)
 	if _, err := conn.Write([]byte{hookwire.Taken}); err != nil {
 		return // the hook's process is gone: it answered Codex itself
 	}
@@ -142,7 +144,7 @@ func (h *host) take(conn net.Conn) {
 		}
 	}
 	var out bytes.Buffer
-	c := HookCall{Event: req.Event, Stdout: &out, PPID: req.PPID, Start: time.Unix(0, req.Start),
+	c := HookCall{Event: req.Event, Stdout: &out, PPID: req.PPID, Start: time.Unix(0, req.Start), ClientCPU: req.ClientCPU,
 		Getenv: func(k string) (string, bool) { v, ok := vars[k]; return v, ok }}
 	if req.ArgErr != "" {
 		c.ArgErr = errors.New(req.ArgErr)

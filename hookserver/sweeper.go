@@ -76,9 +76,13 @@ func BackgroundSweep(ctx context.Context, cfg config.Config, hostOnly bool) erro
 			return err
 		}
 	}
-	if n := linger(ctx, m, h, hostOnly, cfg.Lifecycle.IdleTTL.Duration, logger); n > 0 {
-		logger.Printf("background sweep: %d session(s) ended as their Codex let go of them; cpu cx=%s", n, proc.SelfCPU().Round(time.Millisecond))
+	n := linger(ctx, m, h, hostOnly, cfg.Lifecycle.IdleTTL.Duration, logger)
+	hooks := int64(0)
+	if h != nil {
+		hooks = h.taken.Load()
 	}
+	// Once, as it leaves: what this process cost, its hooks and sweeps.
+	logger.Printf("background sweep: leaving; %d hook(s) answered, %d session(s) ended as their Codex let go of them; cpu cx=%s", hooks, n, proc.SelfCPU().Round(time.Millisecond))
 	return nil
 }
 

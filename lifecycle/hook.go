@@ -308,12 +308,16 @@ func (m *Manager) onSessionEnd(ctx context.Context, s ledger.Session, res *HookR
 	return err
 }
 
-// AfterHook is what every hook does after its event, with the time left:
-// it ends the sessions of runs that died (orphans), and reports whether
-// commits are due (the caller starts the background sweeper).
-func (m *Manager) AfterHook(ctx context.Context, event string) (sweepDue bool) {
-	if _, err := m.recoverOrphans(ctx); err != nil {
-		m.log.Printf("hook %s: orphan recovery: %v", event, err)
+// AfterHook is what a hook does after its event, with the time left: it
+// ends the sessions of runs that died (orphans) — unless hosted: the hook
+// host does that once a second for every hook, as its work would otherwise
+// grow with the runs — and reports whether commits are due (the caller
+// starts the background sweeper, or the host works them).
+func (m *Manager) AfterHook(ctx context.Context, event string, hosted bool) (sweepDue bool) {
+	if !hosted {
+		if _, err := m.recoverOrphans(ctx); err != nil {
+			m.log.Printf("hook %s: orphan recovery: %v", event, err)
+		}
 	}
 	due, _ := m.db.DueJobs(ctx, m.now())
 	return due

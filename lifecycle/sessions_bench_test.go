@@ -18,15 +18,17 @@ import (
 )
 
 // BenchmarkSessionsAtOnce is many Codex sessions beside each other, as an
-// agent daemon or a person with several windows runs them, Codex started
-// without cx (hooks only): each session its own fake Codex process that
-// holds its thread's writer lock (as Codex 0.169+ does) and plays
-// SessionStart, 5 × (UserPromptSubmit, a turn appended to its rollout,
-// Stop) and SessionEnd, every hook a process through hooks.json; all at
-// once on one CX_HOME, then a sweep. For 1, 4 and 16 sessions at once
-// (CX_BENCH_SESSIONS: a comma list) it prints hooks a second (all hooks
-// over the wall time), each hook's p50, p99 and max (its process, start to
-// answer) and its CPU (user + sys), beside the same run of the cx at BASE
+// agent daemon or a person with several windows runs them, both ways Codex
+// meets cx: started without cx (hooks only) and under cx (each session a
+// `cx` run of its own, as `cx exec` is). Each session is its own fake
+// Codex process that holds its thread's writer lock (as Codex 0.169+
+// does) and plays SessionStart, 5 × (UserPromptSubmit, a turn appended to
+// its rollout, Stop) and SessionEnd, every hook a process through
+// hooks.json (as cx ctl install writes it); all at once on one CX_HOME,
+// then a sweep. For 1, 4 and 16 sessions at once (CX_BENCH_SESSIONS: a
+// comma list) it prints hooks a second (all hooks over the wall time),
+// each hook's p50, p99 and max (its process, start to answer) and its CPU
+// (user + sys), beside the same run of the cx at BASE
 // (CX_BENCH_BASELINE_CX), alternated; and it fails unless every session
 // was committed once (one generation) with its 5 turns.
 func BenchmarkSessionsAtOnce(b *testing.B) {
@@ -46,18 +48,25 @@ func BenchmarkSessionsAtOnce(b *testing.B) {
 		builds = append(builds, struct{ name, cx string }{"BASE", base})
 	}
 	var report strings.Builder
-	fmt.Fprintf(&report, "\n%-10s %-9s %8s %9s %9s %9s %10s %10s %10s", "sessions", "build", "hooks/s", "p50 ms", "p99 ms", "max ms", "CPU/hook", "host/hook", "all/hook")
-	for _, n := range levels {
-		for _, build := range builds {
-			r := sessionsAtOnce(b, n, build.cx, nil)
-			fmt.Fprintf(&report, "\n%-10d %-9s %8.0f %9.1f %9.1f %9.1f %7.1f ms %7.1f ms %7.1f ms", n, build.name, r.rate, r.p50, r.p99, r.max, r.cpu, r.host, r.all)
-			if build.cx == "" {
-				b.ReportMetric(r.p99, fmt.Sprintf("p99-ms-%d", n))
-				b.ReportMetric(r.rate, fmt.Sprintf("hooks/s-%d", n))
+	for _, under := range []bool{false, true} {
+		way := "Codex started without cx (hooks only)"
+		if under {
+			way = "Codex under cx (a cx run each)"
+		}
+		fmt.Fprintf(&report, "\n%s, hooks as processes, one CX_HOME:", way)
+		fmt.Fprintf(&report, "\n%-10s %-9s %8s %9s %9s %9s %10s %10s %10s", "sessions", "build", "hooks/s", "p50 ms", "p99 ms", "max ms", "CPU/hook", "host/hook", "all/hook")
+		for _, n := range levels {
+			for _, build := range builds {
+				r := sessionsAtOnce(b, n, build.cx, under, nil)
+				fmt.Fprintf(&report, "\n%-10d %-9s %8.0f %9.1f %9.1f %9.1f %7.1f ms %7.1f ms %7.1f ms", n, build.name, r.rate, r.p50, r.p99, r.max, r.cpu, r.host, r.all)
+				if build.cx == "" && !under {
+					b.ReportMetric(r.p99, fmt.Sprintf("p99-ms-%d", n))
+					b.ReportMetric(r.rate, fmt.Sprintf("hooks/s-%d", n))
+				}
 			}
 		}
 	}
-	b.Logf("sessions at once, Codex started without cx (hooks as processes, one CX_HOME):%s", report.String())
+	b.Logf("sessions at once:%s", report.String())
 }
 
 // atOnce is one run's figures: cpu is a hook's process (with the sh -c
@@ -68,9 +77,10 @@ func BenchmarkSessionsAtOnce(b *testing.B) {
 type atOnce struct{ rate, p50, p99, max, cpu, host, all float64 }
 
 // sessionsAtOnce runs n sessions at once with cx (the build under test, or
-// the one at path), and during beside them when not nil, and checks each
-// was committed once with its turns.
-func sessionsAtOnce(b testing.TB, n int, cx string, during func(e *env)) atOnce {
+// the one at path) — under a cx run each when under, else Codex alone with
+// cx's hooks — and during beside them when not nil, and checks each was
+// committed once with its turns.
+func sessionsAtOnce(b testing.TB, n int, cx string, under bool, during func(e *env)) atOnce {
 	b.Helper()
 	e := newEnv(b)
 	if cx != "" {
@@ -95,6 +105,9 @@ func sessionsAtOnce(b testing.TB, n int, cx string, during func(e *env)) atOnce 
 		}
 		fmt.Fprintf(&script, "hook SessionEnd %s\nexit 0\n", id)
 		cmd := exec.Command(os.Args[0])
+		if under {
+			cmd = exec.Command(e.cx)
+		}
 		cmd.Dir = e.w
 		cmd.Env = append(e.environ(), "FAKE_SCRIPT="+script.String(), "FAKE_HOOK_LOG="+filepath.Join(logs, id))
 		if s := os.Getenv("CX_BENCH_SINKS"); s != "" {
@@ -251,7 +264,7 @@ func TestSessionsAtOnceHostKilled(t *testing.T) {
 		t.Skip("many processes")
 	}
 	killed := make(chan string, 1)
-	sessionsAtOnce(t, 8, "", func(e *env) {
+	sessionsAtOnce(t, 8, "", false, func(e *env) {
 		deadline := time.Now().Add(30 * time.Second)
 		for time.Now().Before(deadline) {
 			data, _ := os.ReadFile(filepath.Join(e.cxHome, "logs", "hook-events.jsonl"))

@@ -272,14 +272,18 @@ func (m *Manager) SweepNow(ctx context.Context, o SweepOptions) (SweepResult, er
 	}
 	m.Upkeep(sctx)
 	if o.Background {
-		m.log.Printf("background sweep: %d ended, %d job(s) worked; cpu cx=%s", res.Ended, res.Jobs, proc.SelfCPU().Round(time.Millisecond))
+		m.log.Printf("background sweep: %d ended, %d job(s) worked", res.Ended, res.Jobs)
 	}
 	return res, nil
 }
 
-// WorkDue works the commits due now, if any (the background sweeper
-// does, between its looks at the threads of Codex started without cx).
+// WorkDue ends the sessions of runs that died (orphans) and works the
+// commits due now, if any: the background sweeper does, every second,
+// between its looks at the threads of Codex started without cx.
 func (m *Manager) WorkDue(ctx context.Context) error {
+	if _, err := m.recoverOrphans(ctx); err != nil {
+		m.log.Printf("background sweep: orphan recovery: %v", err)
+	}
 	if due, _ := m.db.DueJobs(ctx, m.now()); !due {
 		return nil
 	}

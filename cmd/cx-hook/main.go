@@ -50,6 +50,7 @@ func run() int {
 				req.ReadErr = readErr.Error()
 			}
 			ask := func() bool {
+				req.ClientCPU = hookwire.SelfCPU()
 				out, taken := hookwire.Ask(home, req, deadline)
 				if taken {
 					os.Stdout.Write(out)

@@ -229,6 +229,10 @@ type Request struct {
 	Start int64
 	// PPID is the hook's parent: the Codex that ran it.
 	PPID int
+	// ClientCPU is what the hook's process used of the CPU (user and
+	// system, microseconds) before it asked: the hook's cost is the
+	// client's and the host's.
+	ClientCPU int64
 	// Env is the hook's environment, which Codex gave it: the run it
 	// belongs to, Codex's home, the sinks' settings.
 	Env     []string
@@ -237,7 +241,7 @@ type Request struct {
 	Stop bool
 }
 
-const magic = "cxhook1\n"
+const magic = "cxhook2\n"
 
 // Encode is r on the wire: a magic line, then each field as its length in
 // decimal, a colon and its bytes.
@@ -253,7 +257,7 @@ func (r Request) Encode() []byte {
 	if r.Stop {
 		stop = "1"
 	}
-	for _, s := range []string{stop, r.Binary, r.Event, r.ArgErr, r.ReadErr, strconv.FormatInt(r.Start, 10), strconv.Itoa(r.PPID), strconv.Itoa(len(r.Env))} {
+	for _, s := range []string{stop, r.Binary, r.Event, r.ArgErr, r.ReadErr, strconv.FormatInt(r.Start, 10), strconv.Itoa(r.PPID), strconv.FormatInt(r.ClientCPU, 10), strconv.Itoa(len(r.Env))} {
 		field(s)
 	}
 	for _, e := range r.Env {
@@ -289,7 +293,7 @@ func ReadRequest(r *bufio.Reader) (Request, error) {
 		_, err = io.ReadFull(r, b)
 		return b, err
 	}
-	var f [8]string
+	var f [9]string
 	for i := range f {
 		b, err := next(1 << 20)
 		if err != nil {
@@ -298,11 +302,12 @@ func ReadRequest(r *bufio.Reader) (Request, error) {
 		f[i] = string(b)
 	}
 	q.Stop, q.Binary, q.Event, q.ArgErr, q.ReadErr = f[0] == "1", f[1], f[2], f[3], f[4]
-	var err1, err2, err3 error
+	var err1, err2, err3, err4 error
 	q.Start, err1 = strconv.ParseInt(f[5], 10, 64)
 	q.PPID, err2 = strconv.Atoi(f[6])
-	envs, err3 := strconv.Atoi(f[7])
-	if err1 != nil || err2 != nil || err3 != nil || envs < 0 || envs > 1<<16 {
+	q.ClientCPU, err3 = strconv.ParseInt(f[7], 10, 64)
+	envs, err4 := strconv.Atoi(f[8])
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil || envs < 0 || envs > 1<<16 {
 		return q, ErrRequest
 	}
 	q.Env = make([]string, 0, envs)
@@ -354,6 +359,16 @@ func Ask(home string, r Request, deadline time.Time) (out []byte, taken bool) {
 		return []byte("{}\n"), true
 	}
 	return out, true
+}
+
+// SelfCPU is the CPU time (user and system) this process has used, in
+// microseconds.
+func SelfCPU() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano()/1000 + ru.Stime.Nano()/1000
 }
 
 // dial connects a unix socket whose reads and writes give up after d.

@@ -15,7 +15,7 @@ import (
 // fields hold (colons, newlines, digits, nothing).
 func TestRequestRoundTrip(t *testing.T) {
 	cases := []Request{
-		{Binary: "1:2:3:4", Event: "Stop", Start: 1700000000123456789, PPID: 42, Env: []string{"A=1", "B=x:y\nz", "C="}, Payload: []byte(`{"session_id":"s"}`)},
+		{Binary: "1:2:3:4", Event: "Stop", Start: 1700000000123456789, PPID: 42, ClientCPU: 2100, Env: []string{"A=1", "B=x:y\nz", "C="}, Payload: []byte(`{"session_id":"s"}`)},
 		{Event: "SessionEnd", ArgErr: "unknown event", ReadErr: "not closed", Env: []string{}, Payload: []byte{}},
 		{Stop: true, Env: []string{}, Payload: []byte{}},
 		{Event: "UserPromptSubmit", Env: []string{"K=" + strings.Repeat("v", 5000)}, Payload: bytes.Repeat([]byte("12:ab\n"), 10000)},

@@ -63,6 +63,8 @@ type DB struct {
 	// readSchema is the schema version a read-only open found (0 for a
 	// writer, which migrates).
 	readSchema int
+	// stmts are the transactions' statements, prepared once (stmts.go).
+	stmts stmtCache
 }
 
 // Options tune Open.
@@ -250,15 +252,19 @@ func isDamage(err error) bool {
 }
 
 // Close closes the ledger.
-func (db *DB) Close() error { return db.db.Close() }
+func (db *DB) Close() error {
+	db.stmts.close()
+	return db.db.Close()
+}
 
 // Tx runs f in one write transaction (the write lock taken at BEGIN).
 func (db *DB) Tx(ctx context.Context, f func(tx *Tx) error) error {
+	db.stmts.prepare(ctx, db.db)
 	stx, err := db.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("ledger begin: %w", err)
 	}
-	tx := &Tx{tx: stx, now: db.now()}
+	tx := &Tx{tx: keptTx{Tx: stx, cache: &db.stmts}, now: db.now()}
 	if err := f(tx); err != nil {
 		_ = stx.Rollback()
 		return err

@@ -29,7 +29,7 @@ const (
 
 // Tx is a write transaction.
 type Tx struct {
-	tx  *sql.Tx
+	tx  keptTx
 	now time.Time
 }
 

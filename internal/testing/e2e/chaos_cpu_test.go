@@ -12,8 +12,9 @@ import (
 
 // cpuSplit is what cx's own lines say it cost, beside what Codex cost:
 // each run's exit names Codex's CPU (wait4: Codex with the hooks it ran)
-// and the wrapper's own; each hook's audit line its own; each background
-// sweep its own. A run killed outright says nothing (its wait4 total is
+// and the wrapper's own; each hook's audit line its own (a hook the host
+// answered, its client's: the host's part is in its process's line); each
+// background sweep — the hook host — its own, once, as it leaves. A run killed outright says nothing (its wait4 total is
 // still in the exec and app-server figure).
 type cpuSplit struct {
 	runs              int
@@ -49,11 +50,16 @@ func readCPUSplit(cxHome string) cpuSplit {
 	})
 	eachLine(logDir, "hook-events.jsonl", func(line string) {
 		var ev struct {
-			CPU *float64 `json:"cpu_ms"`
+			CPU       *float64 `json:"cpu_ms"`
+			ClientCPU *float64 `json:"client_cpu_ms"`
 		}
-		if json.Unmarshal([]byte(line), &ev) == nil && ev.CPU != nil {
-			c.hooks++
-			c.hookCPU += time.Duration(*ev.CPU * float64(time.Millisecond))
+		if json.Unmarshal([]byte(line), &ev) == nil {
+			for _, cpu := range []*float64{ev.CPU, ev.ClientCPU} {
+				if cpu != nil {
+					c.hooks++
+					c.hookCPU += time.Duration(*cpu * float64(time.Millisecond))
+				}
+			}
 		}
 	})
 	return c

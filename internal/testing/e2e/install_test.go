@@ -151,7 +151,7 @@ func TestUninstallKeepsShiftedTrust(t *testing.T) {
 			data, _ := os.ReadFile(hooksPath)
 			// Another tool appends its own Stop hook after cx's.
 			other := `{"hooks": [{"type": "command", "command": "true # other-tool", "timeout": 5}]}`
-			marker := `"command": "'` + h.CX + `' ctl hook Stop",`
+			marker := `"command": "'` + filepath.Join(filepath.Dir(h.CX), "cx-hook") + `' Stop",` // the hook client beside cx
 			i := strings.Index(string(data), marker)
 			if i < 0 {
 				t.Fatalf("no Stop entry in:\n%s", data)
