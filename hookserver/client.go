@@ -3,6 +3,7 @@ package hookserver
 import (
 	"io"
 	"net"
+	"os"
 	"time"
 
 	"cx/internal/hookwire"
@@ -22,6 +23,17 @@ func StopHost(home string, d time.Duration) {
 	for end := time.Now().Add(d); sweeperRunning(home) && time.Now().Before(end); {
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// EnsureHost starts CX_HOME's hook host unless one runs: a supervised run
+// does, beside its Codex's start, so that Codex's first hooks find it. A
+// process with a hook setting of the tests starts none (the host would
+// not take hooks).
+func EnsureHost(home string) {
+	if !hookwire.Forwardable(os.Environ()) || sweeperRunning(home) {
+		return
+	}
+	_ = startHost()
 }
 
 // startHost starts CX_HOME's background sweeper to be the hook host

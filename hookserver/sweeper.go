@@ -3,6 +3,7 @@ package hookserver
 import (
 	"context"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 	"time"
@@ -69,6 +70,10 @@ func BackgroundSweep(ctx context.Context, cfg config.Config, hostOnly bool) erro
 	h := listenHost(cfg.Home, db, logger)
 	if h != nil {
 		defer h.close()
+		// A host's heap is small and its garbage is each hook's: collected
+		// a quarter as often, a hook costs it ~15% less CPU (measured: 16
+		// clients at once, 2.0-2.2 ms a hook at 100, 1.7-1.8 at 400).
+		debug.SetGCPercent(400)
 	}
 	m := lifecycle.New(cfg, db, sinks.Build)
 	if !hostOnly {
@@ -81,7 +86,11 @@ func BackgroundSweep(ctx context.Context, cfg config.Config, hostOnly bool) erro
 	if h != nil {
 		hooks = h.taken.Load()
 	}
-	// Once, as it leaves: what this process cost, its hooks and sweeps.
+	// Once, as it leaves: what this process cost, its hooks and sweeps
+	// (unless CX_HOME went: a line would make it again).
+	if _, err := os.Stat(cfg.Home); err != nil {
+		return nil
+	}
 	logger.Printf("background sweep: leaving; %d hook(s) answered, %d session(s) ended as their Codex let go of them; cpu cx=%s", hooks, n, proc.SelfCPU().Round(time.Millisecond))
 	return nil
 }
@@ -127,7 +136,9 @@ func linger(ctx context.Context, m *lifecycle.Manager, h *host, hostOnly bool, i
 	for ctx.Err() == nil {
 		if h != nil {
 			if why := h.gone(); why != "" {
-				logger.Printf("hook host: leaving: %s", why)
+				if _, err := os.Stat(h.home); err == nil {
+					logger.Printf("hook host: leaving: %s", why)
+				}
 				return ended
 			}
 		}

@@ -14,7 +14,8 @@ if [ -n "${BASE:-}" ]; then
   tmp=$(mktemp -d)
   trap 'git worktree remove --force "$tmp/src" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
   git worktree add -q "$tmp/src" "$BASE"
-  (cd "$tmp/src" && go build -o "$tmp/cx-base" ./cmd/cx)
+  # BASE's hook client beside its cx when it has one: its hooks run as it installs them.
+  (cd "$tmp/src" && go build -o "$tmp/cx-base" ./cmd/cx && { [ ! -d cmd/cx-hook ] || go build -o "$tmp/cx-hook" ./cmd/cx-hook; })
   export CX_BENCH_BASELINE_CX="$tmp/cx-base"
 fi
 # What cx spends of the model's context at session start and on resume, over
@@ -28,8 +29,9 @@ fi
 go test -run '^$' -bench 'PTYThroughput|StartOverhead|PTYStartOverhead|HookStdinOpen|AppServerBigFrame|AppServerFrameLatency|PTYEchoLatency|MCPInitialize|CheckpointCommand' -benchtime 1x -count "${COUNT:-3}" ./cmd/cx
 go test -run '^$' -bench 'HookLatency' -benchtime 1x -count "${COUNT:-3}" ./lifecycle
 CX_BENCH_ROUNDS="${ROUNDS:-5}" go test -run '^$' -bench 'HookHistory' -benchtime 1x -timeout 60m -v ./lifecycle
-# Many sessions at once, Codex started without cx: 1, 4 and 16 sessions on one CX_HOME, hooks as
-# processes (hooks/s, p50, p99, max, CPU a hook), beside BASE's cx in the same run; every session
+# Many sessions at once, Codex started without cx (hooks only) and under cx (a run each): 1, 4
+# and 16 sessions on one CX_HOME, hooks as processes (hooks/s, p50, p99, max, CPU a hook with the
+# hook host's share, the machine's CPU a hook), beside BASE's cx in the same run; every session
 # must be committed once with its turns.
 go test -run '^$' -bench 'SessionsAtOnce' -benchtime 1x -timeout 30m -v ./lifecycle
 # Recall: cx ctl search over a ~100 MB archived session against a ~1 MB one.
