@@ -138,6 +138,12 @@ const LockFDEnv = "CX_SWEEP_LOCK_FD"
 // locked, or nil.
 func TakeSweepLock(home string) *os.File {
 	f, err := os.OpenFile(SweepLock(home), os.O_RDWR|os.O_CREATE, 0o600)
+	if errors.Is(err, os.ErrNotExist) {
+		// A CX_HOME not made yet (the first hook ever): made as cx makes it.
+		if os.MkdirAll(home, 0o700) == nil {
+			f, err = os.OpenFile(SweepLock(home), os.O_RDWR|os.O_CREATE, 0o600)
+		}
+	}
 	if err != nil {
 		return nil
 	}
@@ -173,7 +179,7 @@ func AwaitSocket(home string, d time.Duration) bool {
 		if fi, err := os.Lstat(sock); err == nil && fi.Mode().Type() == os.ModeSocket {
 			return true
 		}
-		if time.Now().After(end) || (i%4 == 3 && !SweeperRunning(home)) {
+		if time.Now().After(end) || (i%4 == 0 && !SweeperRunning(home)) {
 			return false
 		}
 		time.Sleep(5 * time.Millisecond)
