@@ -256,31 +256,36 @@ func build(cx string) string {
 }
 
 // Many sessions at once through the hook host, which is killed while they
-// run: every session is still committed once (one generation) with all
-// its turns; the hooks before the kill were the host's, and those after it
-// found their way (their own processes, or the host they started again).
+// run, both ways Codex meets cx: every session is still committed once (one
+// generation) with all its turns; the hooks before the kill were the
+// host's, and those after it found their way (their own processes, or the
+// host they started again).
 func TestSessionsAtOnceHostKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("many processes")
 	}
-	killed := make(chan string, 1)
-	sessionsAtOnce(t, 8, "", false, func(e *env) {
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
-			data, _ := os.ReadFile(filepath.Join(e.cxHome, "logs", "hook-events.jsonl"))
-			if pids := hostPIDs(e.cxHome); len(pids) > 0 && strings.Count(string(data), `"host":true`) >= 8 {
-				pid, _ := strconv.Atoi(filepath.Base(pids[0]))
-				if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
-					killed <- pids[0]
+	for _, under := range []bool{false, true} {
+		t.Run(map[bool]string{false: "hooks only", true: "under cx"}[under], func(t *testing.T) {
+			killed := make(chan string, 1)
+			sessionsAtOnce(t, 8, "", under, func(e *env) {
+				deadline := time.Now().Add(30 * time.Second)
+				for time.Now().Before(deadline) {
+					data, _ := os.ReadFile(filepath.Join(e.cxHome, "logs", "hook-events.jsonl"))
+					if pids := hostPIDs(e.cxHome); len(pids) > 0 && strings.Count(string(data), `"host":true`) >= 8 {
+						pid, _ := strconv.Atoi(filepath.Base(pids[0]))
+						if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+							killed <- pids[0]
+						}
+						return
+					}
+					time.Sleep(5 * time.Millisecond)
 				}
-				return
+			})
+			select {
+			case <-killed:
+			default:
+				t.Fatal("the host never took 8 hooks: nothing was killed")
 			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	})
-	select {
-	case <-killed:
-	default:
-		t.Fatal("the host never took 8 hooks: nothing was killed")
+		})
 	}
 }
