@@ -11,6 +11,7 @@ import (
 
 	"cx/internal/codex"
 	"cx/internal/health"
+	"cx/internal/hookwire"
 )
 
 // Active reports whether cx's hooks will run in this Codex home: every
@@ -91,7 +92,8 @@ func (in *Installer) fire(ctx context.Context, cwd string) health.Check {
 	payload, _ := json.Marshal(map[string]any{"session_id": health.DoctorPrefix + fmt.Sprint(time.Now().UnixNano()),
 		"hook_event_name": "SessionStart", "source": "startup", "cwd": cwd, "transcript_path": ""})
 	cmd := exec.CommandContext(ctx, "sh", "-c", Command(in.CXPath, "SessionStart"))
-	cmd.Env = os.Environ()
+	// A host that runs answers the probe; none is started for it.
+	cmd.Env = hookwire.SetEnv(os.Environ(), hookwire.HostEnv, "nostart")
 	cmd.Stdin = strings.NewReader(string(payload))
 	start := time.Now()
 	out, err := cmd.Output()

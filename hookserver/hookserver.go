@@ -110,7 +110,7 @@ func Serve(ctx context.Context, c HookCall) (code int) {
 			}
 		}
 	}
-	return answer(ctx, c, payload, readErr, nil, hostWanted)
+	return answer(ctx, c, payload, readErr, nil, hostWanted && hookwire.StartsHost(c.Environ))
 }
 
 // answer is one hook's answer, in the hook's process or the host's (h):

@@ -132,6 +132,7 @@ func TestNoHostAnswersInProcess(t *testing.T) {
 	}{
 		{"no host yet", nil, 1},
 		{"host turned off", map[string]string{hookwire.HostEnv: "off"}, 0},
+		{"doctor's probe", map[string]string{hookwire.HostEnv: "nostart"}, 0},
 		{"a crash point of the hook's", map[string]string{"CX_TEST_CRASH_AT": "ended"}, 0},
 	}
 	for i, c := range cases {

@@ -18,11 +18,11 @@ import (
 	"time"
 
 	"cx/hookcfg"
-	"cx/hookserver"
 	"cx/internal/codex"
 	"cx/internal/crumbs"
 	"cx/internal/fsutil"
 	"cx/internal/health"
+	"cx/internal/hookwire"
 	"cx/internal/ledger"
 	"cx/internal/proc"
 	"cx/internal/readmodel"
@@ -60,14 +60,14 @@ func newEnv(t testing.TB, extra ...string) *env {
 	}
 	writeHooks(t, e)
 	// The hook host a hook started leaves before its CX_HOME is removed.
-	t.Cleanup(func() { hookserver.StopHost(e.cxHome, 10*time.Second) })
+	t.Cleanup(func() { hookwire.StopHost(e.cxHome, 10*time.Second) })
 	return e
 }
 
 // holdSweeper takes the background sweeper's place, so none runs until
 // unlock: the hook host the hooks so far started leaves first.
 func (e *env) holdSweeper() (unlock func(), err error) {
-	hookserver.StopHost(e.cxHome, 10*time.Second)
+	hookwire.StopHost(e.cxHome, 10*time.Second)
 	return fsutil.Lock(filepath.Join(e.cxHome, "sweep.lock"), false)
 }
 

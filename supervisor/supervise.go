@@ -14,7 +14,6 @@ import (
 	"sort"
 	"time"
 
-	"cx/hookserver"
 	"cx/internal/codex"
 	"cx/internal/config"
 	"cx/internal/crumbs"
@@ -110,8 +109,6 @@ func Supervise(ctx context.Context, cfg config.Config, info lifecycle.RunInfo, t
 		if s.m == nil {
 			return
 		}
-		// The hook host, so this Codex's first hooks find it started.
-		hookserver.EnsureHost(s.home)
 		s.m.RecoverAtStart(rctx, info.CodexHome)
 	}()
 	return s

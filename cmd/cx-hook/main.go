@@ -66,13 +66,17 @@ func run() int {
 			// taken, no socket yet) is waited for: a start is cheaper than
 			// this hook's own cx, and many sessions' first hooks come at
 			// once.
-			if lock := hookwire.TakeSweepLock(home); lock != nil {
+			if !hookwire.StartsHost(env) {
+				// asked not to start one (doctor's probe)
+			} else if lock := hookwire.TakeSweepLock(home); lock != nil {
 				startHost(cx, env, lock)
 			} else if hookwire.AwaitSocket(home, hostStartWait) && ask() {
 				return 0
 			}
 		}
-		env = hookwire.SetEnv(env, hookwire.HostEnv, "asked")
+		if hookwire.StartsHost(env) {
+			env = hookwire.SetEnv(env, hookwire.HostEnv, "asked")
+		}
 	}
 	if readErr != nil {
 		os.Stdout.WriteString(noop)

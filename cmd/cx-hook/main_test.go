@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"cx/hookserver"
 	"cx/internal/hookwire"
 	"cx/internal/testing/codextest"
 )
@@ -39,7 +38,7 @@ func newWorld(t *testing.T) *world {
 		}
 	}
 	w.env = append(w.env, "CX_HOME="+w.home, "CODEX_HOME="+filepath.Join(root, "codex"), "HOME="+root)
-	t.Cleanup(func() { hookserver.StopHost(w.home, 10*time.Second) })
+	t.Cleanup(func() { hookwire.StopHost(w.home, 10*time.Second) })
 	return w
 }
 
@@ -112,6 +111,20 @@ func TestClientThenHost(t *testing.T) {
 	w.run(payload("019a0000-0000-7000-8000-0000000000e2"), "Stop")
 	if a := w.lastAudit(); a["host"] != true || a["ppid"] != float64(os.Getpid()) || a["session_id"] != "019a0000-0000-7000-8000-0000000000e2" {
 		t.Fatalf("second hook: %v; want the host's answer with this test as the hook's parent", a)
+	}
+}
+
+// Doctor's probe (CX_HOOK_HOST=nostart) is answered, and leaves no host
+// behind it.
+func TestProbeStartsNoHost(t *testing.T) {
+	w := newWorld(t)
+	w.env = append(w.env, hookwire.HostEnv+"=nostart")
+	if out := w.run(payload("cx-doctor-1"), "SessionStart"); !json.Valid([]byte(out)) {
+		t.Fatalf("answer %q", out)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if hookwire.SweeperRunning(w.home) || hookwire.AwaitSocket(w.home, 0) {
+		t.Fatal("doctor's probe started a host")
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"cx/internal/hookwire"
 	"cx/internal/testing/codextest"
 )
 
@@ -65,6 +66,8 @@ func hookRun(t *testing.T, env []string, event, payload string, keepOpen bool) (
 func hookEnv(t *testing.T, extra ...string) ([]string, string) {
 	home := t.TempDir()
 	cxHome := filepath.Join(home, ".cx")
+	// The hook host a hook started leaves before the folder goes.
+	t.Cleanup(func() { hookwire.StopHost(cxHome, 10*time.Second) })
 	return append([]string{"HOME=" + home, "CX_HOME=" + cxHome, "PATH=/usr/bin:/bin"}, extra...), cxHome
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"cx/internal/hookwire"
 	_ "cx/internal/ledger"
 	"cx/internal/testing/codextest"
 )
@@ -90,6 +91,8 @@ func TestScripts(t *testing.T) {
 			env.Setenv("HOME", home)
 			env.Setenv("CODEX_HOME", codexHome)
 			env.Setenv("CX_HOME", filepath.Join(home, ".cx"))
+			// The hook host a script's hooks started leaves before $WORK goes.
+			env.Defer(func() { hookwire.StopHost(filepath.Join(home, ".cx"), 10*time.Second) })
 			env.Setenv("TZ", "UTC")
 			env.Setenv("LC_ALL", "C")
 			env.Setenv("SID", scriptSession)

@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,9 +34,17 @@ const (
 )
 
 // HostEnv set to "off" in a hook's environment keeps its hooks from the
-// hook host: each is answered in its own process. "asked" tells cx that the
-// hook client asked the host already, which did not take it.
+// hook host: each is answered in its own process. "nostart": a host that
+// runs answers it, but none is started for it (doctor's probe). "asked"
+// tells cx that the hook client asked the host already, which did not
+// take it.
 const HostEnv = "CX_HOOK_HOST"
+
+// StartsHost reports whether a hook with this environment may start a
+// host when none runs.
+func StartsHost(environ []string) bool {
+	return Forwardable(environ) && !slices.Contains(environ, HostEnv+"=nostart")
+}
 
 // PPIDEnv and StartEnv are what the hook client tells the cx it runs
 // (whose own parent is the client, started later): the hook's parent, the
@@ -375,6 +384,22 @@ func SelfCPU() int64 {
 		return 0
 	}
 	return ru.Utime.Nano()/1000 + ru.Stime.Nano()/1000
+}
+
+// StopHost asks CX_HOME home's hook host to leave and waits, up to d,
+// until it has (its place is free): its hooks are answered by their own
+// processes from then on. Tests call it before their CX_HOME is removed.
+func StopHost(home string, d time.Duration) {
+	if fd, err := dial(SocketPath(home), d); err == nil {
+		f := os.NewFile(uintptr(fd), "hook host")
+		_, _ = f.Write(Request{Stop: true}.Encode())
+		_ = syscall.Shutdown(fd, syscall.SHUT_WR)
+		_, _ = io.ReadAll(f)
+		f.Close()
+	}
+	for end := time.Now().Add(d); SweeperRunning(home) && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // dial connects a unix socket whose reads and writes give up after d.
