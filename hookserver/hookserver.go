@@ -96,8 +96,8 @@ func Serve(ctx context.Context, c HookCall) (code int) {
 		fmt.Fprintln(c.Stdout, "{}")
 		return 0
 	}
-	hostWanted := c.Environ != nil && hookwire.Forwardable(c.Environ)
-	if v, _ := c.Getenv(hookwire.HostEnv); hostWanted && readErr == nil && v != "asked" {
+	forward := c.Environ != nil && hookwire.Forwardable(c.Environ)
+	if v, _ := c.Getenv(hookwire.HostEnv); forward && readErr == nil && v != "asked" {
 		if home, err := config.Home(c.Getenv); err == nil {
 			req := hookwire.Request{Binary: exeIdentity(), Event: c.Event, Start: c.Start.UnixNano(), PPID: c.PPID, Env: c.Environ, Payload: payload,
 				ClientCPU: hookwire.SelfCPU()}
@@ -110,7 +110,7 @@ func Serve(ctx context.Context, c HookCall) (code int) {
 			}
 		}
 	}
-	return answer(ctx, c, payload, readErr, nil, hostWanted && hookwire.StartsHost(c.Environ))
+	return answer(ctx, c, payload, readErr, nil, forward && hookwire.StartsHost(c.Environ))
 }
 
 // answer is one hook's answer, in the hook's process or the host's (h):
@@ -282,7 +282,14 @@ func handle(ctx context.Context, c HookCall, cfg config.Config, ev string, p cod
 			injection = inject.ForCompaction(injectRequest(ctx, m, db, cfg, p, true))
 		}
 	}
-	return db, injection, dueWork{jobs: m.AfterHook(ctx, ev, h != nil), catchUp: res.CatchUpDeferred, watch: res.WatchLetGo}
+	// A hook's process ends the sessions of runs that died; the host does
+	// that once a second for all of them (its loop), not with every hook.
+	if h == nil {
+		if err := m.RecoverOrphans(ctx); err != nil {
+			logger.Printf("hook %s: orphan recovery: %v", ev, err)
+		}
+	}
+	return db, injection, dueWork{jobs: m.JobsDue(ctx), catchUp: res.CatchUpDeferred, watch: res.WatchLetGo}
 }
 
 // injectRequest is what the block a hook gives back is built from: the
@@ -318,7 +325,7 @@ func joinBlocks(a, b string) string {
 // answered and Codex moved on; or (hostOnly) to be the hook host, no
 // sweep first.
 func spawnSweeper(home string, logger *logs.Logger, hostOnly bool) {
-	if sweeperRunning(home) {
+	if hookwire.SweeperRunning(home) {
 		return
 	}
 	start := func() error { return proc.StartDetached("ctl", "sweep", "--background") }

@@ -24,9 +24,6 @@ import (
 // a Codex started without cx to watch, so the hook answers at once and
 // the work goes on after.
 
-// sweepLockPath is held by the one background sweeper at a time.
-func sweepLockPath(home string) string { return hookwire.SweepLock(home) }
-
 // takeSweepLock takes the background sweeper's place: the lock the hook
 // client that started this process took and handed it (hookwire.LockFDEnv,
 // so no other hook started one meanwhile), else the lock itself.
@@ -44,11 +41,8 @@ func takeSweepLock(home string) (unlock func(), err error) {
 			}
 		}
 	}
-	return fsutil.Lock(sweepLockPath(home), false)
+	return fsutil.Lock(hookwire.SweepLock(home), false)
 }
-
-// sweeperRunning reports whether a background sweeper holds its place.
-func sweeperRunning(home string) bool { return fsutil.Held(sweepLockPath(home)) }
 
 // BackgroundSweep is the background sweeper's work: it leaves at once
 // while another holds the place; else it listens as CX_HOME's hook host,
@@ -141,6 +135,9 @@ func linger(ctx context.Context, m *lifecycle.Manager, h *host, hostOnly bool, i
 				}
 				return ended
 			}
+		}
+		if err := m.RecoverOrphans(ctx); err != nil {
+			logger.Printf("background sweep: orphan recovery: %v", err)
 		}
 		if err := m.WorkDue(ctx); err != nil {
 			logger.Printf("background sweep: %v", err)

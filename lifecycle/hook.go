@@ -308,17 +308,15 @@ func (m *Manager) onSessionEnd(ctx context.Context, s ledger.Session, res *HookR
 	return err
 }
 
-// AfterHook is what a hook does after its event, with the time left: it
-// ends the sessions of runs that died (orphans) — unless hosted: the hook
-// host does that once a second for every hook, as its work would otherwise
-// grow with the runs — and reports whether commits are due (the caller
-// starts the background sweeper, or the host works them).
-func (m *Manager) AfterHook(ctx context.Context, event string, hosted bool) (sweepDue bool) {
-	if !hosted {
-		if _, err := m.recoverOrphans(ctx); err != nil {
-			m.log.Printf("hook %s: orphan recovery: %v", event, err)
-		}
-	}
+// RecoverOrphans ends the sessions of runs whose cx died (orphans): a
+// hook's process does after its event, the hook host once a second.
+func (m *Manager) RecoverOrphans(ctx context.Context) error {
+	_, err := m.recoverOrphans(ctx)
+	return err
+}
+
+// JobsDue reports whether commits are due now.
+func (m *Manager) JobsDue(ctx context.Context) bool {
 	due, _ := m.db.DueJobs(ctx, m.now())
 	return due
 }

@@ -255,8 +255,8 @@ func (m *Manager) learnOrphaned(ctx context.Context, r ledger.Run) {
 }
 
 // SweepNow sweeps once, within five minutes: `cx ctl sweep`, and the
-// background sweeper a hook starts when commits are due (background: the
-// caller holds the sweeper's place, hookserver.BackgroundSweep). A foreground sweep then waits, up to
+// background sweeper (background: the caller holds its place,
+// hookserver.BackgroundSweep). A foreground sweep then waits, up to
 // o.Wait, for the jobs other processes are working on. The sinks' upkeep
 // follows.
 func (m *Manager) SweepNow(ctx context.Context, o SweepOptions) (SweepResult, error) {
@@ -277,14 +277,10 @@ func (m *Manager) SweepNow(ctx context.Context, o SweepOptions) (SweepResult, er
 	return res, nil
 }
 
-// WorkDue ends the sessions of runs that died (orphans) and works the
-// commits due now, if any: the background sweeper does, every second,
-// between its looks at the threads of Codex started without cx.
+// WorkDue works the commits due now, if any (the background sweeper
+// does, between its looks at the threads of Codex started without cx).
 func (m *Manager) WorkDue(ctx context.Context) error {
-	if _, err := m.recoverOrphans(ctx); err != nil {
-		m.log.Printf("background sweep: orphan recovery: %v", err)
-	}
-	if due, _ := m.db.DueJobs(ctx, m.now()); !due {
+	if !m.JobsDue(ctx) {
 		return nil
 	}
 	_, err := m.outbox.Work(ctx, nil)
