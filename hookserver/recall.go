@@ -49,7 +49,7 @@ func startRecall(ev string, p codex.HookPayload, cfg config.Config, getenv func(
 			r.prepared <- prep
 		}()
 		prep = prompt.Prepare(recall.NewProjects(cfg.Home), prompt.Request{Prompt: p.Prompt, Project: p.Cwd, Session: p.SessionID,
-			Budget: cfg.Recall.MaxChars, MinScore: cfg.Recall.MinScore, Remote: sinks.RemoteRecall(cfg, getenv)})
+			Budget: cfg.Recall.MaxChars, MinScore: cfg.Recall.MinScore, Near: cfg.Recall.Dense, Remote: sinks.RemoteRecall(cfg, getenv)})
 	}()
 	return r
 }

@@ -15,6 +15,7 @@ import (
 	"cx/internal/crumbs"
 	"cx/internal/health"
 	"cx/internal/ledger"
+	"cx/internal/nearwords"
 	"cx/internal/readmodel"
 	"cx/internal/sink"
 	"cx/internal/sinks"
@@ -35,6 +36,7 @@ func Doctor(ctx context.Context, getenv func(string) (string, bool), codexHome, 
 	cfg, err := config.Load(getenv)
 	cfgErr := err
 	add(config.Check(cfg, err))
+	add(recallCheck(cfg))
 	dctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	s, err := Open(dctx, cfg, codexHome, getenv)
@@ -70,6 +72,26 @@ func Doctor(ctx context.Context, getenv func(string) (string, bool), codexHome, 
 		r.OK = r.OK && c.OK
 	}
 	return r
+}
+
+// recallCheck says whether per-prompt recall is on, and its dense stage:
+// the nearness of words in meaning (internal/nearwords), part of the
+// binary — a build without its table is a broken install.
+func recallCheck(cfg config.Config) health.Check {
+	c := health.Check{Name: "recall", OK: true}
+	switch {
+	case !cfg.Recall.Enabled:
+		c.Detail = "per-prompt recall off ([recall] enabled = false or CX_RECALL_OFF=1); search and cx's MCP server still search the archive"
+	case !cfg.Recall.Dense:
+		c.Detail = "per-prompt recall on; its dense stage (words near in meaning) off ([recall] dense = false)"
+	case nearwords.Len() == 0:
+		c.OK = false
+		c.Detail = "per-prompt recall on; its dense stage is on but this cx binary has no word table (a damaged build)"
+		c.Fix = "reinstall cx (the README's install command)"
+	default:
+		c.Detail = fmt.Sprintf("per-prompt recall on, with its dense stage: words near in meaning, %d terms ([recall] dense = false turns it off)", nearwords.Len())
+	}
+	return c
 }
 
 // ledgerChecks are the ledger's and the sinks' part of doctor: the ledger

@@ -93,7 +93,7 @@ func (a *app) ctlRecall(ctx context.Context, args []string) error {
 	}
 	text := strings.Join(pos, " ")
 	return a.withArchive(ctx, func(ar *search.Archive) error {
-		items, err := prompt.Recall(ctx, ar.DB(), ar.Projects(), prompt.Request{Prompt: text, Project: project, Budget: cfg.Recall.MaxChars, MinScore: cfg.Recall.MinScore,
+		items, err := prompt.Recall(ctx, ar.DB(), ar.Projects(), prompt.Request{Prompt: text, Project: project, Budget: cfg.Recall.MaxChars, MinScore: cfg.Recall.MinScore, Near: cfg.Recall.Dense,
 			Remote: sinks.RemoteRecall(cfg, a.getenv)})
 		if err != nil && !errors.Is(err, prompt.ErrRemote) {
 			return fmt.Errorf("recall: %w", err)

@@ -78,6 +78,9 @@ type Config struct {
 		Enabled  bool    `toml:"enabled"`
 		MaxChars int     `toml:"max_chars"`
 		MinScore float64 `toml:"min_score"`
+		// Dense: a word near one of the prompt's in meaning counts for
+		// a share of it (internal/nearwords).
+		Dense bool `toml:"dense"`
 	} `toml:"recall"`
 
 	OpenViking struct {
@@ -141,6 +144,7 @@ func Default() Config {
 	c.Recall.Enabled = true
 	c.Recall.MaxChars = 2000
 	c.Recall.MinScore = 0.4
+	c.Recall.Dense = true
 	c.OpenViking.APIKeyEnv = "OPENVIKING_API_KEY"
 	c.OpenViking.Timeout = Duration{35 * time.Second}
 	c.OpenViking.ServerHold = Duration{40 * time.Second} // the server's 30 s session lock, then its work

@@ -20,6 +20,7 @@ import (
 
 	"cx/internal/continuity"
 	"cx/internal/ledger"
+	"cx/internal/nearwords"
 	"cx/internal/recall"
 	"cx/internal/rollout"
 	"cx/internal/words"
@@ -46,6 +47,9 @@ type Request struct {
 	Session  string
 	Budget   int     // characters of item text in all (default DefaultBudget)
 	MinScore float64 // the floor (default DefaultMinScore)
+	// Near: a word near one of the prompt's in meaning counts for a share
+	// of it (internal/nearwords; `[recall] dense`).
+	Near bool
 	// Remote, when set, is asked too, for at most RemoteWait (default
 	// DefaultRemoteWait).
 	Remote     Remote
@@ -198,7 +202,7 @@ func Prepare(projects *recall.Projects, r Request) *Prepared {
 		p.projects = projects
 	}
 	if p.win = recall.LoadWindow(p.home, p.project); p.win != nil {
-		p.hits = rank(p.win, p.terms, p.dates, r.Session, p.r.MinScore)
+		p.hits = rank(p.win, p.terms, p.dates, r.Session, p.r.MinScore, p.near())
 	}
 	return p
 }
@@ -249,6 +253,14 @@ func (p *Prepared) Finish(ctx context.Context, db *ledger.DB) ([]Item, error) {
 	return fit(p.local(given), far, p.r.Budget), farErr
 }
 
+// near is the nearness of words rank weighs, nil when off.
+func (p *Prepared) near() func(string) []nearwords.Near {
+	if !p.r.Near {
+		return nil
+	}
+	return nearwords.Of
+}
+
 // current reads the window again when the index has moved on from it (or
 // there was no file), and ranks it again.
 func (p *Prepared) current(ctx context.Context, db *ledger.DB) error {
@@ -260,7 +272,7 @@ func (p *Prepared) current(ctx context.Context, db *ledger.DB) error {
 		if p.win, err = recall.ReadWindow(ctx, db, p.home, p.project); err != nil {
 			return err
 		}
-		p.hits = rank(p.win, p.terms, p.dates, p.r.Session, p.r.MinScore)
+		p.hits = rank(p.win, p.terms, p.dates, p.r.Session, p.r.MinScore, p.near())
 	}
 	return nil
 }

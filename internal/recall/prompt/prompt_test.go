@@ -352,3 +352,48 @@ func TestDateInQuestionFindsThatDay(t *testing.T) {
 		t.Errorf("the item does not say its day: %q", items[0].Text)
 	}
 }
+
+// The dense stage: a word near one of the prompt's in meaning (the turn
+// says "kids", the prompt "children") counts for a share of it, so a turn
+// that says the same thing in other words is recalled; without it
+// (`[recall] dense = false`) the same turn is under the floor.
+func TestNearWordsCountForAShare(t *testing.T) {
+	a, _ := newTestArchive(t)
+	ctx := context.Background()
+	proj := t.TempDir()
+	archive(t, a, "museum", 1, proj, []rollout.Turn{
+		{Key: "m1", User: "took the kids to the museum, they adored the dinosaur exhibit"},
+		{Key: "m2", User: "we drove home through the rain"},
+	})
+	for i := 0; i < 6; i++ { // other sessions, so the words are not ordinary
+		archive(t, a, fmt.Sprintf("o%d", i), 1, proj, []rollout.Turn{{Key: fmt.Sprint("o", i), User: fmt.Sprintf("cooked pasta on evening number %d", i)}})
+	}
+	ask := "what did the children think of the dinosaur show at the gallery?"
+	for _, near := range []bool{false, true} {
+		items, err := a.Recall(ctx, Request{Prompt: ask, Project: proj, Near: near})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := len(items) > 0 && items[0].Session == "museum" && items[0].Turn == 1
+		if got != near {
+			t.Errorf("near words weighed %v: recalled %+v; want the museum turn %v", near, items, near)
+		}
+	}
+}
+
+// A likeness names no topic: in a project whose every session runs its
+// tests, a prompt of those ordinary words and a word only near one of a
+// session's ("sign in", "annual figures") recalls nothing, though the
+// ordinary words and the likeness together would pass the floor.
+func TestNearWordsNameNoTopic(t *testing.T) {
+	a, _ := newTestArchive(t)
+	ctx := context.Background()
+	proj := t.TempDir()
+	codingProject(t, a, proj)
+	for _, p := range []string{"run the tests for the sign in", "the tests fail again on the annual figures", "run the tests, then the weekly summary"} {
+		items, err := a.Recall(ctx, Request{Prompt: p, Project: proj, Near: true})
+		if err != nil || len(items) != 0 {
+			t.Errorf("%q recalled %d items (%v): %+v", p, len(items), err, items)
+		}
+	}
+}

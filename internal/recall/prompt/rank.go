@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"cx/internal/ledger"
+	"cx/internal/nearwords"
 	"cx/internal/recall"
 	"cx/internal/words"
 )
@@ -32,11 +33,13 @@ type windowHit struct {
 // index. A turn's score is its coverage of the prompt, the words weighed
 // by their rarity in the window (see weights), a date the prompt names
 // held by the turns of that day; the best by coverage are ordered by
-// bm25 over their items' text times their coverage; the turn after a turn gains half its rank
+// bm25 over their items' text times their coverage; a word near one of the
+// prompt's in meaning (near: internal/nearwords; nil for none) counts for a
+// share of it; the turn after a turn gains half its rank
 // (the answer follows the question, as in search: internal/recall/search), and
 // one below the floor comes only with that turn; ties go to the newer
 // turn.
-func rank(w *recall.Window, terms [][]string, dates []recall.DateSpan, session string, floor float64) []windowHit {
+func rank(w *recall.Window, terms [][]string, dates []recall.DateSpan, session string, floor float64, near func(term string) []nearwords.Near) []windowHit {
 	own := func(i int) bool { return session != "" && string(w.Session(i)) == session }
 	size := 0
 	for i := 0; i < w.Len(); i++ {
@@ -94,9 +97,24 @@ func rank(w *recall.Window, terms [][]string, dates []recall.DateSpan, session s
 				}
 			}
 		}
+		// A turn that holds a word near the prompt's in meaning (and not the
+		// word) holds a share of it, as near as the words are: "kids" finds
+		// a turn about the children.
+		if near != nil && j < len(terms) && len(terms[j]) == 1 {
+			for _, n := range near(terms[j][0]) {
+				for _, i := range w.Holding(n.Term) {
+					if !own(int(i)) {
+						held[int(i)] = max(held[int(i)], NearShare*n.Cosine)
+					}
+				}
+			}
+		}
 		for i, share := range held {
 			score[i] += share * idf[j]
-			named[i] = named[i] || topical[j]
+			// A word near a topical one adds to a turn's coverage but does
+			// not name its topic: the turn (or the one next to it) holds a
+			// topical word itself, so a loose likeness alone recalls nothing.
+			named[i] = named[i] || topical[j] && share >= recall.NextShare
 		}
 	}
 	var cands []int
@@ -220,6 +238,11 @@ func rank(w *recall.Window, terms [][]string, dates []recall.DateSpan, session s
 	}
 	return out
 }
+
+// NearShare is the share of a prompt's word a turn holds for each unit of
+// cosine of a word near it in meaning (nearwords.MinCos is the least):
+// at most half, as the turn next to one that holds it.
+const NearShare = 0.5
 
 // weights are the prompt's terms' weights, normalised to sum to 1: each
 // term's rarity (bm25's idf) among size turns, given the turns that hold
