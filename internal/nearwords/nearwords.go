@@ -13,6 +13,7 @@ import (
 	_ "embed"
 	"encoding/binary"
 	"sort"
+	"sync"
 )
 
 // Magic begins the table.
@@ -31,8 +32,12 @@ var table []byte
 // term its offset in the strings and one more for their end (uint32); for
 // each term its first neighbour and one more for their end (uint32); the
 // neighbours' terms (uint32); their cosines (uint8, × 255); the terms'
-// bytes, sorted.
+// bytes, sorted. Only its header is read, on the first lookup (every cx
+// process links this package; a hook must not pay for it): each lookup
+// checks what it reads lies inside the table, so a damaged one gives no
+// neighbours or wrong ones, never a panic.
 var (
+	once        sync.Once
 	count       int
 	offsets     []byte
 	firsts      []byte
@@ -41,9 +46,10 @@ var (
 	strs        []byte
 )
 
-func init() { load(table) }
+func loaded() { once.Do(func() { load(table) }) }
 
-// load reads a table; a damaged one is none (every lookup misses).
+// load reads a table's header; a table whose parts do not fit is none
+// (every lookup misses).
 func load(t []byte) {
 	count = 0
 	le := binary.LittleEndian
@@ -52,37 +58,35 @@ func load(t []byte) {
 	}
 	n, m := int(le.Uint32(t[len(Magic):])), int(le.Uint32(t[len(Magic)+4:]))
 	rest := t[len(Magic)+8:]
-	if len(rest) < 8*(n+1)+5*m {
+	if n < 0 || m < 0 || len(rest) < 8*(n+1)+5*m {
 		return
 	}
-	off, rest := rest[:4*(n+1)], rest[4*(n+1):]
-	first, rest := rest[:4*(n+1)], rest[4*(n+1):]
-	nt, rest := rest[:4*m], rest[4*m:]
-	nc, s := rest[:m], rest[m:]
-	for i := 0; i <= n; i++ {
-		if int(le.Uint32(off[4*i:])) > len(s) || int(le.Uint32(first[4*i:])) > m ||
-			i > 0 && (le.Uint32(off[4*i:]) < le.Uint32(off[4*i-4:]) || le.Uint32(first[4*i:]) < le.Uint32(first[4*i-4:])) {
-			return
-		}
-	}
-	for i := 0; i < m; i++ {
-		if int(le.Uint32(nt[4*i:])) >= n {
-			return
-		}
-	}
-	offsets, firsts, nearTerms, nearCosines, strs, count = off, first, nt, nc, s, n
+	offsets, rest = rest[:4*(n+1)], rest[4*(n+1):]
+	firsts, rest = rest[:4*(n+1)], rest[4*(n+1):]
+	nearTerms, rest = rest[:4*m], rest[4*m:]
+	nearCosines, strs = rest[:m], rest[m:]
+	count = n
 }
 
 // Len is how many terms the table has.
-func Len() int { return count }
+func Len() int {
+	loaded()
+	return count
+}
 
+// termBytes is term i's bytes; nil when the table says they lie outside it.
 func termBytes(i int) []byte {
 	le := binary.LittleEndian
-	return strs[le.Uint32(offsets[4*i:]):le.Uint32(offsets[4*i+4:])]
+	from, to := le.Uint32(offsets[4*i:]), le.Uint32(offsets[4*i+4:])
+	if from > to || int(to) > len(strs) {
+		return nil
+	}
+	return strs[from:to]
 }
 
 // Terms is every term the table has, sorted (tests and benchmarks).
 func Terms() []string {
+	loaded()
 	out := make([]string, count)
 	for i := range out {
 		out[i] = string(termBytes(i))
@@ -100,15 +104,21 @@ type Near struct {
 // Of is the terms near term, nearest first; nil when the table does not
 // have it.
 func Of(term string) []Near {
+	loaded()
 	i := sort.Search(count, func(i int) bool { return string(termBytes(i)) >= term })
 	if i == count || string(termBytes(i)) != term {
 		return nil
 	}
 	le := binary.LittleEndian
 	from, to := le.Uint32(firsts[4*i:]), le.Uint32(firsts[4*i+4:])
+	if from > to || int(to) > len(nearCosines) {
+		return nil
+	}
 	out := make([]Near, 0, to-from)
 	for k := from; k < to; k++ {
-		out = append(out, Near{string(termBytes(int(le.Uint32(nearTerms[4*k:])))), float64(nearCosines[k]) / 255})
+		if j := int(le.Uint32(nearTerms[4*k:])); j < count {
+			out = append(out, Near{string(termBytes(j)), float64(nearCosines[k]) / 255})
+		}
 	}
 	return out
 }

@@ -58,23 +58,49 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-// A damaged table is no table: every lookup misses, nothing panics.
+// A damaged table never panics a lookup: one whose parts do not fit is
+// none, and one damaged inside gives no neighbour it cannot read.
 func TestDamagedTable(t *testing.T) {
+	Len() // the shipped table read first, so it is not read over a damaged one
 	defer load(table)
 	for name, data := range map[string][]byte{
 		"empty":     nil,
 		"magic":     []byte("cxnear0\n" + string(table[8:])),
 		"truncated": table[:len(table)/2],
-		"bad index": func() []byte {
-			d := slices.Clone(table)
-			n, m := int(binary.LittleEndian.Uint32(d[8:])), int(binary.LittleEndian.Uint32(d[12:]))
-			binary.LittleEndian.PutUint32(d[16+8*(n+1)+4*(m-1):], uint32(n))
-			return d
-		}(),
 	} {
 		load(data)
 		if Len() != 0 || Of("kid") != nil {
 			t.Errorf("%s: a damaged table was read (%d terms)", name, Len())
+		}
+	}
+	// Every neighbour of every term pointing past the terms, every
+	// offset past the strings: lookups find nothing, and do not panic.
+	d := slices.Clone(table)
+	le := binary.LittleEndian
+	n, m := int(le.Uint32(d[8:])), int(le.Uint32(d[12:]))
+	for k := range m {
+		le.PutUint32(d[16+8*(n+1)+4*k:], uint32(n+k))
+	}
+	load(d)
+	if ns := Of("kid"); len(ns) != 0 {
+		t.Errorf("neighbours past the terms were given: %v", ns[:min(len(ns), 5)])
+	}
+	for i := range n + 1 {
+		le.PutUint32(d[16+4*i:], uint32(len(d)))
+	}
+	load(d)
+	if ns := Of("kid"); len(ns) != 0 {
+		t.Errorf("terms past the strings were read: %v", ns[:min(len(ns), 5)])
+	}
+	// Bytes flipped anywhere: whatever is found, nothing panics.
+	for seed := range 200 {
+		d := slices.Clone(table)
+		for k := range 50 {
+			d[(seed*7919+k*104729)%len(d)] ^= byte(seed + k + 1)
+		}
+		load(d)
+		for _, w := range []string{"kid", "museum", "zzz", "a"} {
+			Of(w)
 		}
 	}
 	load(table)
