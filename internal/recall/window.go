@@ -272,14 +272,16 @@ func (w *Window) Session(i int) []byte {
 // sorted terms.
 func (w *Window) Holding(term string) []uint16 {
 	le := binary.LittleEndian
-	text := func(i int) string {
+	text := func(i int) []byte {
 		r := w.terms[i*windowTermLen:]
 		off := le.Uint32(r)
-		return string(w.str[off : off+le.Uint32(r[4:])])
+		return w.str[off : off+le.Uint32(r[4:])]
 	}
+	// Compared as string(text(i)), which does not copy the bytes (a
+	// prompt's near words look up hundreds of terms).
 	n := len(w.terms) / windowTermLen
-	i := sort.Search(n, func(i int) bool { return text(i) >= term })
-	if i == n || text(i) != term {
+	i := sort.Search(n, func(i int) bool { return string(text(i)) >= term })
+	if i == n || string(text(i)) != term {
 		return nil
 	}
 	r := w.terms[i*windowTermLen:]

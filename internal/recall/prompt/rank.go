@@ -85,15 +85,27 @@ func rank(w *recall.Window, terms [][]string, dates []recall.DateSpan, session s
 	// session does, a share of it (recall.NextShare): a conversation's question
 	// and its answer are two turns, and the answer need not repeat the
 	// question's words (a passage's coverage, not a turn's alone).
-	score := map[int]float64{}
-	named := map[int]bool{} // a turn (or its neighbour) holds a topical word
+	// By turn in the window (a window has at most recall.WindowTurns).
+	score := make([]float64, w.Len())
+	named := make([]bool, w.Len()) // a turn (or its neighbour) holds a topical word
+	held := make([]float64, w.Len())
+	var touched []int // the turns held has a share for
+	hold := func(i int, share float64) {
+		if held[i] == 0 {
+			touched = append(touched, i)
+		}
+		held[i] = max(held[i], share)
+	}
 	for j, ids := range rows {
-		held := map[int]float64{}
+		for _, i := range touched {
+			held[i] = 0
+		}
+		touched = touched[:0]
 		for _, i := range ids {
-			held[int(i)] = 1
+			hold(int(i), 1)
 			for _, n := range []int{int(i) - 1, int(i) + 1} {
 				if n >= 0 && n < w.Len() && !own(n) && w.Neighbours(int(i), n) {
-					held[n] = max(held[n], recall.NextShare)
+					hold(n, recall.NextShare)
 				}
 			}
 		}
@@ -104,12 +116,13 @@ func rank(w *recall.Window, terms [][]string, dates []recall.DateSpan, session s
 			for _, n := range near(terms[j][0]) {
 				for _, i := range w.Holding(n.Term) {
 					if !own(int(i)) {
-						held[int(i)] = max(held[int(i)], NearShare*n.Cosine)
+						hold(int(i), NearShare*n.Cosine)
 					}
 				}
 			}
 		}
-		for i, share := range held {
+		for _, i := range touched {
+			share := held[i]
 			score[i] += share * idf[j]
 			// A word near a topical one adds to a turn's coverage but does
 			// not name its topic: the turn (or the one next to it) holds a
@@ -119,7 +132,7 @@ func rank(w *recall.Window, terms [][]string, dates []recall.DateSpan, session s
 	}
 	var cands []int
 	for i, sc := range score {
-		if sc >= floor && named[i] {
+		if sc > 0 && sc >= floor && named[i] {
 			cands = append(cands, i)
 		}
 	}
