@@ -402,3 +402,27 @@ const (
 func WindowOf(stamp ledger.WindowStamp, turns []ledger.WindowTurn) (*Window, error) {
 	return decodeWindow(encodeWindow(stamp, turns))
 }
+
+// IndexOf is the window's index of the turn whose index row is id; -1
+// when the window does not hold it (the window's turns are in the
+// index's order).
+func (w *Window) IndexOf(id int64) int {
+	le := binary.LittleEndian
+	i := sort.Search(w.nTurns, func(i int) bool { return int64(le.Uint64(w.turns[i*windowTurnLen:])) >= id })
+	if i < w.nTurns && int64(le.Uint64(w.turns[i*windowTurnLen:])) == id {
+		return i
+	}
+	return -1
+}
+
+// NextToOneOf reports whether a turn next to window turn i in its session
+// is one of holders (ascending): a passage holds what the turn next to
+// it does.
+func (w *Window) NextToOneOf(i int, holders []uint16) bool {
+	for _, n := range []int{i - 1, i + 1} {
+		if _, ok := slices.BinarySearch(holders, uint16(n)); ok && n >= 0 && n < w.nTurns && w.Neighbours(i, n) {
+			return true
+		}
+	}
+	return false
+}

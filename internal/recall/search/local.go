@@ -17,7 +17,9 @@ import (
 // project's latest turns (its recall window, the file per-prompt recall
 // reads; kept by the index's upkeep) and each hit's own text, times its
 // coverage — the share of the query's weighed words it holds: a turn that
-// holds more of what was asked outranks one that repeats one word. Without a
+// holds more of what was asked outranks one that repeats one word; a word
+// only the turn next to it in its session holds counts for half (its
+// passage's coverage, as per-prompt recall's). Without a
 // window (an unknown project, every project) bm25's own score stands.
 
 // fieldWeights are the index's column weights (ledger's recallWeights):
@@ -65,9 +67,11 @@ func (a *Archive) search(ctx context.Context, pq recall.Question, rq ledger.Reca
 	}
 	phrases := pq.Phrases()
 	idf := make([]float64, len(phrases))
+	holders := make([][]uint16, len(phrases))
 	n := float64(w.Len())
 	for i, ph := range phrases {
-		df := float64(len(w.HoldingAll(ph)))
+		holders[i] = w.HoldingAll(ph)
+		df := float64(len(holders[i]))
 		idf[i] = math.Log(1 + (n-df+0.5)/(df+0.5))
 	}
 	// Only a word that begins as one of the query's terms can be one:
@@ -102,6 +106,7 @@ func (a *Archive) search(ctx context.Context, pq recall.Question, rq ledger.Reca
 	mean = max(mean/float64(len(found)), 1)
 	for k := range found {
 		norm := 1.2 * (0.25 + 0.75*float64(lens[k])/mean)
+		at := w.IndexOf(found[k].ID)
 		score, held := 0.0, 0.0
 		for i, ph := range phrases {
 			if len(ph) == 0 {
@@ -115,9 +120,14 @@ func (a *Archive) search(ctx context.Context, pq recall.Question, rq ledger.Reca
 				}
 				f += wt * float64(n)
 			}
-			if f > 0 {
+			switch {
+			case f > 0:
 				score += idf[i] * f * 2.2 / (f + norm)
 				held += idf[i]
+			case at >= 0 && w.NextToOneOf(at, holders[i]):
+				// A word the turn next to it holds counts for a share of
+				// its coverage (its passage's, as per-prompt recall's).
+				held += recall.NextShare * idf[i]
 			}
 		}
 		found[k].Score = score * held / total // times its coverage, as per-prompt recall's order

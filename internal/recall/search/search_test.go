@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"cx/internal/ledger"
 	"cx/internal/recall"
 	"cx/internal/redact/redacttest"
 	"cx/internal/rollout"
@@ -280,5 +281,52 @@ func TestProjectSearchWeighsItsOwnWords(t *testing.T) {
 	}
 	if hits[0].Turn != 31 {
 		t.Fatalf("best hit is turn %d (%s), want 31: the turn with the word rare in this project", hits[0].Turn, hits[0].Snippet)
+	}
+}
+
+// A project's search weighs a turn's coverage of the question as a
+// passage's (as per-prompt recall does): a word the turn next to it in its
+// session holds counts for a share, so of the turns that say "weather",
+// the one next to the turn about the hiking trip ranks first for "the
+// weather on the hiking trip" — it need not repeat the trip's words.
+func TestProjectSearchWeighsThePassage(t *testing.T) {
+	a, home := testArchive(t)
+	ctx := context.Background()
+	proj := t.TempDir()
+	archive(t, a, "trip", 1, proj, []rollout.Turn{
+		{Key: "t1", User: "the weather was perfect there, sunny and warm all through the week"},
+		{Key: "t2", User: "that was the hiking trip to the lake in June"},
+	})
+	for i := 0; i < 8; i++ { // the same word, in other conversations, in fewer words
+		archive(t, a, fmt.Sprint("o", i), 1, proj, []rollout.Turn{
+			{Key: fmt.Sprint("o", i, "a"), User: fmt.Sprintf("the weather was grey here, rain on day %d", i)},
+			{Key: fmt.Sprint("o", i, "b"), User: fmt.Sprintf("we cooked soup and read books, evening %d", i)},
+		})
+	}
+	if _, err := recall.ReadWindow(ctx, a.db, home, a.projects.Of(proj)); err != nil {
+		t.Fatal(err)
+	}
+	pq, err := recall.ParseQuestion("what was the weather like on the hiking trip?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := a.newRun(ledger.RecallQuery{Project: a.projects.Of(proj)})
+	found, err := a.search(ctx, pq, ledger.RecallQuery{Match: pq.Expr, Project: a.projects.Of(proj), Limit: 20, NoSnippets: true}, localPool, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	best := -1 // the best-ranked turn that says "weather"
+	for k, h := range found {
+		if h.Turn == 1 {
+			best = k
+			break
+		}
+	}
+	if best < 0 || found[best].SessionID != "trip" {
+		var got []string
+		for _, h := range found {
+			got = append(got, fmt.Sprintf("%s/%d %.3f", h.SessionID, h.Turn, h.Score))
+		}
+		t.Fatalf("the first turn saying weather is not the trip's: %v", got)
 	}
 }
