@@ -27,6 +27,8 @@ for a in "$dist"/cx_*_*.tar.gz; do
   dir="$build/cx-$os-$cpu"
   mkdir -p "$dir/bin"
   tar -xzf "$a" -C "$dir/bin" cx cx-hook
+  # The licence of the word vectors the binary embeds (internal/nearwords).
+  tar -xzf "$a" -C "$dir" LICENSE-vectors
   cat >"$dir/package.json" <<JSON
 {
   "name": "$name",
@@ -34,7 +36,7 @@ for a in "$dist"/cx_*_*.tar.gz; do
   "description": "cx for $os/$cpu: the native binary @cx-cli/cx runs",
   "os": ["$os"],
   "cpu": ["$cpu"],
-  "files": ["bin/cx", "bin/cx-hook"],
+  "files": ["bin/cx", "bin/cx-hook", "LICENSE-vectors"],
   "preferUnplugged": true
 }
 JSON

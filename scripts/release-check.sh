@@ -19,7 +19,7 @@ arch=$(go env GOARCH)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 tar -xzf "$dist/cx_${os}_${arch}.tar.gz" -C "$tmp"
-for f in cx cx-hook README.md $(ls LICENSE* 2>/dev/null); do
+for f in cx cx-hook README.md LICENSE-vectors $(ls LICENSE* 2>/dev/null); do
   [ -f "$tmp/$f" ] || { echo "release-check: the archive holds no $f" >&2; exit 1; }
 done
 export CX_HOME="$tmp/cx-home" CODEX_HOME="$tmp/codex" CX_CODEX_BIN=/nonexistent

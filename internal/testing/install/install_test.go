@@ -69,7 +69,7 @@ func archive(t *testing.T, bin binaries) []byte {
 		name string
 		mode int64
 		data []byte
-	}{{"cx", 0o755, bin.cx}, {"cx-hook", 0o755, bin.hook}, {"README.md", 0o644, []byte("# cx\n")}} {
+	}{{"cx", 0o755, bin.cx}, {"cx-hook", 0o755, bin.hook}, {"README.md", 0o644, []byte("# cx\n")}, {"LICENSE-vectors", 0o644, []byte("the word vectors' licence\n")}} {
 		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data)), ModTime: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
