@@ -34,6 +34,9 @@ CX_BENCH_ROUNDS="${ROUNDS:-5}" go test -run '^$' -bench 'HookHistory' -benchtime
 # hook host's share, the machine's CPU a hook), beside BASE's cx in the same run; every session
 # must be committed once with its turns.
 go test -run '^$' -bench 'SessionsAtOnce' -benchtime 1x -timeout 30m -v ./lifecycle
+# The third way: one `cx app-server` with 16 threads at once on real Codex and the mock model
+# (hooks/s, p50, p99, max, CPU a hook, the app-server cx's CPU beside its Codex's), beside BASE.
+CX_BENCH_APPSERVER=1 go test -count=1 -run '^TestBenchAppServerThreads$' -timeout 30m -v ./internal/testing/e2e
 # Recall: cx ctl search over a ~100 MB archived session against a ~1 MB one.
 go test -run '^$' -bench 'RecallSearch' -benchtime 1x -timeout 20m -v ./lifecycle
 # Recall's quality as it is judged: ../shared/recall-dev/measure (LoCoMo's dev split, its
