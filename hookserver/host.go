@@ -62,6 +62,8 @@ type host struct {
 	mu       sync.Mutex
 	closing  bool
 	inflight sync.WaitGroup
+	dueBy    map[uint64]time.Time // each hook taken and not answered: its deadline
+	nextID   uint64
 }
 
 // listenHost starts answering CX_HOME's hooks on db, the caller's writer
@@ -90,6 +92,7 @@ func listenHost(home string, db *ledger.DB, logger *logs.Logger) *host {
 	h.dbFI, _ = os.Stat(db.Path)
 	h.last.Store(time.Now().UnixNano())
 	go h.accept()
+	go h.watch(os.Exit)
 	return h
 }
 
@@ -127,11 +130,15 @@ func (h *host) take(conn net.Conn) {
 		_, _ = conn.Write([]byte{hookwire.Refused})
 		return
 	}
-	if req.Binary != h.binary || !h.enter() {
+	id, ok := uint64(0), false
+	if req.Binary == h.binary {
+		id, ok = h.enter(time.Unix(0, req.Start).Add(hookwire.Budget(req.Event)))
+	}
+	if !ok {
 		_, _ = conn.Write([]byte{hookwire.Refused})
 		return
 	}
-	defer h.inflight.Done()
+	defer h.leave(id)
 	h.last.Store(time.Now().UnixNano())
 	h.taken.Add(1)
 	if _, err := conn.Write([]byte{hookwire.Taken}); err != nil {
@@ -158,16 +165,68 @@ func (h *host) take(conn net.Conn) {
 	_, _ = conn.Write(out.Bytes())
 }
 
-// enter counts a hook in, unless the host is leaving.
-func (h *host) enter() bool {
+// enter counts a hook in, due by deadline, unless the host is leaving;
+// leave(id) counts it out.
+func (h *host) enter(deadline time.Time) (id uint64, ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closing {
-		return false
+		return 0, false
 	}
 	h.inflight.Add(1)
-	return true
+	if h.dueBy == nil {
+		h.dueBy = map[uint64]time.Time{}
+	}
+	h.nextID++
+	h.dueBy[h.nextID] = deadline
+	return h.nextID, true
 }
+
+func (h *host) leave(id uint64) {
+	h.mu.Lock()
+	delete(h.dueBy, id)
+	h.mu.Unlock()
+	h.inflight.Done()
+}
+
+// overdue is how long past its deadline the host's latest-answered hook
+// is at now (0 when none is past it). A hook answers within its budget
+// whatever it meets (a locked ledger, a slow sink): one far past it is
+// stuck, and so, for the hooks after it, is the host.
+func (h *host) overdue(now time.Time) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var most time.Duration
+	for _, d := range h.dueBy {
+		most = max(most, now.Sub(d))
+	}
+	return most
+}
+
+// watch ends the host's process when a hook it took is stuckGrace past
+// its deadline: its place (the sweep lock) goes with it, so the next
+// hooks start another host or answer in their own processes, rather than
+// each waiting for one that will not answer. Whatever the stuck hook was
+// writing is a transaction the ledger rolls back.
+func (h *host) watch(exit func(int)) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stopped:
+			return
+		case now := <-t.C:
+			if late := h.overdue(now); late > stuckGrace {
+				h.logger.Printf("hook host: a hook it took is %v past its budget: leaving (the next hooks are answered by their own processes or a new host)", late.Round(time.Second))
+				exit(3)
+				return
+			}
+		}
+	}
+}
+
+// stuckGrace is how far past its budget a hook is taken to be stuck.
+const stuckGrace = 10 * time.Second
 
 // due asks the sweeper's loop for the jobs due, or a sweep.
 func (h *host) due(sweep bool) {

@@ -275,3 +275,51 @@ func TestHostStaysWhileTheLedgerIsWritten(t *testing.T) {
 		t.Fatalf("the host would leave a ledger it wrote: %s", why)
 	}
 }
+
+// A host whose hook is stuck far past its budget ends its own process, so
+// the next hooks do not each wait for it (a host that does not take a hook
+// at all is left by the hook's process after hookwire.TakeWait); one whose
+// hooks are within their budgets stays.
+func TestHostLeavesWhenAHookIsStuck(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		deadline time.Duration // from now
+		exits    bool
+	}{
+		{"within its budget", 5 * time.Second, false},
+		{"just past it", -time.Second, false},
+		{"stuck", -stuckGrace - time.Second, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			home := t.TempDir()
+			h := &host{logger: logs.New(home), stopped: make(chan struct{})}
+			id, ok := h.enter(time.Now().Add(c.deadline))
+			if !ok {
+				t.Fatal("a host not closing refused a hook")
+			}
+			exited := make(chan int, 1)
+			done := make(chan struct{})
+			go func() { h.watch(func(code int) { exited <- code }); close(done) }()
+			select {
+			case code := <-exited:
+				if !c.exits || code == 0 {
+					t.Fatalf("exited %d", code)
+				}
+				data, _ := os.ReadFile(filepath.Join(home, "logs", "cx.log"))
+				if !strings.Contains(string(data), "past its budget: leaving") {
+					t.Fatalf("no word of why in the log: %s", data)
+				}
+			case <-time.After(2500 * time.Millisecond):
+				if c.exits {
+					t.Fatal("a host with a stuck hook stayed")
+				}
+				h.leave(id)
+				if late := h.overdue(time.Now().Add(time.Hour)); late != 0 {
+					t.Fatalf("a hook answered still counts: %v late", late)
+				}
+				close(h.stopped)
+				<-done
+			}
+		})
+	}
+}

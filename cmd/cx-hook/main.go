@@ -49,12 +49,15 @@ func run() int {
 			if readErr != nil {
 				req.ReadErr = readErr.Error()
 			}
+			hung := false // a host that would not take the hook: not asked again
 			ask := func() bool {
 				req.ClientCPU = hookwire.SelfCPU()
+				asked := time.Now()
 				out, taken := hookwire.Ask(home, req, deadline)
 				if taken {
 					os.Stdout.Write(out)
 				}
+				hung = !taken && time.Since(asked) >= hookwire.TakeWait
 				return taken
 			}
 			if ask() {
@@ -70,7 +73,7 @@ func run() int {
 				// asked not to start one (doctor's probe)
 			} else if lock := hookwire.TakeSweepLock(home); lock != nil {
 				startHost(cx, env, lock)
-			} else if hookwire.AwaitSocket(home, hostStartWait) && ask() {
+			} else if !hung && hookwire.AwaitSocket(home, hostStartWait) && ask() {
 				return 0
 			}
 		}

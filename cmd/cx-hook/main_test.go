@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -151,5 +152,44 @@ func TestClientEdges(t *testing.T) {
 	w.env = w.env[:len(w.env)-1]
 	if out := w.run(payload("019a0000-0000-7000-8000-0000000000e3"), "SessionStart"); out != "{}\n" {
 		t.Errorf("no cx beside the client: %q", out)
+	}
+}
+
+// A hung host — its place held, its socket there, no hook taken — costs a
+// hook hookwire.TakeWait once, not its budget: the hook is then answered by
+// cx in its own process (recorded as its own), and asks the hung host no
+// more.
+func TestHungHost(t *testing.T) {
+	w := newWorld(t)
+	if err := os.MkdirAll(w.home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	lock := hookwire.TakeSweepLock(w.home) // the hung host's place
+	if lock == nil {
+		t.Fatal("could not take the host's place")
+	}
+	defer lock.Close()
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: hookwire.SocketPath(w.home)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 8); err != nil { // never accepted: hung
+		t.Fatal(err)
+	}
+	start := time.Now()
+	out := w.run(payload("019a0000-0000-7000-8000-0000000000f1"), "Stop")
+	took := time.Since(start)
+	if !json.Valid([]byte(out)) {
+		t.Fatalf("answer %q", out)
+	}
+	if a := w.lastAudit(); a["host"] == true || a["session_id"] != "019a0000-0000-7000-8000-0000000000f1" {
+		t.Fatalf("audit %v: want cx's own answer", a)
+	}
+	if took > 2*hookwire.TakeWait {
+		t.Fatalf("the hook took %v beside a hung host; want one TakeWait (%v) and cx's answer", took, hookwire.TakeWait)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -112,5 +113,36 @@ func TestSetEnv(t *testing.T) {
 	got := SetEnv([]string{"A=1", "K=old", "B=2", "K=older"}, "K", "new")
 	if want := []string{"A=1", "B=2", "K=new"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("%q, want %q", got, want)
+	}
+}
+
+// A host that does not take a hook (hung, stopped: here a socket no one
+// accepts on, whose connections wait in its backlog) leaves it to the
+// hook's own process after TakeWait, not after the hook's whole budget.
+func TestAskGivesUpOnAHungHost(t *testing.T) {
+	home, err := os.MkdirTemp("", "cxw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(home)
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: SocketPath(home)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 8); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	out, taken := Ask(home, Request{Event: "Stop", Payload: []byte("{}")}, start.Add(Budget("Stop")))
+	took := time.Since(start)
+	if taken || out != nil {
+		t.Fatalf("a host that never took the hook: taken %v, %q", taken, out)
+	}
+	if took < TakeWait-50*time.Millisecond || took > TakeWait+time.Second {
+		t.Fatalf("gave up after %v, want about TakeWait (%v), well within the budget (%v)", took, TakeWait, Budget("Stop"))
 	}
 }
