@@ -137,13 +137,15 @@ func appServerThreads(t *testing.T, in codextest.Install, cx string, n int) appS
 	for _, pid := range cxOf(h.CXHome) {
 		host += procCPU(pid)
 	}
-	states := committedOnce(t, h)
-	if len(states) != n {
-		t.Fatalf("%d sessions, want %d threads: %+v", len(states), n, states)
+	// Each thread committed once with its turns, as that build's cx
+	// lists it (committedOnce would hold BASE to this build's checkpoints).
+	states := h.Sessions()
+	if ids := h.RolloutSessionIDs(); len(ids) != n || len(states) != n {
+		t.Fatalf("%d rollouts, %d sessions, want %d threads: %+v", len(ids), len(states), n, states)
 	}
 	for id, st := range states {
-		if st.TotalTurns != 5 {
-			t.Errorf("session %s: %d turns, want 5", id, st.TotalTurns)
+		if st.Status != "committed" || st.Generation != 1 || st.Commits != 1 || st.TotalTurns != 5 {
+			t.Errorf("session %s: %+v, want one generation committed once with 5 turns", id, st)
 		}
 	}
 	var took []float64
