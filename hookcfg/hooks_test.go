@@ -241,3 +241,28 @@ func TestRemoveEmptyTables(t *testing.T) {
 		})
 	}
 }
+
+// cx's hook commands are recognised in every form cx has installed, so an
+// install rewrites them rather than adding its own beside them: with
+// "exec " or without, cx's handler or its client, any path; another
+// program's, or cx's for another event, is not.
+func TestIsOurs(t *testing.T) {
+	for _, c := range []struct {
+		command, event string
+		ours           bool
+	}{
+		{"exec '/opt/cx/bin/cx-hook' Stop", "Stop", true},
+		{"'/opt/cx/bin/cx-hook' Stop", "Stop", true},
+		{"exec '/opt/cx/bin/cx' ctl hook Stop", "Stop", true},
+		{"'/opt/cx/bin/cx' ctl hook Stop", "Stop", true},
+		{"  exec   /usr/bin/cx ctl hook SessionStart ", "SessionStart", true},
+		{"exec '/opt/cx/bin/cx-hook' Stop", "SessionEnd", false},
+		{"exec '/opt/other/bin/notify' Stop", "Stop", false},
+		{"exec", "Stop", false},
+		{"echo exec '/opt/cx/bin/cx-hook' Stop", "Stop", false},
+	} {
+		if got := isOurs(c.command, c.event); got != c.ours {
+			t.Errorf("isOurs(%q, %s) = %v, want %v", c.command, c.event, got, c.ours)
+		}
+	}
+}
