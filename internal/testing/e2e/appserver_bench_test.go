@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,12 +82,13 @@ func appServerThreads(t *testing.T, in codextest.Install, cx string, n int) appS
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	d := newDaemonClient(stdin, stdout)
+	d := newDaemonConn(stdin)
+	go func() { d.read(stdout); _ = cmd.Wait(); close(d.exited) }()
 	start := time.Now()
 	if _, err := d.call("initialize", map[string]any{"clientInfo": map[string]any{"name": "zouk-daemon-bench", "version": "1"}}); err != nil {
 		t.Fatal(err)
 	}
-	d.send(map[string]any{"method": "initialized"})
+	_ = d.send(map[string]any{"method": "initialized"})
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	for i := 0; i < n; i++ {
@@ -104,15 +103,8 @@ func appServerThreads(t *testing.T, in codextest.Install, cx string, n int) appS
 				return
 			}
 			for k := 1; k <= 5; k++ {
-				done := d.completed(id)
-				if _, err := d.call("turn/start", map[string]any{"threadId": id, "input": []any{map[string]any{"type": "text", "text": fmt.Sprintf("thread %d asks for change %d of the parser", i, k)}}}); err != nil {
-					errs <- fmt.Errorf("turn/start %s: %v", id, err)
-					return
-				}
-				select {
-				case <-done:
-				case <-time.After(2 * time.Minute):
-					errs <- fmt.Errorf("thread %s: turn %d did not complete", id, k)
+				if err := d.turn(id, fmt.Sprintf("thread %d asks for change %d of the parser", i, k)); err != nil {
+					errs <- err
 					return
 				}
 			}
@@ -124,12 +116,10 @@ func appServerThreads(t *testing.T, in codextest.Install, cx string, n int) appS
 		t.Fatal(err)
 	}
 	stdin.Close() // the daemon is done: cx ends its threads and commits them
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	select {
-	case <-exited:
+	case <-d.exited:
 	case <-time.After(2 * time.Minute):
-		cmd.Process.Kill()
+		_ = cmd.Process.Kill()
 		t.Fatal("cx app-server did not exit after its stdin closed")
 	}
 	wall := time.Since(start)
@@ -191,81 +181,4 @@ func procCPU(pid int) float64 {
 	ut, _ := strconv.ParseFloat(f[11], 64)
 	st, _ := strconv.ParseFloat(f[12], 64)
 	return (ut + st) * 1000 / 100 // clock ticks (USER_HZ 100)
-}
-
-// daemonClient is a daemon's JSON-RPC over `cx app-server`'s stdio, safe
-// for many threads' goroutines at once: answers by id, each thread's
-// turn/completed by thread.
-type daemonClient struct {
-	mu      sync.Mutex
-	in      io.Writer
-	nextID  int
-	answers map[float64]chan map[string]any
-	waiting map[string]chan struct{}
-}
-
-func newDaemonClient(in io.Writer, out io.Reader) *daemonClient {
-	d := &daemonClient{in: in, answers: map[float64]chan map[string]any{}, waiting: map[string]chan struct{}{}}
-	go func() {
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 1<<20), 64<<20)
-		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) != nil {
-				continue
-			}
-			d.mu.Lock()
-			if id, ok := m["id"].(float64); ok && m["method"] == nil {
-				if ch := d.answers[id]; ch != nil {
-					ch <- m
-					delete(d.answers, id)
-				}
-			} else if m["method"] == "turn/completed" {
-				p, _ := m["params"].(map[string]any)
-				if th, _ := p["threadId"].(string); d.waiting[th] != nil {
-					close(d.waiting[th])
-					delete(d.waiting, th)
-				}
-			}
-			d.mu.Unlock()
-		}
-	}()
-	return d
-}
-
-func (d *daemonClient) send(msg map[string]any) {
-	b, _ := json.Marshal(msg)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.in.Write(append(b, '\n'))
-}
-
-// completed is closed at thread's next turn/completed (asked before the
-// turn starts, so it cannot be missed).
-func (d *daemonClient) completed(thread string) <-chan struct{} {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	ch := make(chan struct{})
-	d.waiting[thread] = ch
-	return ch
-}
-
-func (d *daemonClient) call(method string, params map[string]any) (map[string]any, error) {
-	d.mu.Lock()
-	d.nextID++
-	id := d.nextID
-	ch := make(chan map[string]any, 1)
-	d.answers[float64(id)] = ch
-	d.mu.Unlock()
-	d.send(map[string]any{"id": id, "method": method, "params": params})
-	select {
-	case m := <-ch:
-		if m["error"] != nil {
-			return nil, fmt.Errorf("%s: %v", method, m["error"])
-		}
-		res, _ := m["result"].(map[string]any)
-		return res, nil
-	case <-time.After(time.Minute):
-		return nil, fmt.Errorf("%s: no answer in a minute", method)
-	}
 }

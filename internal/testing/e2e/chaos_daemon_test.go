@@ -15,14 +15,54 @@ import (
 // JSON-RPC client that takes the server's death (a fault) as an error,
 // never as a test failure.
 type chaosDaemon struct {
-	c      *chaos
-	cmd    *exec.Cmd
+	c   *chaos
+	cmd *exec.Cmd
+	*daemonConn
+}
+
+// daemonConn is a daemon's JSON-RPC over `cx app-server`'s stdio, for many
+// goroutines at once (the threads of one daemon): answers by id, each
+// thread's turn/completed by thread; the server's end is an error
+// (errDaemonGone), never a test failure.
+type daemonConn struct {
 	in     io.WriteCloser
+	wmu    sync.Mutex // one line at a time
 	mu     sync.Mutex
 	nextID int
 	waits  map[float64]chan map[string]any
 	turns  map[string]chan struct{} // thread id → its turn completed
-	exited chan struct{}
+	exited chan struct{}            // closed by the reader's caller once the server is gone
+}
+
+func newDaemonConn(in io.WriteCloser) *daemonConn {
+	return &daemonConn{in: in, waits: map[float64]chan map[string]any{}, turns: map[string]chan struct{}{}, exited: make(chan struct{})}
+}
+
+// read hands out what the server writes, until it stops writing.
+func (d *daemonConn) read(out io.Reader) {
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) != nil {
+			continue
+		}
+		d.mu.Lock()
+		if id, ok := m["id"].(float64); ok && m["method"] == nil {
+			if ch := d.waits[id]; ch != nil {
+				ch <- m
+				delete(d.waits, id)
+			}
+		}
+		if m["method"] == "turn/completed" {
+			p, _ := m["params"].(map[string]any)
+			if th, _ := p["threadId"].(string); d.turns[th] != nil {
+				close(d.turns[th])
+				delete(d.turns, th)
+			}
+		}
+		d.mu.Unlock()
+	}
 }
 
 var errDaemonGone = errors.New("app-server gone")
@@ -44,32 +84,10 @@ func (c *chaos) startDaemon() (*chaosDaemon, error) {
 		return nil, err
 	}
 	c.track(cmd)
-	d := &chaosDaemon{c: c, cmd: cmd, in: in, waits: map[float64]chan map[string]any{}, turns: map[string]chan struct{}{}, exited: make(chan struct{})}
+	d := &chaosDaemon{c: c, cmd: cmd, daemonConn: newDaemonConn(in)}
 	go func() {
 		defer func() { _ = cmd.Wait(); c.untrack(cmd); close(d.exited) }()
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 1<<20), 64<<20)
-		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) != nil {
-				continue
-			}
-			d.mu.Lock()
-			if id, ok := m["id"].(float64); ok && m["method"] == nil {
-				if ch := d.waits[id]; ch != nil {
-					ch <- m
-					delete(d.waits, id)
-				}
-			}
-			if m["method"] == "turn/completed" {
-				p, _ := m["params"].(map[string]any)
-				if th, _ := p["threadId"].(string); d.turns[th] != nil {
-					close(d.turns[th])
-					delete(d.turns, th)
-				}
-			}
-			d.mu.Unlock()
-		}
+		d.read(out)
 	}()
 	if _, err := d.call("initialize", map[string]any{"clientInfo": map[string]any{"name": "chaos-daemon", "version": "1"}}); err != nil {
 		return d, nil // died at once: the worker starts another
@@ -78,7 +96,7 @@ func (c *chaos) startDaemon() (*chaosDaemon, error) {
 	return d, nil
 }
 
-func (d *chaosDaemon) alive() bool {
+func (d *daemonConn) alive() bool {
 	select {
 	case <-d.exited:
 		return false
@@ -87,8 +105,10 @@ func (d *chaosDaemon) alive() bool {
 	}
 }
 
-func (d *chaosDaemon) send(msg map[string]any) error {
+func (d *daemonConn) send(msg map[string]any) error {
 	b, _ := json.Marshal(msg)
+	d.wmu.Lock() // not mu: the reader must go on while a write waits
+	defer d.wmu.Unlock()
 	if _, err := d.in.Write(append(b, '\n')); err != nil {
 		return errDaemonGone
 	}
@@ -96,7 +116,7 @@ func (d *chaosDaemon) send(msg map[string]any) error {
 }
 
 // call sends a request and waits (up to a minute) for its answer.
-func (d *chaosDaemon) call(method string, params map[string]any) (map[string]any, error) {
+func (d *daemonConn) call(method string, params map[string]any) (map[string]any, error) {
 	d.mu.Lock()
 	d.nextID++
 	id := d.nextID
@@ -121,7 +141,7 @@ func (d *chaosDaemon) call(method string, params map[string]any) (map[string]any
 }
 
 // turn runs one turn of a thread to its end.
-func (d *chaosDaemon) turn(thread, text string) error {
+func (d *daemonConn) turn(thread, text string) error {
 	done := make(chan struct{})
 	d.mu.Lock()
 	d.turns[thread] = done
