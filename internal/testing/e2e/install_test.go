@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"cx/hookcfg"
 	"cx/internal/codex"
 	"cx/internal/testing/codextest"
 )
@@ -151,7 +153,8 @@ func TestUninstallKeepsShiftedTrust(t *testing.T) {
 			data, _ := os.ReadFile(hooksPath)
 			// Another tool appends its own Stop hook after cx's.
 			other := `{"hooks": [{"type": "command", "command": "true # other-tool", "timeout": 5}]}`
-			marker := `"command": "'` + filepath.Join(filepath.Dir(h.CX), "cx-hook") + `' Stop",` // the hook client beside cx
+			cmd, _ := json.Marshal(hookcfg.Command(h.CX, "Stop")) // as cx ctl install wrote it
+			marker := `"command": ` + string(cmd) + `,`
 			i := strings.Index(string(data), marker)
 			if i < 0 {
 				t.Fatalf("no Stop entry in:\n%s", data)
