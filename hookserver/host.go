@@ -189,8 +189,8 @@ func (h *host) leave(id uint64) {
 	h.inflight.Done()
 }
 
-// overdue is how long past its deadline the host's latest-answered hook
-// is at now (0 when none is past it). A hook answers within its budget
+// overdue is how far past its deadline, at now, the most overdue hook the
+// host took and has not answered is (0 when none is past it). A hook answers within its budget
 // whatever it meets (a locked ledger, a slow sink): one far past it is
 // stuck, and so, for the hooks after it, is the host.
 func (h *host) overdue(now time.Time) time.Duration {

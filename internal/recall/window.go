@@ -420,7 +420,10 @@ func (w *Window) IndexOf(id int64) int {
 // it does.
 func (w *Window) NextToOneOf(i int, holders []uint16) bool {
 	for _, n := range []int{i - 1, i + 1} {
-		if _, ok := slices.BinarySearch(holders, uint16(n)); ok && n >= 0 && n < w.nTurns && w.Neighbours(i, n) {
+		if n < 0 || n >= w.nTurns {
+			continue
+		}
+		if _, ok := slices.BinarySearch(holders, uint16(n)); ok && w.Neighbours(i, n) {
 			return true
 		}
 	}

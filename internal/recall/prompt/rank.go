@@ -89,23 +89,27 @@ func rank(w *recall.Window, terms [][]string, dates []recall.DateSpan, session s
 	score := make([]float64, w.Len())
 	named := make([]bool, w.Len()) // a turn (or its neighbour) holds a topical word
 	held := make([]float64, w.Len())
+	// names: the turn or the one next to it holds the word itself (a
+	// word near it in meaning adds to the coverage but names no topic).
+	names := make([]bool, w.Len())
 	var touched []int // the turns held has a share for
-	hold := func(i int, share float64) {
+	hold := func(i int, share float64, itself bool) {
 		if held[i] == 0 {
 			touched = append(touched, i)
 		}
 		held[i] = max(held[i], share)
+		names[i] = names[i] || itself
 	}
 	for j, ids := range rows {
 		for _, i := range touched {
-			held[i] = 0
+			held[i], names[i] = 0, false
 		}
 		touched = touched[:0]
 		for _, i := range ids {
-			hold(int(i), 1)
+			hold(int(i), 1, true)
 			for _, n := range []int{int(i) - 1, int(i) + 1} {
 				if n >= 0 && n < w.Len() && !own(n) && w.Neighbours(int(i), n) {
-					hold(n, recall.NextShare)
+					hold(n, recall.NextShare, true)
 				}
 			}
 		}
@@ -116,18 +120,16 @@ func rank(w *recall.Window, terms [][]string, dates []recall.DateSpan, session s
 			for _, n := range near(terms[j][0]) {
 				for _, i := range w.Holding(n.Term) {
 					if !own(int(i)) {
-						hold(int(i), NearShare*n.Cosine)
+						hold(int(i), NearShare*n.Cosine, false)
 					}
 				}
 			}
 		}
 		for _, i := range touched {
-			share := held[i]
-			score[i] += share * idf[j]
-			// A word near a topical one adds to a turn's coverage but does
-			// not name its topic: the turn (or the one next to it) holds a
-			// topical word itself, so a loose likeness alone recalls nothing.
-			named[i] = named[i] || topical[j] && share >= recall.NextShare
+			score[i] += held[i] * idf[j]
+			// A likeness alone recalls nothing: the turn (or the one next
+			// to it) holds a topical word itself.
+			named[i] = named[i] || topical[j] && names[i]
 		}
 	}
 	var cands []int
