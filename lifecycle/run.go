@@ -85,11 +85,11 @@ type Run struct {
 // BeginRun records the run in the background (Codex's launch never waits
 // for the ledger) and returns at once.
 func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
-	r := &Run{m: m, info: info, recorded: make(chan struct{}), finishing: make(chan struct{}), known: map[string]bool{}, paths: map[string]string{}, started: info.Started,
-		logs: codex.NewLogWatch(info.CodexHome)}
+	r := &Run{m: m, info: info, recorded: make(chan struct{}), finishing: make(chan struct{}), known: map[string]bool{}, paths: map[string]string{}, started: info.Started}
 	if r.started.IsZero() {
 		r.started = time.Now()
 	}
+	r.logs = codex.NewLogWatch(info.CodexHome, r.started)
 	r.threads = &codex.Threads{Home: info.CodexHome, Since: r.started, Logs: r.logs}
 	go func() {
 		defer close(r.recorded) // after a panic is logged

@@ -233,7 +233,7 @@ func (m *Manager) learnOrphaned(ctx context.Context, r ledger.Run) {
 	if r.Mode == ModeAppServer {
 		cwd = "" // a daemon's threads run wherever it says
 	}
-	logs := codex.NewLogWatch(r.CodexHome)
+	logs := codex.NewLogWatch(r.CodexHome, r.StartedAt)
 	defer logs.Close()
 	// Known as a run's, or ended: not this dead run's to take.
 	taken := func(id string) bool {

@@ -225,7 +225,7 @@ func (s *Supervision) leaveBreadcrumb() bool {
 		}
 	}
 	if s.pid != 0 {
-		logs := codex.NewLogWatch(s.info.CodexHome)
+		logs := codex.NewLogWatch(s.info.CodexHome, s.info.Started)
 		defer logs.Close()
 		for _, id := range logs.Threads(s.pid) {
 			if codex.FindRollout(s.info.CodexHome, id, "") != "" {

@@ -204,16 +204,29 @@ func RolloutLiveness(home, id, cliVersion string, mtime, now time.Time, window t
 
 // LogWatch reads the thread ids Codex logs for a process in
 // $CODEX_HOME/logs_*.sqlite (rows of process_uuid "pid:<pid>:…"),
-// incrementally by row id. Not safe for concurrent use.
+// incrementally by row id: each look reads only the rows written since the
+// last, whoever wrote them — the database is every Codex's of that home,
+// and a look that started again from the last row of its own process read
+// all the others' rows on every look. Not safe for concurrent use.
 type LogWatch struct {
-	home string
-	db   *sql.DB
-	last int64
+	home  string
+	since time.Time // the process's start: rows logged before are not its own
+	db    *sql.DB
+	last  int64 // rows up to this id have been read
+	found bool  // last was set from since
 }
 
+// logSlack is how much older than the process's start a row of its may
+// look: Codex writes its log rows from a queue, so a row's time and its id
+// do not keep exactly the same order.
+const logSlack = 2 * time.Second
+
 // NewLogWatch watches home's logs database (opened on first use: Codex
-// creates it after it starts).
-func NewLogWatch(home string) *LogWatch { return &LogWatch{home: home} }
+// creates it after it starts) for a process started at since (zero: read
+// the database from its first row).
+func NewLogWatch(home string, since time.Time) *LogWatch {
+	return &LogWatch{home: home, since: since}
+}
 
 // open opens the database once it exists; false while it does not.
 func (w *LogWatch) open() bool {
@@ -236,6 +249,31 @@ func (w *LogWatch) open() bool {
 	return true
 }
 
+// start sets last below the first row logged since the process started
+// (Codex's index on the rows' time finds it without reading the others).
+func (w *LogWatch) start(ctx context.Context) error {
+	if w.found || w.since.IsZero() {
+		w.found = true
+		return nil
+	}
+	var first int64
+	err := w.db.QueryRowContext(ctx, `SELECT id FROM logs WHERE ts >= ? ORDER BY ts, ts_nanos, id LIMIT 1`,
+		w.since.Add(-logSlack).Unix()).Scan(&first)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		// Nothing logged since: every row there is is older.
+		err = w.db.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM logs`).Scan(&first)
+		first++
+	case err != nil:
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	w.last, w.found = max(w.last, first-1), true
+	return nil
+}
+
 // Threads returns the thread ids logged for pid since the last call.
 func (w *LogWatch) Threads(pid int) []string {
 	if !w.open() {
@@ -243,8 +281,18 @@ func (w *LogWatch) Threads(pid int) []string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	rows, err := w.db.QueryContext(ctx, `SELECT id, thread_id FROM logs WHERE id > ? AND thread_id IS NOT NULL AND thread_id != '' AND process_uuid LIKE ?`,
-		w.last, fmt.Sprintf("pid:%d:%%", pid))
+	if w.start(ctx) != nil {
+		return nil
+	}
+	// The rows up to top are read now, every process's: the next look
+	// starts after them. Read first, so a row written during the look is
+	// left for the next.
+	var top int64
+	if w.db.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM logs`).Scan(&top) != nil {
+		return nil
+	}
+	rows, err := w.db.QueryContext(ctx, `SELECT thread_id FROM logs WHERE id > ? AND id <= ? AND thread_id IS NOT NULL AND thread_id != '' AND process_uuid LIKE ?`,
+		w.last, top, fmt.Sprintf("pid:%d:%%", pid))
 	if err != nil {
 		return nil
 	}
@@ -252,16 +300,17 @@ func (w *LogWatch) Threads(pid int) []string {
 	seen := map[string]bool{}
 	var out []string
 	for rows.Next() {
-		var id int64
 		var tid string
-		if rows.Scan(&id, &tid) != nil {
+		if rows.Scan(&tid) != nil {
 			continue
 		}
-		w.last = max(w.last, id)
 		if !seen[tid] && !strings.ContainsAny(tid, " /") {
 			seen[tid] = true
 			out = append(out, tid)
 		}
+	}
+	if rows.Err() == nil {
+		w.last = max(w.last, top)
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package codex
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -181,4 +182,29 @@ func TestThreadWatch(t *testing.T) {
 	}
 	w.Close()
 	w.Close() // twice is fine
+}
+
+// In a fresh home the watch watches home, so the sessions folder's
+// creation wakes it; once that folder exists it leaves home, whose
+// databases Codex writes all the time.
+func TestThreadWatchLeavesHome(t *testing.T) {
+	home := t.TempDir()
+	w := WatchThreads(home)
+	if w == nil {
+		t.Skip("no inotify here")
+	}
+	defer w.Close()
+	if !slices.Contains(w.w.WatchList(), home) {
+		t.Fatalf("a fresh home is not watched: %v", w.w.WatchList())
+	}
+	os.MkdirAll(filepath.Join(home, "sessions"), 0o700)
+	select {
+	case <-w.C:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no wake-up for the sessions folder")
+	}
+	w.Refresh()
+	if list := w.w.WatchList(); slices.Contains(list, home) || !slices.Contains(list, filepath.Join(home, "sessions")) {
+		t.Fatalf("watching %v once sessions exists", list)
+	}
 }

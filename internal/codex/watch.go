@@ -1,7 +1,9 @@
 package codex
 
 import (
+	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -46,34 +48,46 @@ func WatchThreads(home string) *ThreadWatch {
 
 // watchDirs are the folders a thread watch watches in home at now: the
 // thread locks folder, today's sessions folder, and — so that their
-// creation in a fresh Codex home is seen — the folders above them.
+// creation in a fresh Codex home is seen — the folders above them; home
+// itself only until its sessions folder exists: home holds Codex's
+// databases, and every write to them (Codex logs to one all the time)
+// would be an event to read, in every cx watching that home.
 func watchDirs(home string, now time.Time) []string {
 	sessions := filepath.Join(home, "sessions")
 	year := filepath.Join(sessions, now.Format("2006"))
 	month := filepath.Join(year, now.Format("01"))
-	return []string{
-		home,
+	dirs := []string{
 		filepath.Join(home, threadLocksDir),
 		sessions, year, month,
 		filepath.Join(month, now.Format("02")),
 	}
+	if _, err := os.Stat(sessions); err != nil {
+		dirs = append(dirs, home)
+	}
+	return dirs
 }
 
 // Refresh adds the folders that exist now and are not watched yet (the
-// locks folder appears with the first thread; a new day has a new folder).
+// locks folder appears with the first thread; a new day has a new folder)
+// and stops watching home once it is no longer needed.
 func (w *ThreadWatch) Refresh() {
 	if w == nil {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, d := range watchDirs(w.home, time.Now()) {
+	dirs := watchDirs(w.home, time.Now())
+	for _, d := range dirs {
 		if w.watched[d] {
 			continue
 		}
 		if err := w.w.Add(d); err == nil {
 			w.watched[d] = true
 		}
+	}
+	if w.watched[w.home] && !slices.Contains(dirs, w.home) {
+		_ = w.w.Remove(w.home)
+		delete(w.watched, w.home)
 	}
 }
 

@@ -407,7 +407,7 @@ func (tu *TUI) New() {
 // worktree.
 func (tu *TUI) NewThread(cmd string) {
 	tu.h.T.Helper()
-	w := codex.NewLogWatch(tu.h.CodexHome)
+	w := codex.NewLogWatch(tu.h.CodexHome, time.Time{}) // from the first row: the threads it logged before too
 	defer w.Close()
 	pid := tu.CodexPid()
 	known := tu.loggedThreads(w, pid)
