@@ -131,7 +131,9 @@ func (h *host) take(conn net.Conn) {
 		return
 	}
 	id, ok := uint64(0), false
-	if req.Binary == h.binary {
+	// Another build's hook, or one whose test settings are not this
+	// process's: its own process does it as its settings say.
+	if req.Binary == h.binary && hookwire.SameSettings(req.Env, os.Getenv) {
 		id, ok = h.enter(time.Unix(0, req.Start).Add(hookwire.Budget(req.Event)))
 	}
 	if !ok {

@@ -166,6 +166,25 @@ func TestHookWithATestSettingIsNotForwarded(t *testing.T) {
 	}
 }
 
+// A hook whose test settings are the host's own (a run whose every process
+// has them, as the chaos run's) is the host's.
+func TestHookWithTheHostsSettingsIsTaken(t *testing.T) {
+	noHostStarted(t)
+	t.Setenv("CX_TEST_BACKOFF", "200ms") // the host's process
+	w := newHostWorld(t)
+	w.listen(t)
+	w.vars["CX_TEST_BACKOFF"] = "200ms"
+	_, audit := w.hook(t, "SessionStart", startPayload("019a0000-0000-7000-8000-0000000000c2"))
+	if audit["host"] != true {
+		t.Fatalf("a hook with the host's own settings was not the host's: %v", audit)
+	}
+	w.vars["CX_TEST_BACKOFF"] = "1s"
+	_, audit = w.hook(t, "SessionStart", startPayload("019a0000-0000-7000-8000-0000000000c3"))
+	if audit["host"] == true {
+		t.Fatalf("a hook with another backoff than the host's was the host's: %v", audit)
+	}
+}
+
 // The host takes only its own build's hooks: another's is refused, and
 // its process answers it.
 func TestHostRefusesAnotherBuild(t *testing.T) {

@@ -211,20 +211,34 @@ func Identity(path string) string {
 }
 
 // Forwardable reports whether a hook with this environment may go to the
-// host: not when it is turned off, nor when a test setting names what the
-// hook's own process must do (testpoint.HookSettings).
+// host: not when it is turned off, nor when a test names a fault of the
+// hook's own process (testpoint.FaultPoints).
 func Forwardable(environ []string) bool {
 	for _, kv := range environ {
 		k, v, _ := strings.Cut(kv, "=")
 		if k == HostEnv && v == "off" {
 			return false
 		}
-		if v != "" && strings.HasPrefix(k, "CX_TEST_") {
-			for _, s := range testpoint.HookSettings {
-				if k == s {
-					return false
-				}
+		if v != "" && slices.Contains(testpoint.FaultPoints, k) {
+			return false
+		}
+	}
+	return true
+}
+
+// SameSettings reports whether a hook's environment and the host's
+// (getenv) give every test setting a hook's work reads
+// (testpoint.HookSettings) the same value, unset and empty alike.
+func SameSettings(environ []string, getenv func(string) string) bool {
+	for _, k := range testpoint.HookSettings {
+		v := ""
+		for _, kv := range environ {
+			if name, val, ok := strings.Cut(kv, "="); ok && name == k {
+				v = val
 			}
+		}
+		if v != getenv(k) {
+			return false
 		}
 	}
 	return true

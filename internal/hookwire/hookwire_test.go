@@ -58,12 +58,30 @@ func TestForwardable(t *testing.T) {
 		{[]string{HostEnv + "=off"}, false},
 		{[]string{HostEnv + "=asked"}, true},
 		{[]string{"CX_TEST_CRASH_AT=ended"}, false},
-		{[]string{"CX_TEST_CLOCK=1h"}, false},
-		{[]string{"CX_TEST_HOOK_BACKLOG=2000"}, false},
+		{[]string{"CX_TEST_PANIC_AT=here"}, false},
+		{[]string{"CX_TEST_CLOCK=1h"}, true}, // a setting: the host compares it with its own
 	}
 	for _, c := range cases {
 		if got := Forwardable(c.env); got != c.want {
 			t.Errorf("Forwardable(%q) = %v, want %v", c.env, got, c.want)
+		}
+	}
+}
+
+func TestSameSettings(t *testing.T) {
+	host := map[string]string{"CX_TEST_BACKOFF": "200ms", "CX_TEST_LEASE": "10s"}
+	cases := []struct {
+		env  []string
+		want bool
+	}{
+		{[]string{"CX_TEST_BACKOFF=200ms", "CX_TEST_LEASE=10s", "HOME=/h"}, true},
+		{[]string{"CX_TEST_BACKOFF=200ms"}, false},                                          // the host's lease is not the hook's
+		{[]string{"CX_TEST_BACKOFF=200ms", "CX_TEST_LEASE=10s", "CX_TEST_CLOCK=1h"}, false}, // nor its clock
+		{[]string{"CX_TEST_BACKOFF=200ms", "CX_TEST_LEASE=10s", "CX_TEST_CLOCK="}, true},    // set empty: unset
+	}
+	for _, c := range cases {
+		if got := SameSettings(c.env, func(k string) string { return host[k] }); got != c.want {
+			t.Errorf("SameSettings(%q) = %v, want %v", c.env, got, c.want)
 		}
 	}
 }

@@ -76,10 +76,17 @@ const (
 	WrapperPanic = "CX_TEST_PANIC"
 )
 
-// HookSettings are the settings a hook's work reads from its own process:
-// a hook whose environment sets one is answered in that process, not by
-// the hook host (whose process has the environment it was started with).
-var HookSettings = []string{"CX_TEST_CRASH_AT", "CX_TEST_PANIC_AT", HookBacklog, Lease, Backoff, Clock}
+// FaultPoints name where a process is to crash or panic: a hook whose
+// environment sets one is answered in its own process, never by the hook
+// host (the fault is that process's).
+var FaultPoints = []string{"CX_TEST_CRASH_AT", "CX_TEST_PANIC_AT"}
+
+// HookSettings are the settings a hook's work reads from the process that
+// does it: the hook host (whose process has the environment it was
+// started with) takes a hook only when its own are the hook's — a run
+// whose every process has the same settings (the chaos run) is answered
+// by the host as a user's is.
+var HookSettings = []string{HookBacklog, Lease, Backoff, Clock}
 
 // Duration is the test setting name as a positive duration, if set.
 func Duration(name string) (time.Duration, bool) {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"cx/internal/codex"
+	"cx/internal/hookwire"
 	"cx/internal/proc"
 	"cx/internal/testing/codextest"
 	"cx/internal/testing/ovfake"
@@ -85,6 +86,10 @@ type chaos struct {
 	// app-server, terminal), faults' targets all.
 	launched int
 	cxCPU    time.Duration
+	// killed: the cx processes the faults SIGKILLed, which say nothing of
+	// what they cost, and their CPU, read just before.
+	killed    int
+	killedCPU time.Duration
 	// fillable says CX_HOME is a small filesystem of its own that a fault
 	// can fill; filling is the faults filling it now.
 	fillable bool
@@ -413,6 +418,9 @@ func (c *chaos) strike() {
 		sig := []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM, syscall.SIGHUP}[k]
 		if pid := c.pick(); pid != 0 {
 			hit := withGroups(cxChain(c.h.CX, pid))
+			if sig == syscall.SIGKILL {
+				c.costOfKilled(pid)
+			}
 			if syscall.Kill(pid, sig) == nil {
 				c.count("cx "+unixSignal(sig), hit...)
 			}
@@ -582,12 +590,23 @@ func (c *chaos) killOwn(what string) []int {
 			continue
 		}
 		hit := withGroups([]int{pid})
+		c.costOfKilled(pid)
 		if syscall.Kill(pid, syscall.SIGKILL) != nil {
 			return nil
 		}
 		return hit
 	}
 	return nil
+}
+
+// costOfKilled counts the CPU a cx process about to be SIGKILLed has used:
+// it will not say so in its logs.
+func (c *chaos) costOfKilled(pid int) {
+	cpu := time.Duration(procCPU(pid) * float64(time.Millisecond))
+	c.mu.Lock()
+	c.killed++
+	c.killedCPU += cpu
+	c.mu.Unlock()
 }
 
 // withGroups is pids and, negated, the process group of each: what a
@@ -631,6 +650,8 @@ func (c *chaos) heal() {
 		}
 		out := c.ctl("status", "--json")
 		if json.Unmarshal([]byte(out), &st) == nil && len(st.Live)+len(st.Pending)+len(st.Parked) == 0 {
+			// The hook host leaves now, and its line says what it cost.
+			hookwire.StopHost(c.h.CXHome, 10*time.Second)
 			return
 		}
 		if time.Now().After(deadline) {
@@ -994,6 +1015,8 @@ func (c *chaos) check() {
 		total += n
 	}
 	cpu, launched := c.cxCPU, c.launched
+	split := readCPUSplit(c.h.CXHome)
+	split.killed, split.killedCPU = c.killed, c.killedCPU
 	c.mu.Unlock()
 	sort.Strings(faults)
 	sh := c.shapes(threads, execGens)
@@ -1004,7 +1027,7 @@ func (c *chaos) check() {
 		"  CPU of the exec and app-server runs (cx and the Codex below it, wait4) %v\n  CPU by cx's own lines: %v\n  exec repeats: %s\n  user turns Codex took otherwise than sent (keys typed while a terminal was not reading): %s",
 		c.h.Codex.Version, c.duration, time.Since(c.started).Round(time.Second), launched, len(want), turns, gens, c.prompts, total, strings.Join(faults, ", "),
 		lt.expected, lt.stored, lt.duplicated, lt.missing, lt.phantom, ot.expected, ot.stored, ot.duplicated, ot.missing, ot.phantom,
-		et.expected, et.stored, et.duplicated, et.missing, et.phantom, sh.helpers, sh.mixed, sh.execMissed, cpu.Round(time.Millisecond), readCPUSplit(c.h.CXHome), orNone(repeats), orNone(otherwise))
+		et.expected, et.stored, et.duplicated, et.missing, et.phantom, sh.helpers, sh.mixed, sh.execMissed, cpu.Round(time.Millisecond), split, orNone(repeats), orNone(otherwise))
 	if v := c.ov.Violations(); len(v) > 0 {
 		c.t.Errorf("outside the OpenViking server's contract: %v", v)
 	}
