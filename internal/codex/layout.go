@@ -212,8 +212,11 @@ type LogWatch struct {
 	home  string
 	since time.Time // the process's start: rows logged before are not its own
 	db    *sql.DB
-	last  int64 // rows up to this id have been read
-	found bool  // last was set from since
+	// top and rows are the two statements of every look, prepared once
+	// (preparing them again was half a look's CPU).
+	top, rows *sql.Stmt
+	last      int64 // rows up to this id have been read
+	found     bool  // last was set from since
 }
 
 // logSlack is how much older than the process's start a row of its may
@@ -245,7 +248,18 @@ func (w *LogWatch) open() bool {
 		return false
 	}
 	db.SetMaxOpenConns(1)
-	w.db = db
+	top, err := db.Prepare(`SELECT coalesce(max(id), 0) FROM logs`)
+	if err != nil {
+		db.Close()
+		return false
+	}
+	rows, err := db.Prepare(`SELECT thread_id FROM logs WHERE id > ? AND id <= ? AND thread_id IS NOT NULL AND thread_id != '' AND process_uuid LIKE ?`)
+	if err != nil {
+		top.Close()
+		db.Close()
+		return false
+	}
+	w.db, w.top, w.rows = db, top, rows
 	return true
 }
 
@@ -262,7 +276,7 @@ func (w *LogWatch) start(ctx context.Context) error {
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		// Nothing logged since: every row there is is older.
-		err = w.db.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM logs`).Scan(&first)
+		err = w.top.QueryRowContext(ctx).Scan(&first)
 		first++
 	case err != nil:
 		return err
@@ -288,11 +302,10 @@ func (w *LogWatch) Threads(pid int) []string {
 	// starts after them. Read first, so a row written during the look is
 	// left for the next.
 	var top int64
-	if w.db.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM logs`).Scan(&top) != nil {
+	if w.top.QueryRowContext(ctx).Scan(&top) != nil {
 		return nil
 	}
-	rows, err := w.db.QueryContext(ctx, `SELECT thread_id FROM logs WHERE id > ? AND id <= ? AND thread_id IS NOT NULL AND thread_id != '' AND process_uuid LIKE ?`,
-		w.last, top, fmt.Sprintf("pid:%d:%%", pid))
+	rows, err := w.rows.QueryContext(ctx, w.last, top, fmt.Sprintf("pid:%d:%%", pid))
 	if err != nil {
 		return nil
 	}
@@ -334,6 +347,8 @@ func (w *LogWatch) Close() error {
 	if w.db == nil {
 		return nil
 	}
+	w.top.Close()
+	w.rows.Close()
 	return w.db.Close()
 }
 
