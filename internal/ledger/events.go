@@ -18,7 +18,7 @@ func (db *DB) Events(ctx context.Context, sessionID string) ([]Event, error) {
 		q += `WHERE session_id = ? `
 		args = append(args, sessionID)
 	}
-	return list(ctx, db.db, func(s scanner) (Event, error) {
+	return list(ctx, db.q(), func(s scanner) (Event, error) {
 		var e Event
 		var at string
 		err := s.Scan(&e.ID, &at, &e.Kind, &e.SessionID, &e.RunID, &e.Detail)
@@ -29,7 +29,7 @@ func (db *DB) Events(ctx context.Context, sessionID string) ([]Event, error) {
 
 // LastEvent is the newest event of a kind (ErrNotFound when there is none).
 func (db *DB) LastEvent(ctx context.Context, kind string) (Event, error) {
-	evs, err := list(ctx, db.db, func(s scanner) (Event, error) {
+	evs, err := list(ctx, db.q(), func(s scanner) (Event, error) {
 		var e Event
 		var at string
 		err := s.Scan(&e.ID, &at, &e.Kind, &e.SessionID, &e.RunID, &e.Detail)
@@ -67,7 +67,7 @@ func (tx *Tx) AddEvent(ctx context.Context, kind, sessionID, runID, detail strin
 // ForgottenSessions are the sessions `cx ctl forget` took the words of,
 // in one query (a list of sessions asks of each).
 func (db *DB) ForgottenSessions(ctx context.Context) (map[string]bool, error) {
-	ids, err := list(ctx, db.db, func(s scanner) (string, error) {
+	ids, err := list(ctx, db.q(), func(s scanner) (string, error) {
 		var id string
 		return id, s.Scan(&id)
 	}, `SELECT DISTINCT session_id FROM events WHERE kind = 'session.forgotten'`)
@@ -82,7 +82,7 @@ func (db *DB) ForgottenSessions(ctx context.Context) (map[string]bool, error) {
 // the ledger (its event says so).
 func (db *DB) Forgotten(ctx context.Context, sessionID string) (bool, error) {
 	var yes bool
-	err := db.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE session_id = ? AND kind = 'session.forgotten')`, sessionID).Scan(&yes)
+	err := db.q().QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE session_id = ? AND kind = 'session.forgotten')`, sessionID).Scan(&yes)
 	return yes, err
 }
 

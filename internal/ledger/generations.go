@@ -56,13 +56,13 @@ func listGenerations(ctx context.Context, q querier, where string, args ...any) 
 
 // Generations returns a session's ended generations, in order.
 func (db *DB) Generations(ctx context.Context, sessionID string) ([]Generation, error) {
-	return listGenerations(ctx, db.db, `WHERE session_id = ? ORDER BY generation`, sessionID)
+	return listGenerations(ctx, db.q(), `WHERE session_id = ? ORDER BY generation`, sessionID)
 }
 
 // Commits counts a session's generations committed to every sink.
 func (db *DB) Commits(ctx context.Context, sessionID string) (int, error) {
 	var n int
-	err := db.db.QueryRowContext(ctx, `SELECT count(*) FROM generations WHERE session_id = ? AND status = ?`, sessionID, Committed).Scan(&n)
+	err := db.q().QueryRowContext(ctx, `SELECT count(*) FROM generations WHERE session_id = ? AND status = ?`, sessionID, Committed).Scan(&n)
 	return n, err
 }
 
@@ -114,7 +114,7 @@ func (tx *Tx) SetGenerationCheckpoint(ctx context.Context, sessionID string, gen
 // none was recorded: ended before cx kept folds).
 func (db *DB) GenerationCheckpoint(ctx context.Context, sessionID string, gen int) (string, error) {
 	var cp string
-	err := db.db.QueryRowContext(ctx, `SELECT checkpoint FROM generations WHERE session_id = ? AND generation = ?`, sessionID, gen).Scan(&cp)
+	err := db.q().QueryRowContext(ctx, `SELECT checkpoint FROM generations WHERE session_id = ? AND generation = ?`, sessionID, gen).Scan(&cp)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}

@@ -52,22 +52,22 @@ func listJobs(ctx context.Context, q querier, where string, args ...any) ([]Job,
 // Jobs returns jobs in the given states (all when none), oldest first.
 func (db *DB) Jobs(ctx context.Context, states ...string) ([]Job, error) {
 	if len(states) == 0 {
-		return listJobs(ctx, db.db, `ORDER BY id`)
+		return listJobs(ctx, db.q(), `ORDER BY id`)
 	}
 	b, _ := json.Marshal(states)
-	return listJobs(ctx, db.db, `WHERE state IN (SELECT value FROM json_each(?)) ORDER BY id`, string(b))
+	return listJobs(ctx, db.q(), `WHERE state IN (SELECT value FROM json_each(?)) ORDER BY id`, string(b))
 }
 
 // SessionJobs returns one session's jobs, oldest first.
 func (db *DB) SessionJobs(ctx context.Context, sessionID string) ([]Job, error) {
-	return listJobs(ctx, db.db, `WHERE session_id = ? ORDER BY id`, sessionID)
+	return listJobs(ctx, db.q(), `WHERE session_id = ? ORDER BY id`, sessionID)
 }
 
 // DueJobs reports whether any job is due now (cheap: lets a hook decide
 // whether to start outbox work at all).
 func (db *DB) DueJobs(ctx context.Context, now time.Time) (bool, error) {
 	var n int
-	err := db.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM jobs WHERE (state = ? AND next_attempt_at <= ?) OR (state = ? AND lease_until <= ?) LIMIT 1)`,
+	err := db.q().QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM jobs WHERE (state = ? AND next_attempt_at <= ?) OR (state = ? AND lease_until <= ?) LIMIT 1)`,
 		JobPending, ts(now), JobLeased, ts(now)).Scan(&n)
 	return n > 0, err
 }

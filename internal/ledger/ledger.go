@@ -251,6 +251,9 @@ func isDamage(err error) bool {
 	return c == sqliteCorrupt || c == sqliteNotADB
 }
 
+// q runs reads outside a transaction with kept statements.
+func (db *DB) q() keptDB { return keptDB{db.db, &db.stmts} }
+
 // Close closes the ledger.
 func (db *DB) Close() error {
 	db.stmts.close()

@@ -10,7 +10,7 @@ import (
 // Written by migrations and Scrub.
 
 // Meta is the value stored under key ("" when there is none).
-func (db *DB) Meta(ctx context.Context, key string) (string, error) { return getMeta(ctx, db.db, key) }
+func (db *DB) Meta(ctx context.Context, key string) (string, error) { return getMeta(ctx, db.q(), key) }
 
 func getMeta(ctx context.Context, q querier, key string) (string, error) {
 	var v string

@@ -196,7 +196,7 @@ func (db *DB) RecallCurrent(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	var backfill, reindex int
-	err := db.db.QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE key = ?), count(*) FILTER (WHERE key = ?) FROM meta`, RecallBackfillKey, RecallReindexKey).Scan(&backfill, &reindex)
+	err := db.q().QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE key = ?), count(*) FILTER (WHERE key = ?) FROM meta`, RecallBackfillKey, RecallReindexKey).Scan(&backfill, &reindex)
 	if err == nil && reindex == 0 {
 		db.reindexed.Store(true) // what recallTables would read again
 	}
@@ -228,14 +228,14 @@ func scanRecallTurn(s scanner) (RecallTurn, error) {
 // RecallTurnAt returns a session's indexed turn n and how many it has
 // (0 when the index has none of the session).
 func (db *DB) RecallTurnAt(ctx context.Context, sessionID string, n int) (t RecallTurn, ok bool, total int, err error) {
-	if err = db.db.QueryRowContext(ctx, `SELECT count(*) FROM recall_turns WHERE session_id = ?`, sessionID).Scan(&total); err != nil || total == 0 {
+	if err = db.q().QueryRowContext(ctx, `SELECT count(*) FROM recall_turns WHERE session_id = ?`, sessionID).Scan(&total); err != nil || total == 0 {
 		return t, false, total, err
 	}
 	tables, err := db.recallTables(ctx, db.db)
 	if err != nil {
 		return t, false, total, err
 	}
-	t, err = scanRecallTurn(db.db.QueryRowContext(ctx, `SELECT `+recallTurnCols(tables)+` WHERE t.session_id = ? AND t.turn = ?`, sessionID, n))
+	t, err = scanRecallTurn(db.q().QueryRowContext(ctx, `SELECT `+recallTurnCols(tables)+` WHERE t.session_id = ? AND t.turn = ?`, sessionID, n))
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, false, total, nil
 	}
@@ -248,14 +248,14 @@ func (db *DB) LatestRecallTurns(ctx context.Context, sessionID string, n int) ([
 	if err != nil {
 		return nil, err
 	}
-	return list(ctx, db.db, scanRecallTurn, `SELECT * FROM (SELECT `+recallTurnCols(tables)+` WHERE t.session_id = ? ORDER BY t.turn DESC LIMIT ?) ORDER BY turn`, sessionID, n)
+	return list(ctx, db.q(), scanRecallTurn, `SELECT * FROM (SELECT `+recallTurnCols(tables)+` WHERE t.session_id = ? ORDER BY t.turn DESC LIMIT ?) ORDER BY turn`, sessionID, n)
 }
 
 // StoredTurnData is a captured turn's data (JSON) by key; "" when the
 // ledger has none.
 func (db *DB) StoredTurnData(ctx context.Context, sessionID, key string) (string, error) {
 	var data string
-	err := db.db.QueryRowContext(ctx, `SELECT data FROM turns WHERE session_id = ? AND key = ?`, sessionID, key).Scan(&data)
+	err := db.q().QueryRowContext(ctx, `SELECT data FROM turns WHERE session_id = ? AND key = ?`, sessionID, key).Scan(&data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
@@ -266,7 +266,7 @@ func (db *DB) StoredTurnData(ctx context.Context, sessionID, key string) (string
 // has one ("" for none), read without its turns.
 func (db *DB) LatestCheckpoint(ctx context.Context, sessionID string) (string, error) {
 	var cp string
-	err := db.db.QueryRowContext(ctx, `SELECT checkpoint FROM archives WHERE session_id = ? AND checkpoint != '' ORDER BY generation DESC LIMIT 1`, sessionID).Scan(&cp)
+	err := db.q().QueryRowContext(ctx, `SELECT checkpoint FROM archives WHERE session_id = ? AND checkpoint != '' ORDER BY generation DESC LIMIT 1`, sessionID).Scan(&cp)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}

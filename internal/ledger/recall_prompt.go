@@ -28,7 +28,7 @@ type WindowStamp struct {
 // RecallWindowStamp is the index's stamp for project's window ("" for
 // every project's): two lookups, however large the index.
 func (db *DB) RecallWindowStamp(ctx context.Context, project string) (WindowStamp, error) {
-	return windowStamp(ctx, db.db, project)
+	return windowStamp(ctx, db.q(), project)
 }
 
 func windowStamp(ctx context.Context, q querier, project string) (WindowStamp, error) {
@@ -95,7 +95,7 @@ func (db *DB) RecallWindowTurns(ctx context.Context, project string, n int) (Win
 // GivenTurns are the (source session, turn) pairs per-prompt recall has
 // given a thread, keyed "session/turn".
 func (db *DB) GivenTurns(ctx context.Context, sessionID string) (map[string]bool, error) {
-	rows, err := list(ctx, db.db, func(s scanner) (string, error) {
+	rows, err := list(ctx, db.q(), func(s scanner) (string, error) {
 		var src string
 		var turn int
 		err := s.Scan(&src, &turn)
@@ -147,6 +147,6 @@ func (db *DB) RecallCount(ctx context.Context, project string, since, until time
 		where, args = append(where, "at < ?"), append(args, ts(until))
 	}
 	var n int
-	err := db.db.QueryRowContext(ctx, `SELECT count(*) FROM recall_turns WHERE `+strings.Join(where, " AND "), args...).Scan(&n)
+	err := db.q().QueryRowContext(ctx, `SELECT count(*) FROM recall_turns WHERE `+strings.Join(where, " AND "), args...).Scan(&n)
 	return n, err
 }

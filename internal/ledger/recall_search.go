@@ -116,7 +116,7 @@ func (db *DB) searchTable(ctx context.Context, table string, q RecallQuery) ([]R
 	if q.NoSnippets {
 		snippet = `''`
 	}
-	hits, err := list(ctx, db.db, func(s scanner) (RecallHit, error) {
+	hits, err := list(ctx, db.q(), func(s scanner) (RecallHit, error) {
 		var h RecallHit
 		var at string
 		err := s.Scan(&h.ID, &h.SessionID, &h.Generation, &h.Turn, &h.Key, &at, &h.Cwd, &h.Project, &h.Score, &h.Snippet)
@@ -151,6 +151,7 @@ func (db *DB) RecallTurnHits(ctx context.Context, places []Place) ([]RecallHit, 
 		args = append(args, p.SessionID, p.Turn)
 	}
 	values := strings.TrimSuffix(strings.Repeat("(?,?),", len(places)), ",")
+	// Its shape is the number of places: not a statement to keep.
 	return list(ctx, db.db, func(s scanner) (RecallHit, error) {
 		var h RecallHit
 		var at string
@@ -169,7 +170,7 @@ type RecallText struct {
 // RecallTexts returns the indexed text of the rows ids (absent ones are
 // left out).
 func (db *DB) RecallTexts(ctx context.Context, ids []int64) (map[int64]RecallText, error) {
-	return db.recallTexts(ctx, db.db, ids)
+	return db.recallTexts(ctx, db.db, ids) // its shape is the number of ids: not kept
 }
 
 func (db *DB) recallTexts(ctx context.Context, q querier, ids []int64) (map[int64]RecallText, error) {

@@ -65,14 +65,14 @@ func listRuns(ctx context.Context, q querier, where string, args ...any) ([]Run,
 }
 
 // Run returns one run.
-func (db *DB) Run(ctx context.Context, id string) (Run, error) { return getRun(ctx, db.db, id) }
+func (db *DB) Run(ctx context.Context, id string) (Run, error) { return getRun(ctx, db.q(), id) }
 
 // Runs returns runs, newest first; open only when openOnly.
 func (db *DB) Runs(ctx context.Context, openOnly bool) ([]Run, error) {
 	if openOnly {
-		return listRuns(ctx, db.db, `WHERE ended_at IS NULL ORDER BY started_at DESC`)
+		return listRuns(ctx, db.q(), `WHERE ended_at IS NULL ORDER BY started_at DESC`)
 	}
-	return listRuns(ctx, db.db, `ORDER BY started_at DESC`)
+	return listRuns(ctx, db.q(), `ORDER BY started_at DESC`)
 }
 
 // Run returns one run.

@@ -78,35 +78,35 @@ func listSessions(ctx context.Context, q querier, where string, args ...any) ([]
 
 // Session returns one session.
 func (db *DB) Session(ctx context.Context, id string) (Session, error) {
-	return getSession(ctx, db.db, id)
+	return getSession(ctx, db.q(), id)
 }
 
 // Sessions returns every session, newest activity first.
 func (db *DB) Sessions(ctx context.Context) ([]Session, error) {
-	return listSessions(ctx, db.db, `ORDER BY last_seen DESC, id`)
+	return listSessions(ctx, db.q(), `ORDER BY last_seen DESC, id`)
 }
 
 // SweepCandidates returns the sessions a sweep looks at: every live one,
 // and the others seen since since; most recent first.
 func (db *DB) SweepCandidates(ctx context.Context, since time.Time) ([]Session, error) {
-	return listSessions(ctx, db.db, `WHERE status = ? OR last_seen >= ? ORDER BY last_seen DESC, id`, Live, ts(since))
+	return listSessions(ctx, db.q(), `WHERE status = ? OR last_seen >= ? ORDER BY last_seen DESC, id`, Live, ts(since))
 }
 
 // RecentSessions returns the n most recently seen sessions, most recent
 // first.
 func (db *DB) RecentSessions(ctx context.Context, n int) ([]Session, error) {
-	return listSessions(ctx, db.db, `ORDER BY last_seen DESC, id LIMIT ?`, n)
+	return listSessions(ctx, db.q(), `ORDER BY last_seen DESC, id LIMIT ?`, n)
 }
 
 // LiveSessions returns the sessions whose generation is live, most recently
 // seen first.
 func (db *DB) LiveSessions(ctx context.Context) ([]Session, error) {
-	return listSessions(ctx, db.db, `WHERE status = ? ORDER BY last_seen DESC, id`, Live)
+	return listSessions(ctx, db.q(), `WHERE status = ? ORDER BY last_seen DESC, id`, Live)
 }
 
 // SessionCounts counts sessions by status.
 func (db *DB) SessionCounts(ctx context.Context) (map[string]int, error) {
-	rows, err := db.db.QueryContext(ctx, `SELECT status, count(*) FROM sessions GROUP BY status`)
+	rows, err := db.q().QueryContext(ctx, `SELECT status, count(*) FROM sessions GROUP BY status`)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ func (db *DB) ResolveSession(ctx context.Context, id string) (string, error) {
 	}
 	// One range over the primary key (not LIKE: ids may hold '_' and '%'):
 	// the id itself, if it is one, sorts first.
-	ids, err := list(ctx, db.db, func(r scanner) (string, error) {
+	ids, err := list(ctx, db.q(), func(r scanner) (string, error) {
 		var s string
 		return s, r.Scan(&s)
 	}, `SELECT id FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT 3`, id, id+"\U0010FFFF")

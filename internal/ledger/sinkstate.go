@@ -31,7 +31,7 @@ type SinkTurn struct {
 
 // SinkTurns returns a session's per-turn progress with a sink.
 func (db *DB) SinkTurns(ctx context.Context, sessionID, sink string) (map[string]SinkTurn, error) {
-	rows, err := db.db.QueryContext(ctx, `SELECT turn_key, state, messages, remote_before, sent_at FROM sink_turns WHERE session_id = ? AND sink = ?`, sessionID, sink)
+	rows, err := db.q().QueryContext(ctx, `SELECT turn_key, state, messages, remote_before, sent_at FROM sink_turns WHERE session_id = ? AND sink = ?`, sessionID, sink)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ type SinkCommit struct {
 func (db *DB) SinkCommit(ctx context.Context, sessionID, sink string, gen int) (SinkCommit, error) {
 	var c SinkCommit
 	var sent string
-	err := db.db.QueryRowContext(ctx, `SELECT state, remote_before, live_before, total_before, sent_at, archive_uri, detail
+	err := db.q().QueryRowContext(ctx, `SELECT state, remote_before, live_before, total_before, sent_at, archive_uri, detail
 		FROM sink_commits WHERE session_id = ? AND sink = ? AND generation = ?`,
 		sessionID, sink, gen).Scan(&c.State, &c.RemoteBefore, &c.LiveBefore, &c.TotalBefore, &sent, &c.ArchiveURI, &c.Detail)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -89,7 +89,7 @@ func (db *DB) SinkCommit(ctx context.Context, sessionID, sink string, gen int) (
 // sink that named one ("" if none).
 func (db *DB) LatestArchiveURI(ctx context.Context, sessionID, sink string) (string, error) {
 	var uri string
-	err := db.db.QueryRowContext(ctx, `SELECT archive_uri FROM sink_commits WHERE session_id = ? AND sink = ? AND archive_uri != ''
+	err := db.q().QueryRowContext(ctx, `SELECT archive_uri FROM sink_commits WHERE session_id = ? AND sink = ? AND archive_uri != ''
 		ORDER BY generation DESC LIMIT 1`, sessionID, sink).Scan(&uri)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
@@ -126,7 +126,7 @@ type SinkSession struct {
 // SinkSession returns a session's counters with a sink (false: none yet).
 func (db *DB) SinkSession(ctx context.Context, sessionID, sink string) (SinkSession, bool, error) {
 	var s SinkSession
-	err := db.db.QueryRowContext(ctx, `SELECT counter, expected, commits, auto_commit FROM sink_sessions WHERE session_id = ? AND sink = ?`,
+	err := db.q().QueryRowContext(ctx, `SELECT counter, expected, commits, auto_commit FROM sink_sessions WHERE session_id = ? AND sink = ?`,
 		sessionID, sink).Scan(&s.Counter, &s.Expected, &s.Commits, &s.AutoCommit)
 	if errors.Is(err, sql.ErrNoRows) {
 		return SinkSession{}, false, nil

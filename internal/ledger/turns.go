@@ -32,7 +32,7 @@ type Archive struct {
 
 // Archives returns a session's stored archives.
 func (db *DB) Archives(ctx context.Context, sessionID string) ([]Archive, error) {
-	return list(ctx, db.db, scanArchive, `SELECT `+archiveCols+` FROM archives WHERE session_id = ? ORDER BY generation`, sessionID)
+	return list(ctx, db.q(), scanArchive, `SELECT `+archiveCols+` FROM archives WHERE session_id = ? ORDER BY generation`, sessionID)
 }
 
 // Archives is Archives inside the transaction.
@@ -85,19 +85,19 @@ func (tx *Tx) CountTurns(ctx context.Context, sessionID string, gen int) (int, e
 
 // Turns returns a generation's captured turns in rollout order.
 func (db *DB) Turns(ctx context.Context, sessionID string, gen int) ([]StoredTurn, error) {
-	return list(ctx, db.db, scanTurn, `SELECT `+turnCols+` FROM turns WHERE session_id = ? AND generation = ? ORDER BY offset, key`, sessionID, gen)
+	return list(ctx, db.q(), scanTurn, `SELECT `+turnCols+` FROM turns WHERE session_id = ? AND generation = ? ORDER BY offset, key`, sessionID, gen)
 }
 
 // TotalTurns counts every captured turn of a session.
 func (db *DB) TotalTurns(ctx context.Context, sessionID string) (int, error) {
 	var n int
-	err := db.db.QueryRowContext(ctx, `SELECT count(*) FROM turns WHERE session_id = ?`, sessionID).Scan(&n)
+	err := db.q().QueryRowContext(ctx, `SELECT count(*) FROM turns WHERE session_id = ?`, sessionID).Scan(&n)
 	return n, err
 }
 
 // TurnsUpTo returns a session's turns of generations up to gen, in order.
 func (db *DB) TurnsUpTo(ctx context.Context, sessionID string, gen int) ([]StoredTurn, error) {
-	return list(ctx, db.db, scanTurn, `SELECT `+turnCols+` FROM turns WHERE session_id = ? AND generation <= ? ORDER BY generation, offset, key`, sessionID, gen)
+	return list(ctx, db.q(), scanTurn, `SELECT `+turnCols+` FROM turns WHERE session_id = ? AND generation <= ? ORDER BY generation, offset, key`, sessionID, gen)
 }
 
 const turnCols = `session_id, key, generation, offset, data`
@@ -133,7 +133,7 @@ func (tx *Tx) Fold(ctx context.Context, id string) (Fold, bool, error) {
 
 // Fold returns a session's fold (false: none kept).
 func (db *DB) Fold(ctx context.Context, id string) (Fold, bool, error) {
-	return getFold(ctx, db.db, id)
+	return getFold(ctx, db.q(), id)
 }
 
 // PutFold stores a session's fold.
@@ -156,7 +156,7 @@ func (tx *Tx) TurnsFrom(ctx context.Context, sessionID string, offset int64) ([]
 // TurnsFrom returns a session's turns starting at or after offset, in
 // rollout order.
 func (db *DB) TurnsFrom(ctx context.Context, sessionID string, offset int64) ([]StoredTurn, error) {
-	return turnsFrom(ctx, db.db, sessionID, offset)
+	return turnsFrom(ctx, db.q(), sessionID, offset)
 }
 
 func turnsFrom(ctx context.Context, q querier, sessionID string, offset int64) ([]StoredTurn, error) {
