@@ -21,8 +21,8 @@ type cpuSplit struct {
 	wrapper, codex    time.Duration // codex: with its hooks
 	hooks, sweeps     int
 	hookCPU, sweepCPU time.Duration
-	// killed: cx processes SIGKILLed (by the chaos run's faults), which
-	// leave no line; their CPU as read just before.
+	// killed: cx processes SIGKILLed (by the chaos run's faults, or its
+	// cleanup), which leave no line; their CPU as read just before.
 	killed    int
 	killedCPU time.Duration
 }
@@ -89,6 +89,6 @@ func (c cpuSplit) String() string {
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 	cx := c.wrapper + c.hookCPU + c.sweepCPU + c.killedCPU
 	codex := max(c.codex-c.hookCPU, 0)
-	return fmt.Sprintf("cx %v (wrappers of %d runs that exited %v, %d hooks %v, %d background sweeps and hook hosts %v, %d processes SIGKILLed %v); Codex %v (those runs' Codex, hooks taken out); cx/Codex %.3f",
+	return fmt.Sprintf("cx %v (wrappers of %d runs that exited %v, %d hooks %v, %d background sweeps and hook hosts %v, %d SIGKILLed (faults, cleanup) %v); Codex %v (those runs' Codex, hooks taken out); cx/Codex %.3f",
 		ms(cx), c.runs, ms(c.wrapper), c.hooks, ms(c.hookCPU), c.sweeps, ms(c.sweepCPU), c.killed, ms(c.killedCPU), ms(codex), float64(cx)/float64(max(codex, 1)))
 }

@@ -86,8 +86,9 @@ type chaos struct {
 	// app-server, terminal), faults' targets all.
 	launched int
 	cxCPU    time.Duration
-	// killed: the cx processes the faults SIGKILLed, which say nothing of
-	// what they cost, and their CPU, read just before.
+	// killed: the cx processes the faults SIGKILLed, or that still run
+	// when the run is checked, which say nothing of what they cost, and
+	// their CPU, read just before.
 	killed    int
 	killedCPU time.Duration
 	// fillable says CX_HOME is a small filesystem of its own that a fault
@@ -1013,6 +1014,12 @@ func (c *chaos) check() {
 	for k, n := range c.faults {
 		faults = append(faults, fmt.Sprintf("%s %d", k, n))
 		total += n
+	}
+	for _, pid := range cxOf(c.h.CXHome) {
+		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); exe == c.h.CX {
+			c.killed++ // by the cleanup, next
+			c.killedCPU += time.Duration(procCPU(pid) * float64(time.Millisecond))
+		}
 	}
 	cpu, launched := c.cxCPU, c.launched
 	split := readCPUSplit(c.h.CXHome)
