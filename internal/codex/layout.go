@@ -219,11 +219,6 @@ type LogWatch struct {
 	found     bool  // last was set from since
 }
 
-// logSlack is how much older than the process's start a row of its may
-// look: Codex writes its log rows from a queue, so a row's time and its id
-// do not keep exactly the same order.
-const logSlack = 2 * time.Second
-
 // NewLogWatch watches home's logs database (opened on first use: Codex
 // creates it after it starts) for a process started at since (zero: read
 // the database from its first row).
@@ -263,28 +258,31 @@ func (w *LogWatch) open() bool {
 	return true
 }
 
-// start sets last below the first row logged since the process started
-// (Codex's index on the rows' time finds it without reading the others).
+// start sets last below every row logged since the process started: the
+// least id of the rows whose time is since or later (Codex's index on the
+// rows' time finds them without reading the older ones; "id + 0" keeps
+// SQLite from walking the ids instead). Not the first row in time: Codex
+// writes its rows from a queue, every process its own, so a row another
+// process logged earlier may be written after one of this process's.
 func (w *LogWatch) start(ctx context.Context) error {
 	if w.found || w.since.IsZero() {
 		w.found = true
 		return nil
 	}
-	var first int64
-	err := w.db.QueryRowContext(ctx, `SELECT id FROM logs WHERE ts >= ? ORDER BY ts, ts_nanos, id LIMIT 1`,
-		w.since.Add(-logSlack).Unix()).Scan(&first)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
+	var first sql.NullInt64
+	// A second early: a row's time is whole seconds.
+	if err := w.db.QueryRowContext(ctx, `SELECT min(id + 0) FROM logs WHERE ts >= ?`, w.since.Unix()-1).Scan(&first); err != nil {
+		return err
+	}
+	if !first.Valid {
 		// Nothing logged since: every row there is is older.
-		err = w.top.QueryRowContext(ctx).Scan(&first)
-		first++
-	case err != nil:
-		return err
+		var top int64
+		if err := w.top.QueryRowContext(ctx).Scan(&top); err != nil {
+			return err
+		}
+		first.Int64 = top + 1
 	}
-	if err != nil {
-		return err
-	}
-	w.last, w.found = max(w.last, first-1), true
+	w.last, w.found = max(w.last, first.Int64-1), true
 	return nil
 }
 

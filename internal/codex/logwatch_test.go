@@ -102,8 +102,9 @@ func TestLogWatchReadsEachRowOnce(t *testing.T) {
 	}
 }
 
-// A row logged a moment before the process's start by the clock (Codex
-// writes its rows from a queue) is still its own; a watch with no start
+// A row logged in the second the process started is still its own, and so
+// is one written before another process's row of an earlier time (each
+// Codex writes its rows from a queue of its own); a watch with no start
 // reads from the first row.
 func TestLogWatchStart(t *testing.T) {
 	home := t.TempDir()
@@ -111,12 +112,14 @@ func TestLogWatchStart(t *testing.T) {
 	start := time.Now()
 	l.add(start.Add(-time.Hour), 42, "reused-pid")
 	l.add(start.Add(-time.Second), 42, "queued")
+	l.add(start.Add(time.Second), 42, "ours")
+	l.add(start.Add(-1500*time.Millisecond), 7, "flushed-late") // the first in time near the start, written after ours
 	for _, c := range []struct {
 		since time.Time
 		want  []string
 	}{
-		{start, []string{"queued"}},
-		{time.Time{}, []string{"reused-pid", "queued"}},
+		{start, []string{"queued", "ours"}},
+		{time.Time{}, []string{"reused-pid", "queued", "ours"}},
 	} {
 		w := NewLogWatch(home, c.since)
 		if got := w.Threads(42); !slices.Equal(got, c.want) {
