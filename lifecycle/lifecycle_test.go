@@ -1371,3 +1371,29 @@ func (e *env) ledgerUnopenable() string {
 	}
 	return db
 }
+
+// A session its hook recorded without a run (its attribution ran out of
+// time on a busy ledger) and discovery never saw is the run's to end at
+// its exit when Codex's files say it is its Codex's: before, the exit left
+// it to others as "recorded by whoever ran it", and a Codex without writer
+// locks (0.128) left it live until the idle TTL.
+func TestRunlessSessionOfTheRunEndedAtExit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cmd := e.cxCmd("quiet on; start $V7; turn $V7 first; sleep 1500; exit 0", "CX_TEST_PANIC_AT=discover", "FAKE_TODAY=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rollout := e.oneRollout()
+	id := codex.RolloutID(filepath.Base(rollout))
+	e.hook("UserPromptSubmit", map[string]any{"session_id": id, "hook_event_name": "UserPromptSubmit", "transcript_path": rollout, "cwd": e.w, "turn_id": "t1", "prompt": "first"})
+	if st := e.sessions()[id]; st.Status != "live" || st.RunID != "" {
+		t.Fatalf("the hook recorded %+v", st)
+	}
+	if err := runWait(cmd, 30*time.Second); err != nil {
+		t.Fatalf("cx: %v", err)
+	}
+	if st := e.want(id, "committed", "exit", 1, 1); st.RunID == "" {
+		t.Fatalf("no run took it: %+v", st)
+	}
+}

@@ -267,8 +267,13 @@ func (r *Run) writtenUnseen(ctx context.Context, pid int) map[string]string {
 		if r.known[id] {
 			return true
 		}
-		_, err := r.m.db.Session(ctx, id)
-		return err == nil // recorded by whoever ran it
+		// Recorded by a run, or ended: not this run's. A live one no run
+		// holds was recorded by a hook that could not name its run (a busy
+		// ledger): Codex's files say it is this Codex's, so it is this
+		// run's to end — no one else would before the idle TTL, for a
+		// Codex without writer locks.
+		s, err := r.m.db.Session(ctx, id)
+		return err == nil && (s.RunID != "" || s.Status != ledger.Live)
 	})
 }
 
