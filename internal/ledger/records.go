@@ -36,6 +36,10 @@ type Tx struct {
 // Now is the transaction's timestamp.
 func (tx *Tx) Now() time.Time { return tx.now }
 
+// Now is the ledger's clock (a test may move it on), as a transaction
+// begun now reads it.
+func (db *DB) Now() time.Time { return db.now() }
+
 func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 func tsPtr(t *time.Time) any {
