@@ -163,7 +163,7 @@ func appServerThreads(t *testing.T, in codextest.Install, cx string, n int) appS
 	split := readCPUSplit(h.CXHome)
 	hooks := float64(len(took))
 	return appServerFigures{rate: hooks / wall.Seconds(), p50: at(0.5), p99: at(0.99), max: took[len(took)-1],
-		cpu: (cpu + host) / hooks, host: host / hooks, cxRun: float64(split.wrapper.Milliseconds()), codex: float64((split.codex - split.hookCPU).Milliseconds())}
+		cpu: (cpu + host) / hooks, host: host / hooks, cxRun: float64(split.wrapper.Milliseconds()), codex: float64((split.codex - split.hookCPU - split.mcpCPU).Milliseconds())}
 }
 
 // procCPU is a process's user + system CPU so far, in milliseconds.

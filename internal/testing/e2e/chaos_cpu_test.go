@@ -21,6 +21,10 @@ type cpuSplit struct {
 	wrapper, codex    time.Duration // codex: with its hooks
 	hooks, sweeps     int
 	hookCPU, sweepCPU time.Duration
+	// mcps: the MCP servers Codex started (`cx mcp`, one a session),
+	// Codex's children as hooks are: their CPU is taken out of Codex's.
+	mcps   int
+	mcpCPU time.Duration
 	// killed: cx processes SIGKILLed (by the chaos run's faults, or its
 	// cleanup), which leave no line; their CPU as read just before.
 	killed    int
@@ -30,6 +34,7 @@ type cpuSplit struct {
 var (
 	runCPULine   = regexp.MustCompile(`cpu codex=(\S+) cx=(\S+)$`)
 	sweepCPULine = regexp.MustCompile(`background sweep: .* cpu cx=(\S+)$`)
+	mcpCPULine   = regexp.MustCompile(`mcp: leaving; cpu cx=(\S+)$`)
 )
 
 // readCPUSplit reads cx's logs under cxHome (the rotated ones too).
@@ -49,6 +54,11 @@ func readCPUSplit(cxHome string) cpuSplit {
 			if d, err := time.ParseDuration(m[1]); err == nil {
 				c.sweeps++
 				c.sweepCPU += d
+			}
+		} else if m := mcpCPULine.FindStringSubmatch(line); m != nil {
+			if d, err := time.ParseDuration(m[1]); err == nil {
+				c.mcps++
+				c.mcpCPU += d
 			}
 		}
 	})
@@ -87,8 +97,8 @@ func eachLine(dir, name string, f func(string)) {
 
 func (c cpuSplit) String() string {
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
-	cx := c.wrapper + c.hookCPU + c.sweepCPU + c.killedCPU
-	codex := max(c.codex-c.hookCPU, 0)
-	return fmt.Sprintf("cx %v (wrappers of %d runs that exited %v, %d hooks %v, %d background sweeps and hook hosts %v, %d SIGKILLed (faults, cleanup) %v); Codex %v (those runs' Codex, hooks taken out); cx/Codex %.3f",
-		ms(cx), c.runs, ms(c.wrapper), c.hooks, ms(c.hookCPU), c.sweeps, ms(c.sweepCPU), c.killed, ms(c.killedCPU), ms(codex), float64(cx)/float64(max(codex, 1)))
+	cx := c.wrapper + c.hookCPU + c.sweepCPU + c.mcpCPU + c.killedCPU
+	codex := max(c.codex-c.hookCPU-c.mcpCPU, 0)
+	return fmt.Sprintf("cx %v (wrappers of %d runs that exited %v, %d hooks %v, %d background sweeps and hook hosts %v, %d MCP servers %v, %d SIGKILLed (faults, cleanup) %v); Codex %v (those runs' Codex, hooks and MCP servers taken out); cx/Codex %.3f",
+		ms(cx), c.runs, ms(c.wrapper), c.hooks, ms(c.hookCPU), c.sweeps, ms(c.sweepCPU), c.mcps, ms(c.mcpCPU), c.killed, ms(c.killedCPU), ms(codex), float64(cx)/float64(max(codex, 1)))
 }
