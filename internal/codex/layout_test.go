@@ -163,23 +163,33 @@ func TestDeveloperInstructions(t *testing.T) {
 	}
 }
 
-// A thread's lock file, or a rollout in today's folder, wakes the watch.
-func TestThreadWatch(t *testing.T) {
-	home := t.TempDir()
-	w := WatchThreads(home)
-	if w == nil {
+// watchFresh watches a fresh home (skipping where the system gives no
+// watch); wake waits, up to 5 s, for the wake-up after do.
+func watchFresh(t *testing.T) (w *ThreadWatch, home string, wake func(what string, do func())) {
+	t.Helper()
+	home = t.TempDir()
+	if w = WatchThreads(home); w == nil {
 		t.Skip("no inotify here")
 	}
-	defer w.Close()
+	t.Cleanup(w.Close)
+	return w, home, func(what string, do func()) {
+		t.Helper()
+		do()
+		select {
+		case <-w.C:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no wake-up for %s", what)
+		}
+	}
+}
+
+// A thread's lock file, or a rollout in today's folder, wakes the watch.
+func TestThreadWatch(t *testing.T) {
+	w, home, wake := watchFresh(t)
 	locks := filepath.Join(home, threadLocksDir)
 	os.MkdirAll(locks, 0o700)
 	w.Refresh()
-	os.WriteFile(filepath.Join(locks, "019a-new.lock"), nil, 0o600)
-	select {
-	case <-w.C:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no wake-up for a new lock file")
-	}
+	wake("a new lock file", func() { os.WriteFile(filepath.Join(locks, "019a-new.lock"), nil, 0o600) })
 	w.Close()
 	w.Close() // twice is fine
 }
@@ -188,21 +198,11 @@ func TestThreadWatch(t *testing.T) {
 // creation wakes it; once that folder exists it leaves home, whose
 // databases Codex writes all the time.
 func TestThreadWatchLeavesHome(t *testing.T) {
-	home := t.TempDir()
-	w := WatchThreads(home)
-	if w == nil {
-		t.Skip("no inotify here")
-	}
-	defer w.Close()
+	w, home, wake := watchFresh(t)
 	if !slices.Contains(w.w.WatchList(), home) {
 		t.Fatalf("a fresh home is not watched: %v", w.w.WatchList())
 	}
-	os.MkdirAll(filepath.Join(home, "sessions"), 0o700)
-	select {
-	case <-w.C:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no wake-up for the sessions folder")
-	}
+	wake("the sessions folder", func() { os.MkdirAll(filepath.Join(home, "sessions"), 0o700) })
 	w.Refresh()
 	if list := w.w.WatchList(); slices.Contains(list, home) || !slices.Contains(list, filepath.Join(home, "sessions")) {
 		t.Fatalf("watching %v once sessions exists", list)
