@@ -69,17 +69,21 @@ type Run struct {
 	recorded  chan struct{} // the run row exists, or recording it gave up (recErr)
 	recErr    error
 	finishing chan struct{} // Finish began: recording the run stops trying
+	// withCodex: the run row was written with Codex's pid (it had started
+	// by then), so no second write is needed for it. Read after recorded.
+	withCodex bool
 
-	mu       sync.Mutex
-	codexPID int
-	stop     chan struct{}
-	stopped  chan struct{}
-	known    map[string]bool
-	paths    map[string]string // the rollout each known session was learned with
-	threads  *codex.Threads    // what the process holds, discovered
-	logs     *codex.LogWatch
-	drain    func() // before the exit ends the sessions left (the app-server tap)
-	started  time.Time
+	mu         sync.Mutex
+	codexPID   int
+	codexStart uint64
+	stop       chan struct{}
+	stopped    chan struct{}
+	known      map[string]bool
+	paths      map[string]string // the rollout each known session was learned with
+	threads    *codex.Threads    // what the process holds, discovered
+	logs       *codex.LogWatch
+	drain      func() // before the exit ends the sessions left (the app-server tap)
+	started    time.Time
 }
 
 // BeginRun records the run in the background (Codex's launch never waits
@@ -101,12 +105,21 @@ func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
 		// timeout) is tried again until it goes or the run finishes — a
 		// daemon started on a full disk runs on for hours (the chaos run,
 		// 0.128: an app-server's thread left live, owned by no run).
+		var withCodex bool
 		tries, err := m.db.TxRetry(ctx, r.finishing, recordRunPause, func(tx *ledger.Tx) error {
+			// Codex has usually started by now: its pid goes in the same
+			// write (one write lock fewer a run, at the moment many runs
+			// start together).
+			r.mu.Lock()
+			pid, start := r.codexPID, r.codexStart
+			r.mu.Unlock()
+			withCodex = pid != 0
 			return tx.PutRun(ctx, ledger.Run{ID: info.ID, PID: os.Getpid(), PIDStart: proc.StartTime(os.Getpid()),
+				CodexPID: pid, CodexStart: start,
 				CodexHome: info.CodexHome, CodexVersion: info.CodexVersion, Cwd: info.Cwd, Args: redact.Strings(info.Args),
 				Sinks: info.Sinks, Mode: info.Mode, StartedAt: r.started.UTC()}) // Codex's launch, not this later write: a dead run's threads are those born since
 		})
-		r.recErr = err
+		r.recErr, r.withCodex = err, err == nil && withCodex
 		switch {
 		case err != nil:
 			m.log.Printf("record run %s (%d tries): %v", info.ID, tries, err)
@@ -128,7 +141,7 @@ func (r *Run) ID() string { return r.info.ID }
 func (r *Run) ChildStarted(pid int) {
 	start := proc.StartTime(pid)
 	r.mu.Lock()
-	r.codexPID = pid
+	r.codexPID, r.codexStart = pid, start
 	r.stop, r.stopped = make(chan struct{}), make(chan struct{})
 	r.mu.Unlock()
 	go func() {
@@ -139,7 +152,7 @@ func (r *Run) ChildStarted(pid int) {
 			return
 		}
 		ctx := context.Background()
-		recorded := r.recordCodex(ctx, pid, start)
+		recorded := r.withCodex || r.recordCodex(ctx, pid, start)
 		testpoint.Panic("discover")
 		r.discoverLoop(ctx, pid, start, recorded)
 	}()
