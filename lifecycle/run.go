@@ -182,9 +182,10 @@ func (r *Run) recordCodex(ctx context.Context, pid int, start uint64) bool {
 // (0.169) and rollout files among its open files, and its rows in Codex's log
 // database (0.128). It looks every 500 ms while it is learning and backs
 // off while nothing changes. A thread is a session only once Codex keeps
-// its lock file or rollout, and creating either wakes the loop (inotify;
-// it looks once the burst of creations settles), so with the watch it backs off to every 30 s (4 s without):
-// an idle Codex costs cx next to nothing.
+// its lock file or rollout, and creating either wakes the loop (inotify,
+// once a burst of creations settles: codex.ThreadWatch), so with the watch
+// it backs off to every 30 s (4 s without): an idle Codex costs cx next to
+// nothing.
 func (r *Run) discoverLoop(ctx context.Context, pid int, start uint64, recorded bool) {
 	const fast = 500 * time.Millisecond
 	slow := 4 * time.Second
@@ -208,32 +209,15 @@ func (r *Run) discoverLoop(ctx context.Context, pid int, start uint64, recorded 
 		}
 		watch.Refresh()
 		t.Reset(every)
-		due := time.Now().Add(every)
-	wait:
-		for {
-			select {
-			case <-r.stop:
-				return
-			case <-wake:
-				// A creation in Codex's folders may be this Codex's thread:
-				// look soon, but once for a burst (every Codex of the home
-				// creates its files there: looking at each was most of a
-				// run's CPU beside many others).
-				every = fast
-				if soon := time.Now().Add(wakeSettle); soon.Before(due) {
-					t.Reset(wakeSettle)
-					due = soon
-				}
-			case <-t.C:
-				break wait
-			}
+		select {
+		case <-r.stop:
+			return
+		case <-wake:
+			every = fast
+		case <-t.C:
 		}
 	}
 }
-
-// wakeSettle is how long discovery waits after a wake-up before it looks,
-// gathering the wake-ups that come meanwhile.
-const wakeSettle = 200 * time.Millisecond
 
 // discover learns what the process holds now; it reports whether it
 // learned anything (and writes the ledger only then).

@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -206,5 +207,28 @@ func TestThreadWatchLeavesHome(t *testing.T) {
 	w.Refresh()
 	if list := w.w.WatchList(); slices.Contains(list, home) || !slices.Contains(list, filepath.Join(home, "sessions")) {
 		t.Fatalf("watching %v once sessions exists", list)
+	}
+}
+
+// A burst of creations (many Codexes' files at once) is one wake-up,
+// settle after its first.
+func TestThreadWatchSettlesABurst(t *testing.T) {
+	w, home, wake := watchFresh(t)
+	locks := filepath.Join(home, threadLocksDir)
+	os.MkdirAll(locks, 0o700)
+	w.Refresh()
+	start := time.Now()
+	wake("a burst of lock files", func() {
+		for i := range 20 {
+			os.WriteFile(filepath.Join(locks, fmt.Sprintf("019a-%02d.lock", i)), nil, 0o600)
+		}
+	})
+	if d := time.Since(start); d < settle {
+		t.Fatalf("woken %v after the burst began, before it settled (%v)", d, settle)
+	}
+	select {
+	case <-w.C:
+		t.Fatal("a second wake-up for the same burst")
+	case <-time.After(2 * settle):
 	}
 }

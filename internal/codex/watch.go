@@ -28,7 +28,15 @@ type ThreadWatch struct {
 	mu      sync.Mutex
 	w       *fsnotify.Watcher
 	watched map[string]bool
+	waking  bool // a wake-up is due once the burst settles
 }
+
+// settle is how long after the first relevant event the watch wakes its
+// watcher, gathering the events that come meanwhile into one wake-up:
+// every Codex of a home creates its files in the same folders, and each
+// run that looked at each creation spent most of its CPU so, beside many
+// others.
+const settle = 200 * time.Millisecond
 
 // WatchThreads starts watching home; nil when the system gives no watch
 // (discovery then polls only).
@@ -98,24 +106,36 @@ func (w *ThreadWatch) read() {
 			if !ok {
 				return // closed
 			}
-			if !w.relevant(ev) {
-				continue
-			}
-			select {
-			case w.C <- struct{}{}:
-			default:
+			if w.relevant(ev) {
+				w.wake()
 			}
 		case _, ok := <-w.w.Errors:
 			if !ok {
 				return
 			}
-			// An overflow lost events: wake rather than miss one.
-			select {
-			case w.C <- struct{}{}:
-			default:
-			}
+			w.wake() // an overflow lost events: wake rather than miss one
 		}
 	}
+}
+
+// wake wakes the watcher settle after the first event of a burst (C holds
+// one wake-up: more are coalesced).
+func (w *ThreadWatch) wake() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.waking {
+		return
+	}
+	w.waking = true
+	time.AfterFunc(settle, func() {
+		w.mu.Lock()
+		w.waking = false
+		w.mu.Unlock()
+		select {
+		case w.C <- struct{}{}:
+		default:
+		}
+	})
 }
 
 // relevant reports whether an event may mean a new thread: a creation in
