@@ -261,16 +261,7 @@ func (r *Run) learn(ctx context.Context, found map[string]string) bool {
 // See codex.OwnThreads; the ledger must not know them either.
 func (r *Run) writtenUnseen(ctx context.Context, pid int) map[string]string {
 	return codex.OwnThreads(r.info.CodexHome, pid, r.started, r.info.CodexDir(), r.logs, func(id string) bool {
-		if r.known[id] {
-			return true
-		}
-		// Recorded by a run, or ended: not this run's. A live one no run
-		// holds was recorded by a hook that could not name its run (a busy
-		// ledger): Codex's files say it is this Codex's, so it is this
-		// run's to end — no one else would before the idle TTL, for a
-		// Codex without writer locks.
-		s, err := r.m.db.Session(ctx, id)
-		return err == nil && (s.RunID != "" || s.Status != ledger.Live)
+		return r.known[id] || r.m.taken(ctx, id)
 	})
 }
 

@@ -235,12 +235,7 @@ func (m *Manager) learnOrphaned(ctx context.Context, r ledger.Run) {
 	}
 	logs := codex.NewLogWatch(r.CodexHome, r.StartedAt)
 	defer logs.Close()
-	// Known as a run's, or ended: not this dead run's to take.
-	taken := func(id string) bool {
-		s, err := m.db.Session(ctx, id)
-		return err == nil && (s.RunID != "" || s.Status != ledger.Live)
-	}
-	for id, path := range codex.OwnThreads(r.CodexHome, r.CodexPID, r.StartedAt, cwd, logs, taken) {
+	for id, path := range codex.OwnThreads(r.CodexHome, r.CodexPID, r.StartedAt, cwd, logs, func(id string) bool { return m.taken(ctx, id) }) {
 		err := m.db.Tx(ctx, func(tx *ledger.Tx) error {
 			claimed, err := m.claim(ctx, tx, r, id, path, reasonOrphan)
 			if err != nil || !claimed {
@@ -252,6 +247,16 @@ func (m *Manager) learnOrphaned(ctx context.Context, r ledger.Run) {
 			m.log.Printf("sweep: learn %s of dead run %s: %v", id, r.ID, err)
 		}
 	}
+}
+
+// taken reports whether session id is known as a run's, or has ended: not
+// for a run that finds it among its Codex's threads (a dead run's, a run's
+// at its exit) to take. A live one no run holds was recorded by a hook
+// that could not name its run (a busy ledger): it is theirs — no one else
+// would end it before the idle TTL, for a Codex without writer locks.
+func (m *Manager) taken(ctx context.Context, id string) bool {
+	s, err := m.db.Session(ctx, id)
+	return err == nil && (s.RunID != "" || s.Status != ledger.Live)
 }
 
 // SweepNow sweeps once, within five minutes: `cx ctl sweep`, and the
