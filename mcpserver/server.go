@@ -25,12 +25,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	"cx/inject"
 	"cx/internal/ledger"
+	"cx/internal/logs"
 	"cx/internal/mcpproto"
+	"cx/internal/proc"
 	"cx/internal/recall/search"
 )
 
@@ -47,7 +53,9 @@ type Options struct {
 	Home    string // CX_HOME, whose ledger is searched
 	Cwd     string // the directory whose project a search is limited to
 	Version string
-	// Log, when set, is told of each dropped line.
+	// Log, when set, is told of each dropped line and, as the server
+	// leaves, of what it cost (Codex starts one per session: cx's share
+	// beside Codex's counts it) — while Home is there (a line would make it).
 	Log func(format string, args ...any)
 }
 
@@ -257,15 +265,51 @@ func (s *server) handle(ctx context.Context, m message) (any, *mcpproto.Error) {
 	return nil, &mcpproto.Error{Code: mcpproto.CodeMethodNotFound, Message: fmt.Sprintf("method %q not found", m.Method)}
 }
 
+// Run is Serve as `cx mcp` runs it: its lines go to CX_HOME's log, and a
+// signal ends it at once (a read-only server), as its input's end does.
+func Run(ctx context.Context, o Options, r io.Reader, w io.Writer) error {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	o.Log = logs.New(o.Home).Printf
+	return Serve(ctx, o, r, w)
+}
+
 // Serve runs the server on r and w until r ends or ctx is done.
 func Serve(ctx context.Context, o Options, r io.Reader, w io.Writer) error {
+	if logf := o.Log; logf != nil {
+		o.Log = func(format string, args ...any) {
+			if _, err := os.Stat(o.Home); err == nil {
+				logf(format, args...)
+			}
+		}
+		defer func() { o.Log("mcp: leaving; cpu cx=%s", proc.SelfCPU().Round(time.Millisecond)) }()
+	}
 	s := newServer(o)
 	defer s.close()
-	br := bufio.NewReaderSize(r, 64<<10)
+	type read struct {
+		line []byte
+		err  error
+	}
+	lines := make(chan read)
+	go func() { // a read cannot be abandoned: this one ends with the process
+		br := bufio.NewReaderSize(r, 64<<10)
+		for {
+			line, err := readLine(br)
+			lines <- read{line, err}
+			if err != nil {
+				return
+			}
+		}
+	}()
 	out := bufio.NewWriter(w)
-	for ctx.Err() == nil {
-		line, err := readLine(br)
-		if m, ok := parse(line, o.Log); ok {
+	for {
+		var in read
+		select {
+		case <-ctx.Done():
+			return nil
+		case in = <-lines:
+		}
+		if m, ok := parse(in.line, o.Log); ok {
 			switch {
 			case len(m.ID) == 0: // a notification: nothing to answer
 				if m.Method == "notifications/initialized" {
@@ -278,14 +322,13 @@ func Serve(ctx context.Context, o Options, r io.Reader, w io.Writer) error {
 				}
 			}
 		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
+		if in.err != nil {
+			if errors.Is(in.err, io.EOF) {
 				return nil
 			}
-			return fmt.Errorf("mcp: %w", err)
+			return fmt.Errorf("mcp: %w", in.err)
 		}
 	}
-	return nil
 }
 
 func write(w *bufio.Writer, r mcpproto.Response) error {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -315,5 +316,41 @@ func TestOfficialSDKClient(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("serve did not end after the client closed")
+	}
+}
+
+// A signal (its context done) ends the server at once though its input
+// stays open, and it says what it cost as it leaves — only while CX_HOME
+// is there (the line would make it).
+func TestLeavesOnSignalSayingItsCost(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		home  string
+		lines int
+	}{
+		{"CX_HOME there", t.TempDir(), 1},
+		{"CX_HOME gone", filepath.Join(t.TempDir(), "gone"), 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var logged []string
+			logf := func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+			inR, inW := io.Pipe()
+			defer inW.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- Serve(ctx, Options{Home: c.home, Version: "test", Log: logf}, inR, io.Discard) }()
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the server did not leave on its context's end")
+			}
+			if len(logged) != c.lines || (c.lines > 0 && !strings.HasPrefix(logged[0], "mcp: leaving; cpu cx=")) {
+				t.Fatalf("logged %q", logged)
+			}
+		})
 	}
 }

@@ -5,16 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"cx/hookserver"
 	"cx/internal/cli"
 	"cx/internal/hookwire"
-	"cx/internal/logs"
-	"cx/internal/proc"
 	"cx/mcpserver"
 )
 
@@ -56,23 +52,5 @@ func (a *app) ctlMCP(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	// A read-only server: a signal ends it at once, as its input's end
-	// does, with one line of what it cost (Codex starts one per session;
-	// cx's share beside Codex's counts it) — unless CX_HOME is not there:
-	// the line would make it.
-	leave := func() {
-		if _, err := os.Stat(cfg.Home); err == nil {
-			logs.New(cfg.Home).Printf("mcp: leaving; cpu cx=%s", proc.SelfCPU().Round(time.Millisecond))
-		}
-	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	go func() {
-		s := <-sigs
-		leave()
-		os.Exit(128 + int(s.(syscall.Signal)))
-	}()
-	err = mcpserver.Serve(ctx, mcpserver.Options{Home: cfg.Home, Cwd: cwd(), Version: cli.Version(version)}, a.stdin, a.stdout)
-	leave()
-	return err
+	return mcpserver.Run(ctx, mcpserver.Options{Home: cfg.Home, Cwd: cwd(), Version: cli.Version(version)}, a.stdin, a.stdout)
 }
