@@ -283,11 +283,9 @@ func (m *Manager) SweepNow(ctx context.Context, o SweepOptions) (SweepResult, er
 }
 
 // WorkDue works the commits due now, if any (the background sweeper
-// does, between its looks at the threads of Codex started without cx).
+// does, between its looks at the threads of Codex started without cx; the
+// outbox asks first, by a read, whether any is).
 func (m *Manager) WorkDue(ctx context.Context) error {
-	if !m.JobsDue(ctx) {
-		return nil
-	}
 	_, err := m.outbox.Work(ctx, nil)
 	return err
 }
