@@ -49,9 +49,11 @@ type WindowTurn struct {
 }
 
 // RecallWindowTurns reads a project's latest n indexed turns (every
-// project's, for ""), oldest first, with their text, and the stamp they
-// were read at, in one read transaction.
-func (db *DB) RecallWindowTurns(ctx context.Context, project string, n int) (WindowStamp, []WindowTurn, error) {
+// project's, for "") of those after row after (0 for all), oldest first,
+// with their text, and the stamp they were read at, in one read
+// transaction. A window read at a stamp whose removal count the index
+// still has is brought up to date by the turns after its newest row.
+func (db *DB) RecallWindowTurns(ctx context.Context, project string, after int64, n int) (WindowStamp, []WindowTurn, error) {
 	var st WindowStamp
 	var turns []WindowTurn
 	err := db.readTx(ctx, func(q querier) error {
@@ -59,10 +61,10 @@ func (db *DB) RecallWindowTurns(ctx context.Context, project string, n int) (Win
 		if st, err = windowStamp(ctx, q, project); err != nil {
 			return err
 		}
-		latest := `SELECT id FROM recall_turns WHERE project = ? ORDER BY id DESC LIMIT ?`
-		args := []any{project, n}
+		latest := `SELECT id FROM recall_turns WHERE project = ? AND id > ? ORDER BY id DESC LIMIT ?`
+		args := []any{project, after, n}
 		if project == "" {
-			latest, args = `SELECT id FROM recall_turns ORDER BY id DESC LIMIT ?`, []any{n}
+			latest, args = `SELECT id FROM recall_turns WHERE id > ? ORDER BY id DESC LIMIT ?`, []any{after, n}
 		}
 		tables, err := db.recallTables(ctx, q)
 		if err != nil {

@@ -61,16 +61,21 @@ func TestRecallWindowTurns(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
 		project string
+		after   string // the turns after this one's row
 		n       int
 		want    []string
 	}{
-		{"p1", 10, []string{"s1/1", "s1/2", "s1/3", "s3/1", "s3/2"}},
-		{"p1", 3, []string{"s1/3", "s3/1", "s3/2"}}, // the latest, oldest first
-		{"", 2, []string{"s3/1", "s3/2"}},
-		{"nothing", 5, nil},
+		{"p1", "", 10, []string{"s1/1", "s1/2", "s1/3", "s3/1", "s3/2"}},
+		{"p1", "", 3, []string{"s1/3", "s3/1", "s3/2"}}, // the latest, oldest first
+		{"", "", 2, []string{"s3/1", "s3/2"}},
+		{"nothing", "", 5, nil},
+		{"p1", "s1/2", 10, []string{"s1/3", "s3/1", "s3/2"}},
+		{"p1", "s1/2", 2, []string{"s3/1", "s3/2"}},
+		{"", "s2/2", 10, []string{"s3/1", "s3/2"}},
+		{"p1", "s3/2", 10, nil},
 	} {
-		t.Run(fmt.Sprintf("%s/%d", c.project, c.n), func(t *testing.T) {
-			stamp, turns, err := db.RecallWindowTurns(ctx, c.project, c.n)
+		t.Run(fmt.Sprintf("%s/%s/%d", c.project, c.after, c.n), func(t *testing.T) {
+			stamp, turns, err := db.RecallWindowTurns(ctx, c.project, ids[c.after], c.n)
 			if err != nil {
 				t.Fatal(err)
 			}

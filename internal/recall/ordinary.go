@@ -22,7 +22,7 @@ func Ordinary(ctx context.Context, db *ledger.DB, home, project string) (func(te
 	}
 	w := LoadWindow(home, project)
 	if w == nil || w.Stamp() != stamp {
-		if w, err = ReadWindow(ctx, db, home, project); err != nil {
+		if w, err = ReadWindow(ctx, db, home, project, w); err != nil {
 			return nil, err
 		}
 	}

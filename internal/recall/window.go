@@ -120,15 +120,56 @@ func RefreshWindows(ctx context.Context, db *ledger.DB, home string) error {
 		if w != nil && w.Stamp() == now {
 			continue
 		}
-		if _, err := ReadWindow(ctx, db, home, project); err != nil {
+		if _, err := ReadWindow(ctx, db, home, project, w); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
+// windowEntry is a turn as its window holds it: where it is, its
+// item's text and its terms (sorted, each once).
+type windowEntry struct {
+	ledger.RecallHit
+	body  string
+	terms []string
+}
+
+// entryOf is a turn read from the ledger as its window holds it.
+func entryOf(t ledger.WindowTurn) windowEntry {
+	var terms []string
+	for _, f := range []string{t.Text.Prompt, t.Text.Reply, t.Text.Commands, t.Text.Files} {
+		terms = words.Terms(terms, f)
+	}
+	slices.Sort(terms)
+	return windowEntry{RecallHit: t.RecallHit, body: ItemBody(t.Text), terms: slices.Compact(terms)}
+}
+
+// entries are the window's turns as encodeWindow takes them: each turn's
+// terms from the postings, so a window moves on by the turns added since
+// without its older turns read and split into words again.
+func (w *Window) entries() []windowEntry {
+	out := make([]windowEntry, w.nTurns)
+	for i := range out {
+		t := w.Turn(i)
+		out[i] = windowEntry{RecallHit: t.RecallHit, body: t.Body}
+	}
+	le := binary.LittleEndian
+	for i := 0; i < len(w.terms)/windowTermLen; i++ {
+		r := w.terms[i*windowTermLen:]
+		off, n := le.Uint32(r), le.Uint32(r[4:])
+		term := string(w.str[off : off+n])
+		p, cnt := int(le.Uint32(r[8:])), int(le.Uint32(r[12:]))
+		for k := p; k < p+cnt; k++ {
+			t := &out[le.Uint16(w.post[2*k:])]
+			t.terms = append(t.terms, term) // the terms are sorted: so is each turn's list
+		}
+	}
+	return out
+}
+
 // encodeWindow writes turns (oldest first) as a window file.
-func encodeWindow(stamp ledger.WindowStamp, turns []ledger.WindowTurn) []byte {
+func encodeWindow(stamp ledger.WindowStamp, turns []windowEntry) []byte {
 	turns = turns[max(0, len(turns)-maxWindowTurns):]
 	var str bytes.Buffer
 	addStr := func(s string) (uint32, uint32) {
@@ -137,22 +178,16 @@ func encodeWindow(stamp ledger.WindowStamp, turns []ledger.WindowTurn) []byte {
 		return uint32(off), uint32(len(s))
 	}
 	holders := map[string][]uint16{}
-	var scratch []string
 	rec := make([]byte, 0, len(turns)*windowTurnLen)
 	for i, t := range turns {
 		so, sl := addStr(t.SessionID)
-		bo, bl := addStr(ItemBody(t.Text))
+		bo, bl := addStr(t.body)
 		rec = binary.LittleEndian.AppendUint64(rec, uint64(t.ID))
 		rec = binary.LittleEndian.AppendUint64(rec, uint64(t.At.UnixNano()))
 		for _, v := range []uint32{uint32(t.Generation), uint32(t.Turn), uint32(t.Chars), so, sl, bo, bl} {
 			rec = binary.LittleEndian.AppendUint32(rec, v)
 		}
-		scratch = scratch[:0]
-		for _, f := range []string{t.Text.Prompt, t.Text.Reply, t.Text.Commands, t.Text.Files} {
-			scratch = words.Terms(scratch, f)
-		}
-		slices.Sort(scratch)
-		for _, term := range slices.Compact(scratch) {
+		for _, term := range t.terms {
 			holders[term] = append(holders[term], uint16(i))
 		}
 	}
@@ -331,15 +366,34 @@ func LoadWindow(home, project string) *Window {
 }
 
 // ReadWindow reads project's window from the ledger and writes its file
-// (when CX_HOME can be written; the window is used either way). After
+// (when CX_HOME can be written; the window is used either way). Given the
+// window as it was (old, nil for none) and no index row removed since, it
+// reads only the turns added after it: a commit moves a window on at the
+// cost of its own turns, not of the project's latest thousand. After
 // writing, the stamp is read again: a forget that committed meanwhile
 // removed the files before this one was written, so this one goes too.
-func ReadWindow(ctx context.Context, db *ledger.DB, home, project string) (*Window, error) {
-	stamp, turns, err := db.RecallWindowTurns(ctx, project, WindowTurns)
+func ReadWindow(ctx context.Context, db *ledger.DB, home, project string, old *Window) (*Window, error) {
+	var after int64
+	if old != nil {
+		after = old.stamp.Last
+	}
+	stamp, turns, err := db.RecallWindowTurns(ctx, project, after, WindowTurns)
+	var entries []windowEntry
+	switch {
+	case err != nil:
+	case old == nil:
+	case stamp.Epoch == old.stamp.Epoch && stamp.Last >= old.stamp.Last:
+		entries = old.entries()
+	default: // rows removed since (a session forgotten, a generation indexed again)
+		stamp, turns, err = db.RecallWindowTurns(ctx, project, 0, WindowTurns)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read recall window: %w", err)
 	}
-	data := encodeWindow(stamp, turns)
+	for _, t := range turns {
+		entries = append(entries, entryOf(t))
+	}
+	data := encodeWindow(stamp, entries[max(0, len(entries)-WindowTurns):])
 	w, err := decodeWindow(data)
 	if err != nil {
 		return nil, fmt.Errorf("recall window: %w", err)
@@ -400,7 +454,11 @@ const (
 // WindowOf is the window of turns (oldest first) as its file would hold
 // it, without a file (tests and benchmarks).
 func WindowOf(stamp ledger.WindowStamp, turns []ledger.WindowTurn) (*Window, error) {
-	return decodeWindow(encodeWindow(stamp, turns))
+	entries := make([]windowEntry, len(turns))
+	for i, t := range turns {
+		entries[i] = entryOf(t)
+	}
+	return decodeWindow(encodeWindow(stamp, entries))
 }
 
 // IndexOf is the window's index of the turn whose index row is id; -1

@@ -11,12 +11,12 @@ import (
 
 func windowOf(t *testing.T, turns ...string) []byte {
 	t.Helper()
-	var wt []ledger.WindowTurn
+	var wt []windowEntry
 	for i, text := range turns {
-		wt = append(wt, ledger.WindowTurn{
+		wt = append(wt, entryOf(ledger.WindowTurn{
 			RecallHit: ledger.RecallHit{ID: int64(10 + i), SessionID: "s" + string(rune('a'+i%2)), Generation: 1, Turn: i/2 + 1,
 				At: time.Date(2026, 1, 2, 10, i, 0, 0, time.UTC), Chars: len(text)},
-			Text: ledger.RecallText{Prompt: text, Reply: "ok"}})
+			Text: ledger.RecallText{Prompt: text, Reply: "ok"}}))
 	}
 	return encodeWindow(ledger.WindowStamp{Last: 42, Epoch: 3}, wt)
 }

@@ -269,7 +269,7 @@ func (p *Prepared) current(ctx context.Context, db *ledger.DB) error {
 		return err
 	}
 	if p.win == nil || p.win.Stamp() != stamp {
-		if p.win, err = recall.ReadWindow(ctx, db, p.home, p.project); err != nil {
+		if p.win, err = recall.ReadWindow(ctx, db, p.home, p.project, p.win); err != nil {
 			return err
 		}
 		p.hits = rank(p.win, p.terms, p.dates, p.r.Session, p.r.MinScore, p.near())

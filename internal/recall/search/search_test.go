@@ -272,7 +272,7 @@ func TestProjectSearchWeighsItsOwnWords(t *testing.T) {
 		rollout.Turn{Key: "m-k", User: "kestrel kestrel kestrel: the name of the service"})
 	archive(t, a, "mine", 1, proj, mine)
 	archive(t, a, "theirs", 1, other, theirs)
-	if _, err := recall.ReadWindow(ctx, a.db, home, a.projects.Of(proj)); err != nil { // as the index's upkeep keeps it
+	if _, err := recall.ReadWindow(ctx, a.db, home, a.projects.Of(proj), nil); err != nil { // as the index's upkeep keeps it
 		t.Fatal(err)
 	}
 	hits, err := a.Search(ctx, Query{Text: "kestrel ingest", Project: proj, Limit: 1})
@@ -303,7 +303,7 @@ func TestProjectSearchWeighsThePassage(t *testing.T) {
 			{Key: fmt.Sprint("o", i, "b"), User: fmt.Sprintf("we cooked soup and read books, evening %d", i)},
 		})
 	}
-	if _, err := recall.ReadWindow(ctx, a.db, home, a.projects.Of(proj)); err != nil {
+	if _, err := recall.ReadWindow(ctx, a.db, home, a.projects.Of(proj), nil); err != nil {
 		t.Fatal(err)
 	}
 	pq, err := recall.ParseQuestion("what was the weather like on the hiking trip?")
