@@ -28,6 +28,16 @@ func turnsOf(sid string, n int, day int) []rollout.Turn {
 	return turns
 }
 
+// projectLedger is a ledger under a new CX_HOME, its projects, and a
+// project's directory and id.
+func projectLedger(tb testing.TB) (db *ledger.DB, home string, projects *recall.Projects, dir, id string) {
+	tb.Helper()
+	db, home = recalltest.Ledger(tb)
+	projects = recall.NewProjects(home)
+	dir = tb.TempDir()
+	return db, home, projects, dir, projects.Of(dir)
+}
+
 // TestWindowMovesOnByTheTurnsAdded: a window brought up to date from the
 // one before it (the turns added since read, not the project's latest
 // thousand) is the file a whole read makes, byte for byte — past the
@@ -35,11 +45,8 @@ func turnsOf(sid string, n int, day int) []rollout.Turn {
 // removed (a generation indexed again, a session forgotten) it is read
 // whole again, holding nothing removed.
 func TestWindowMovesOnByTheTurnsAdded(t *testing.T) {
-	db, home := recalltest.Ledger(t)
-	projects := recall.NewProjects(home)
+	db, home, projects, proj, id := projectLedger(t)
 	ctx := context.Background()
-	proj := t.TempDir()
-	id := projects.Of(proj)
 	path := recall.WindowPath(home, id)
 	read := func(old *recall.Window) (*recall.Window, []byte) {
 		t.Helper()
@@ -105,11 +112,8 @@ func TestWindowMovesOnByTheTurnsAdded(t *testing.T) {
 // one session added: read whole, as before, and moved on from the one
 // before it.
 func BenchmarkWindowAfterCommit(b *testing.B) {
-	db, home := recalltest.Ledger(b)
-	projects := recall.NewProjects(home)
+	db, home, projects, proj, id := projectLedger(b)
 	ctx := context.Background()
-	proj := b.TempDir()
-	id := projects.Of(proj)
 	recalltest.Archive(b, db, projects, "s0", 1, proj, turnsOf("s0", recall.WindowTurns, 2))
 	old, err := recall.ReadWindow(ctx, db, home, id, nil)
 	if err != nil {
