@@ -13,7 +13,7 @@ import (
 const Mask = "[REDACTED]"
 
 type rule struct {
-	re   *regexp.Regexp
+	re   func() *regexp.Regexp // compiled at its first scan
 	repl string
 	// hints: every match contains one of these (lower case, looked up in
 	// the lower-cased text). A text with none of them skips the rule's
@@ -21,30 +21,38 @@ type rule struct {
 	hints []string
 }
 
-// rules are compiled on first use: cx's hook runs on every turn, and most
-// of its invocations never redact anything.
+// rules are made on first use, and each rule's expression compiled at its
+// first scan: cx's hook runs on every turn, most of its invocations never
+// redact anything, and most text (a log line) holds no rule's hints — so a
+// process compiles the expressions of the rules its text calls for, not
+// all fourteen.
 var rules = sync.OnceValue(func() []rule {
 	return []rule{
 		// Private key blocks (PEM), whole.
-		{regexp.MustCompile(`(?s)-----BEGIN ((?:RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY(?: BLOCK)?)-----.*?-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----`), "-----BEGIN $1-----" + Mask + "-----END $1-----", []string{"-----begin "}},
+		{lazy(`(?s)-----BEGIN ((?:RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY(?: BLOCK)?)-----.*?-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----`), "-----BEGIN $1-----" + Mask + "-----END $1-----", []string{"-----begin "}},
 		// Authorization / auth-ish headers.
-		{regexp.MustCompile(`(?im)\b((?:proxy-)?authorization|x-api-key|api-key|x-auth-token|cookie)(\s*:\s*)(?:(bearer|basic|token|bot)\s+)?[^\s"'\r\n,;]+`), "$1$2$3 " + Mask, []string{"authorization", "api-key", "x-auth-token", "cookie"}},
+		{lazy(`(?im)\b((?:proxy-)?authorization|x-api-key|api-key|x-auth-token|cookie)(\s*:\s*)(?:(bearer|basic|token|bot)\s+)?[^\s"'\r\n,;]+`), "$1$2$3 " + Mask, []string{"authorization", "api-key", "x-auth-token", "cookie"}},
 		// Provider tokens with recognisable shapes.
-		{regexp.MustCompile(`\bsk-(?:proj-|ant-(?:api\d\d-)?|live_|test_)?[A-Za-z0-9_\-]{16,}`), Mask, []string{"sk-"}},              // OpenAI, Anthropic, Stripe-like
-		{regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}\b`), Mask, []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}}, // GitHub
-		{regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{40,}\b`), Mask, []string{"github_pat_"}},                                      // GitHub fine-grained
-		{regexp.MustCompile(`\bglpat-[A-Za-z0-9_\-]{20,}\b`), Mask, []string{"glpat-"}},                                              // GitLab
-		{regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}\b`), Mask, []string{"xox"}},                                             // Slack
-		{regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), Mask, []string{"akia", "asia"}},                                        // AWS access key id
-		{regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}\b`), Mask, []string{"aiza"}},                                                   // Google API key
-		{regexp.MustCompile(`\bhf_[A-Za-z0-9]{30,}\b`), Mask, []string{"hf_"}},                                                       // Hugging Face
-		{regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36}\b`), Mask, []string{"npm_"}},                                                      // npm
-		{regexp.MustCompile(`\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{20,}\b`), Mask, []string{"_live_", "_test_"}},                  // Stripe
-		{regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\b`), Mask, []string{"eyj"}},       // JWT
+		{lazy(`\bsk-(?:proj-|ant-(?:api\d\d-)?|live_|test_)?[A-Za-z0-9_\-]{16,}`), Mask, []string{"sk-"}},              // OpenAI, Anthropic, Stripe-like
+		{lazy(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}\b`), Mask, []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}}, // GitHub
+		{lazy(`\bgithub_pat_[A-Za-z0-9_]{40,}\b`), Mask, []string{"github_pat_"}},                                      // GitHub fine-grained
+		{lazy(`\bglpat-[A-Za-z0-9_\-]{20,}\b`), Mask, []string{"glpat-"}},                                              // GitLab
+		{lazy(`\bxox[abposr]-[A-Za-z0-9-]{10,}\b`), Mask, []string{"xox"}},                                             // Slack
+		{lazy(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), Mask, []string{"akia", "asia"}},                                        // AWS access key id
+		{lazy(`\bAIza[0-9A-Za-z_\-]{35}\b`), Mask, []string{"aiza"}},                                                   // Google API key
+		{lazy(`\bhf_[A-Za-z0-9]{30,}\b`), Mask, []string{"hf_"}},                                                       // Hugging Face
+		{lazy(`\bnpm_[A-Za-z0-9]{36}\b`), Mask, []string{"npm_"}},                                                      // npm
+		{lazy(`\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{20,}\b`), Mask, []string{"_live_", "_test_"}},                  // Stripe
+		{lazy(`\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\b`), Mask, []string{"eyj"}},       // JWT
 		// Credentials inside URLs: scheme://user:password@host
-		{regexp.MustCompile(`\b([a-z][a-z0-9+.\-]*://[^\s:/@]+:)[^\s@/]{3,}@`), "${1}" + Mask + "@", []string{"://"}},
+		{lazy(`\b([a-z][a-z0-9+.\-]*://[^\s:/@]+:)[^\s@/]{3,}@`), "${1}" + Mask + "@", []string{"://"}},
 	}
 })
+
+// lazy compiles expr at its first use.
+func lazy(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 // Secret-looking assignment: NAME=value or NAME: value where NAME says it is
 // secret (…KEY, …TOKEN, …SECRET, …PASSWORD, …PASSWD, …CREDENTIALS, …AUTH).
@@ -81,7 +89,7 @@ func redact(s string, hinted bool) string {
 	}
 	for _, r := range rules() {
 		if applies(r.hints) {
-			s = r.re.ReplaceAllString(s, r.repl)
+			s = r.re().ReplaceAllString(s, r.repl)
 		}
 	}
 	if !applies(assignHints) {
