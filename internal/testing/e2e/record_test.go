@@ -194,7 +194,10 @@ func (tu *TUI) SetGoalAndPause() {
 	tu.h.T.Helper()
 	tu.WaitReady()
 	tu.Type(goalPausePrompt)
-	tu.WaitText("esc to interrupt", 60*time.Second)
+	// The goal is made by the turn's first tool call: an Esc before Codex
+	// ran it interrupts a turn with no goal to pause (seen under load).
+	tu.WaitText("Pursuing goal", 60*time.Second)
+	tu.WaitText("esc to interrupt", 30*time.Second)
 	tu.Keys("Escape")
 	tu.WaitText("paused", 30*time.Second)
 	tu.WaitReady()
