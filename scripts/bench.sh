@@ -32,8 +32,9 @@ CX_BENCH_ROUNDS="${ROUNDS:-5}" go test -run '^$' -bench 'HookHistory' -benchtime
 # Many sessions at once, Codex started without cx (hooks only) and under cx (a run each): 1, 4
 # and 16 sessions on one CX_HOME, hooks as processes (hooks/s, p50, p99, max, CPU a hook with the
 # hook host's share, the machine's CPU a hook), beside BASE's cx in the same run; every session
-# must be committed once with its turns.
-go test -run '^$' -bench 'SessionsAtOnce' -benchtime 1x -timeout 30m -v ./lifecycle
+# must be committed once with its turns. Each row pools 5 rounds (its p99 over 5×192 hooks at 16:
+# one round's is its second slowest hook).
+CX_BENCH_ROUNDS="${SESSION_ROUNDS:-5}" go test -run '^$' -bench 'SessionsAtOnce' -benchtime 1x -timeout 30m -v ./lifecycle
 # The third way: one `cx app-server` with 16 threads at once on real Codex and the mock model
 # (hooks/s, p50, p99, max, CPU a hook, the app-server cx's CPU beside its Codex's), beside BASE.
 CX_BENCH_APPSERVER=1 go test -count=1 -run '^TestBenchAppServerThreads$' -timeout 30m -v ./internal/testing/e2e
