@@ -35,7 +35,9 @@ import (
 // runs each row k times, the builds alternated, and pools their hooks: one
 // round's p99 is its second slowest hook of 192, as noisy as a max (two
 // rounds of one build were seen 224 and 502 ms apart); pooled, it is the
-// 1% of k×192.
+// 1% of k×192. The CX_HOME is one cx has run in before (its ledger made,
+// Codex's version probed), where sessions run after the first;
+// CX_BENCH_FRESH=1 makes it a new one, the first sessions ever.
 func BenchmarkSessionsAtOnce(b *testing.B) {
 	levels := []int{1, 4, 16}
 	if s := os.Getenv("CX_BENCH_SESSIONS"); s != "" {
@@ -48,6 +50,7 @@ func BenchmarkSessionsAtOnce(b *testing.B) {
 			levels = append(levels, n)
 		}
 	}
+	fresh := os.Getenv("CX_BENCH_FRESH") == "1"
 	rounds := 1
 	if s := os.Getenv("CX_BENCH_ROUNDS"); s != "" {
 		k, err := strconv.Atoi(s)
@@ -60,27 +63,48 @@ func BenchmarkSessionsAtOnce(b *testing.B) {
 	if base := os.Getenv("CX_BENCH_BASELINE_CX"); base != "" {
 		builds = append(builds, struct{ name, cx string }{"BASE", base})
 	}
-	var report strings.Builder
-	for _, under := range []bool{false, true} {
-		way := "Codex started without cx (hooks only)"
-		if under {
-			way = "Codex under cx (a cx run each)"
-		}
-		fmt.Fprintf(&report, "\n%s, hooks as processes, one CX_HOME:", way)
-		fmt.Fprintf(&report, "\n%-10s %-9s %8s %9s %9s %9s %10s %10s %10s", "sessions", "build", "hooks/s", "p50 ms", "p99 ms", "max ms", "CPU/hook", "host/hook", "all/hook")
-		for _, n := range levels {
-			pooled := make([]hookRuns, len(builds))
-			for round := 0; round < rounds; round++ {
+	// Rounds outermost: every row samples the same stretch of the
+	// machine's time (its speed drifts by half between stretches), so the
+	// rows, the two ways included, compare within a run.
+	ways := []bool{false, true}
+	type row struct {
+		under bool
+		n     int
+		build int
+	}
+	pooled := map[row]*hookRuns{}
+	for round := 0; round < rounds; round++ {
+		for _, under := range ways {
+			for _, n := range levels {
 				for k := range builds {
 					i := k
 					if round%2 == 1 {
 						i = len(builds) - 1 - k // each build first as often: the one after meets what the one before left
 					}
-					pooled[i].add(sessionsAtOnce(b, n, builds[i].cx, under, nil))
+					r := row{under, n, i}
+					if pooled[r] == nil {
+						pooled[r] = &hookRuns{}
+					}
+					pooled[r].add(sessionsAtOnce(b, n, builds[i].cx, under, fresh, nil))
 				}
 			}
+		}
+	}
+	var report strings.Builder
+	for _, under := range ways {
+		way := "Codex started without cx (hooks only)"
+		if under {
+			way = "Codex under cx (a cx run each)"
+		}
+		home := "one CX_HOME cx has run in before"
+		if fresh {
+			home = "one new CX_HOME"
+		}
+		fmt.Fprintf(&report, "\n%s, hooks as processes, %s:", way, home)
+		fmt.Fprintf(&report, "\n%-10s %-9s %8s %9s %9s %9s %10s %10s %10s", "sessions", "build", "hooks/s", "p50 ms", "p99 ms", "max ms", "CPU/hook", "host/hook", "all/hook")
+		for _, n := range levels {
 			for i, build := range builds {
-				r := pooled[i].figures()
+				r := pooled[row{under, n, i}].figures()
 				fmt.Fprintf(&report, "\n%-10d %-9s %8.0f %9.1f %9.1f %9.1f %7.1f ms %7.1f ms %7.1f ms", n, build.name, r.rate, r.p50, r.p99, r.max, r.cpu, r.host, r.all)
 				if build.cx == "" && !under {
 					b.ReportMetric(r.p99, fmt.Sprintf("p99-ms-%d", n))
@@ -129,9 +153,10 @@ func (h hookRuns) figures() atOnce {
 
 // sessionsAtOnce runs n sessions at once with cx (the build under test, or
 // the one at path) — under a cx run each when under, else Codex alone with
-// cx's hooks — and during beside them when not nil, and checks each was
-// committed once with its turns.
-func sessionsAtOnce(b testing.TB, n int, cx string, under bool, during func(e *env)) hookRuns {
+// cx's hooks — on a new CX_HOME when fresh (else one cx has run in), and
+// during beside them when not nil, and checks each was committed once
+// with its turns.
+func sessionsAtOnce(b testing.TB, n int, cx string, under, fresh bool, during func(e *env)) hookRuns {
 	b.Helper()
 	e := newEnv(b)
 	if cx != "" {
@@ -141,6 +166,17 @@ func sessionsAtOnce(b testing.TB, n int, cx string, under bool, during func(e *e
 	logs := b.TempDir()
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
+	if !fresh {
+		// A CX_HOME cx has run in before, as every one is after its first
+		// session: its ledger made, Codex's version probed and kept. A
+		// fresh one has each of the first runs at once probe Codex (a
+		// process of its own) and make the ledger side by side.
+		for _, args := range [][]string{{"version"}, {"sweep"}} {
+			if out, code := e.ctl(args...); code != 0 {
+				b.Fatalf("ctl %v: exit %d: %s", args, code, out)
+			}
+		}
+	}
 	busy0 := machineBusy(b)
 	start := time.Now()
 	if during != nil {
@@ -313,7 +349,7 @@ func TestSessionsAtOnceHostKilled(t *testing.T) {
 	for _, under := range []bool{false, true} {
 		t.Run(map[bool]string{false: "hooks only", true: "under cx"}[under], func(t *testing.T) {
 			killed := make(chan string, 1)
-			sessionsAtOnce(t, 8, "", under, func(e *env) {
+			sessionsAtOnce(t, 8, "", under, true, func(e *env) {
 				deadline := time.Now().Add(30 * time.Second)
 				for time.Now().Before(deadline) {
 					data, _ := os.ReadFile(filepath.Join(e.cxHome, "logs", "hook-events.jsonl"))
