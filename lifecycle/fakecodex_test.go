@@ -38,13 +38,16 @@ import (
 //	exit N                exit with status N
 //	die SIG               die of signal SIG (a number)
 //
+// FAKE_NO_LOCKS=1 plays 0.128: it says it is 0.128.0 and keeps no writer
+// locks.
+//
 // FAKE_HOOK_LOG names a file each hook run appends "EVENT WALL_µs CPU_µs"
 // to (the hook's process, start to answer; its user + system time).
 func fakeCodexMain() int {
 	for _, a := range os.Args[1:] {
 		switch a {
 		case "--version":
-			fmt.Println("codex-cli 0.999.0")
+			fmt.Println("codex-cli " + fakeVersion())
 			return 0
 		case "--help":
 			fmt.Println("Commands:\n  exec  Run\n  resume  Resume\n\nOptions:\n  -c, --config <key=value>\n          x\n  -h, --help\n          Print help")
@@ -113,12 +116,22 @@ func rec(typ string, payload map[string]any) map[string]any {
 	return map[string]any{"type": typ, "payload": payload}
 }
 
+// fakeVersion is the version the fake says it is.
+func fakeVersion() string {
+	if os.Getenv("FAKE_NO_LOCKS") == "1" {
+		return "0.128.0"
+	}
+	return "0.999.0"
+}
+
 func (f *fake) step(fs []string) (int, bool) {
 	switch fs[0] {
 	case "start":
 		id := fs[1]
 		dir := filepath.Join(f.home, "thread-writer-locks")
-		_ = os.MkdirAll(dir, 0o700)
+		if os.Getenv("FAKE_NO_LOCKS") != "1" {
+			_ = os.MkdirAll(dir, 0o700)
+		}
 		lock, err := os.OpenFile(filepath.Join(dir, id+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
 		if err == nil {
 			_ = syscall.Flock(int(lock.Fd()), syscall.LOCK_EX)
@@ -126,7 +139,7 @@ func (f *fake) step(fs []string) (int, bool) {
 		}
 		if _, err := os.Stat(f.rollout(id)); err != nil {
 			cwd, _ := os.Getwd()
-			f.write(id, rec("session_meta", map[string]any{"id": id, "timestamp": time.Now().UTC().Format(time.RFC3339Nano), "cwd": cwd, "originator": "fake", "cli_version": "0.999.0"}))
+			f.write(id, rec("session_meta", map[string]any{"id": id, "timestamp": time.Now().UTC().Format(time.RFC3339Nano), "cwd": cwd, "originator": "fake", "cli_version": fakeVersion()}))
 		}
 	case "hook":
 		src := ""

@@ -1397,3 +1397,33 @@ func TestRunlessSessionOfTheRunEndedAtExit(t *testing.T) {
 		t.Fatalf("no run took it: %+v", st)
 	}
 }
+
+// A run that ends while another run's Codex of the same home runs leaves
+// that Codex's thread to its own run, though nothing on disk says whose it
+// is (0.128 keeps no writer lock; a quick exec logs no thread rows): `cx
+// exec` × 16, 4 at once, ended a sibling's live thread as its own.
+func TestExitLeavesASiblingsThread(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// No hooks and no discovery (a run too quick to look): only the exits
+	// can learn the thread.
+	first := e.cxCmd("quiet on; sleep 1500; exit 0", "CX_TEST_PANIC_AT=discover", "FAKE_TODAY=1", "FAKE_NO_LOCKS=1")
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	second := e.cxCmd("quiet on; start $V7; turn $V7 the second one; sleep 3000; exit 0", "CX_TEST_PANIC_AT=discover", "FAKE_TODAY=1", "FAKE_NO_LOCKS=1")
+	if err := second.Start(); err != nil {
+		t.Fatal(err)
+	}
+	id := codex.RolloutID(filepath.Base(e.oneRollout()))
+	if err := runWait(first, 30*time.Second); err != nil {
+		t.Fatalf("first cx: %v", err)
+	}
+	if st, ok := e.sessions()[id]; ok && st.Status != "live" {
+		t.Fatalf("the first run's exit took the second's live thread: %+v", st)
+	}
+	if err := runWait(second, 30*time.Second); err != nil {
+		t.Fatalf("second cx: %v", err)
+	}
+	e.want(id, "committed", "exit", 1, 1)
+}

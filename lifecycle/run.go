@@ -14,6 +14,7 @@ import (
 	"cx/internal/ledger"
 	"cx/internal/proc"
 	"cx/internal/redact"
+	"cx/internal/rollout"
 	"cx/internal/testpoint"
 )
 
@@ -259,10 +260,53 @@ func (r *Run) learn(ctx context.Context, found map[string]string) bool {
 // a busy machine, a fresh Codex home whose folders did not exist yet — and
 // Codex 0.169 deletes a thread's lock file at exit and logs no thread rows.
 // See codex.OwnThreads; the ledger must not know them either.
+//
+// A thread born while another run's Codex of the same home runs (or is
+// about to) is left to that run: Codex 0.128 keeps no writer lock, and a
+// quick `cx exec` logs no thread rows, so nothing on disk tells whose a
+// thread is, and a run that ended beside a sibling ended the sibling's
+// live thread as its own (`cx exec` × 16, 4 at once: 1 in ~30). Its own
+// run learns it (its hooks, its discovery, its exit); a thread no run
+// learns is the sweep's.
 func (r *Run) writtenUnseen(ctx context.Context, pid int) map[string]string {
+	siblings := r.siblings(ctx)
 	return codex.OwnThreads(r.info.CodexHome, pid, r.started, r.info.CodexDir(), r.logs, func(id string) bool {
-		return r.known[id] || r.m.taken(ctx, id)
+		return r.known[id] || r.m.taken(ctx, id) || siblingMayHold(siblings, id)
 	})
+}
+
+// siblings are the other open runs of this run's Codex home whose Codex
+// runs, or has not been recorded yet while their cx runs.
+func (r *Run) siblings(ctx context.Context) []ledger.Run {
+	runs, err := r.m.db.Runs(ctx, true)
+	if err != nil {
+		return nil
+	}
+	var out []ledger.Run
+	for _, o := range runs {
+		if o.ID == r.info.ID || o.CodexHome != r.info.CodexHome {
+			continue
+		}
+		if (o.CodexPID != 0 && proc.Alive(o.CodexPID, o.CodexStart)) || (o.CodexPID == 0 && proc.Alive(o.PID, o.PIDStart)) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// siblingMayHold reports whether thread id was born after a sibling's
+// Codex started, so that it may be that Codex's.
+func siblingMayHold(siblings []ledger.Run, id string) bool {
+	born, ok := rollout.IDTime(id)
+	if !ok {
+		return false
+	}
+	for _, o := range siblings {
+		if !born.Before(o.StartedAt.Add(-time.Second)) {
+			return true
+		}
+	}
+	return false
 }
 
 // CodexDir is the directory Codex runs in, "" when it cannot be known
