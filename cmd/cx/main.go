@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 
 	"cx/internal/tty"
 	"cx/wrapper"
@@ -28,6 +29,14 @@ func main() {
 		// cx as the session leader of Codex's PTY (job control): nothing of
 		// cx's own runs here.
 		os.Exit(wrapper.LeaderMain(os.Args[1:]))
+	}
+	if _, set := os.LookupEnv("GOMAXPROCS"); !set && (len(os.Args) < 2 || os.Args[1] != "ctl") {
+		// A run's cx (and an MCP server) mostly waits on Codex, woken by
+		// I/O and timers: with one P the scheduler does not spin looking
+		// for work between wake-ups (a run's wrapper CPU -12%,
+		// TestBenchExecRuns). `cx ctl` (the hook host among them) keeps
+		// every core.
+		runtime.GOMAXPROCS(1)
 	}
 	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.LookupEnv}
 	os.Exit(a.main(context.Background(), os.Args[1:]))

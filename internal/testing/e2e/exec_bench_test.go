@@ -40,7 +40,7 @@ func TestBenchExecRuns(t *testing.T) {
 		for round := 0; round < rounds; round++ {
 			for i := range builds {
 				b := builds[(i+round)%len(builds)]
-				c := execRuns(t, in, b.cx, runs, at)
+				c := execRuns(t, in, b.name, b.cx, runs, at)
 				per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(runs) }
 				cx := c.wrapper + c.hookCPU + c.sweepCPU + c.mcpCPU
 				codex := c.codex - c.hookCPU - c.mcpCPU
@@ -58,10 +58,10 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// execRuns runs n `cx exec` (this build's, or the one at cx), at at once,
+// execRuns runs n `cx exec` (this build's, or the one at cx, named name), at at once,
 // in one fresh environment, waits for its hook host to leave, and reads
 // the CPU cx's lines report.
-func execRuns(t *testing.T, in codextest.Install, cx string, n, at int) cpuSplit {
+func execRuns(t *testing.T, in codextest.Install, name, cx string, n, at int) cpuSplit {
 	t.Helper()
 	h := New(t, in, Options{NoHooks: true})
 	if cx != "" {
@@ -91,6 +91,10 @@ func execRuns(t *testing.T, in codextest.Install, cx string, n, at int) cpuSplit
 	if c.runs != n {
 		t.Errorf("%d runs logged their CPU, want %d", c.runs, n)
 	}
+	failed := t.Failed()
 	committedOnce(t, h)
+	if t.Failed() && !failed {
+		t.Logf("(that was %s's round)", name)
+	}
 	return c
 }
