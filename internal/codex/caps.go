@@ -199,7 +199,7 @@ func (c Cache) Lookup(ctx context.Context, b Binary) (Caps, error) {
 	}
 	f.Entries[id] = caps
 	if data, err := json.MarshalIndent(f, "", "  "); err == nil {
-		_ = fsutil.WriteAtomic(c.Path, data, 0o600)
+		_ = fsutil.WriteReplace(c.Path, data, 0o600)
 	}
 	return caps, nil
 }

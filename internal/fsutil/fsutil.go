@@ -1,4 +1,5 @@
-// Package fsutil holds the one atomic file write every writer of cx uses,
+// Package fsutil holds the atomic file writes every writer of cx uses
+// (durable, and for caches without the syncs),
 // the one file lock (Lock, LockContext, Held) for every lock cx takes, and
 // Full, which tells a full disk behind a write's error.
 package fsutil
@@ -19,6 +20,19 @@ var sync = func(f *os.File) error { return f.Sync() }
 // user's hooks.json and config.toml are written this way). An existing
 // file keeps its permissions; a new one gets mode.
 func WriteAtomic(path string, data []byte, mode os.FileMode) error {
+	return replace(path, data, mode, true)
+}
+
+// WriteReplace replaces path as WriteAtomic does — a reader sees the old
+// bytes or the new ones — but syncs nothing: for a cache cx can make
+// again (a recall window, Codex's probed capabilities), whose loss in a
+// power cut costs a rebuild, while two fsyncs cost every write of it the
+// journal's CPU (a fifth of the hook host's file work).
+func WriteReplace(path string, data []byte, mode os.FileMode) error {
+	return replace(path, data, mode, false)
+}
+
+func replace(path string, data []byte, mode os.FileMode, durable bool) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -39,15 +53,20 @@ func WriteAtomic(path string, data []byte, mode os.FileMode) error {
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := sync(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: sync: %w", path, err)
+	if durable {
+		if err := sync(tmp); err != nil {
+			tmp.Close()
+			return fmt.Errorf("write %s: sync: %w", path, err)
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if !durable {
+		return nil
 	}
 	d, err := os.Open(dir)
 	if err != nil {

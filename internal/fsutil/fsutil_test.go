@@ -83,3 +83,27 @@ func TestLock(t *testing.T) {
 		t.Fatal("Held = true for a path that cannot be opened")
 	}
 }
+
+// A cache's write replaces the file whole and syncs nothing.
+func TestWriteReplaceSyncsNothing(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.window")
+	if err := os.WriteFile(path, []byte("old"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	orig := sync
+	synced := 0
+	sync = func(f *os.File) error { synced++; return orig(f) }
+	defer func() { sync = orig }()
+	if err := WriteReplace(path, []byte("new"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	fi, _ := os.Stat(path)
+	if string(b) != "new" || fi.Mode().Perm() != 0o640 || synced != 0 {
+		t.Fatalf("content %q mode %v, %d syncs", b, fi.Mode().Perm(), synced)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".x.window.tmp-*")); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+}

@@ -402,7 +402,7 @@ func ReadWindow(ctx context.Context, db *ledger.DB, home, project string, old *W
 	if stamp.Last == 0 {
 		return w, nil // no turn: nothing worth a file (and a ledger not there yet is not written beside)
 	}
-	if os.MkdirAll(filepath.Dir(path), 0o700) == nil && fsutil.WriteAtomic(path, data, 0o600) == nil {
+	if os.MkdirAll(filepath.Dir(path), 0o700) == nil && fsutil.WriteReplace(path, data, 0o600) == nil {
 		if now, err := db.RecallWindowStamp(ctx, project); err != nil || now.Epoch != stamp.Epoch {
 			os.Remove(path)
 		}
