@@ -457,22 +457,30 @@ func (m *Manager) attribute(ctx context.Context, runID string, ppid int) (ledger
 	if run.EndedAt != nil {
 		return ledger.Run{}, false
 	}
-	chain := proc.Ancestors(ppid, 6)
-	for i, st := range chain {
-		if codex.IsHookShell(st.Comm) {
+	// The chain past the hook's shells: Codex, then (while the run has
+	// not recorded Codex) the two above it.
+	var chain []proc.Stat
+	for st := range proc.Ancestors(ppid, 6) {
+		if len(chain) == 0 && codex.IsHookShell(st.Comm) {
 			continue
 		}
-		if run.CodexPID != 0 {
-			return run, st.PID == run.CodexPID && (run.CodexStart == 0 || st.StartTime == run.CodexStart)
+		chain = append(chain, st)
+		if run.CodexPID != 0 || len(chain) == 3 {
+			break
 		}
-		isRun := func(p proc.Stat) bool { return p.PID == run.PID && p.StartTime == run.PIDStart }
-		up := chain[i+1:]
-		if len(up) > 1 && up[0].Comm == up[1].Comm {
-			up = up[1:] // the session leader, a copy of cx (a nested Codex's parent is a Codex)
-		}
-		return run, len(up) > 0 && isRun(up[0])
 	}
-	return ledger.Run{}, false
+	if len(chain) == 0 {
+		return ledger.Run{}, false
+	}
+	if st := chain[0]; run.CodexPID != 0 {
+		return run, st.PID == run.CodexPID && (run.CodexStart == 0 || st.StartTime == run.CodexStart)
+	}
+	isRun := func(p proc.Stat) bool { return p.PID == run.PID && p.StartTime == run.PIDStart }
+	up := chain[1:]
+	if len(up) > 1 && up[0].Comm == up[1].Comm {
+		up = up[1:] // the session leader, a copy of cx (a nested Codex's parent is a Codex)
+	}
+	return run, len(up) > 0 && isRun(up[0])
 }
 
 // codexHome is Codex's home for sessions whose run does not say.

@@ -32,7 +32,7 @@ func HookProcess(ppid int) Process {
 	if ppid <= 1 {
 		return Process{}
 	}
-	for _, st := range proc.Ancestors(ppid, 6) {
+	for st := range proc.Ancestors(ppid, 6) {
 		if IsHookShell(st.Comm) {
 			continue
 		}

@@ -11,6 +11,7 @@ package proc
 
 import (
 	"fmt"
+	"iter"
 	"os"
 	"os/exec"
 	"strconv"
@@ -91,18 +92,19 @@ func StartTime(pid int) uint64 {
 	return st.StartTime
 }
 
-// Ancestors returns pid's parent chain, nearest first, up to n processes.
-func Ancestors(pid, n int) []Stat {
-	var out []Stat
-	for i := 0; i < n && pid > 1; i++ {
-		st, err := ReadStat(pid)
-		if err != nil {
-			break
+// Ancestors yields pid's parent chain, nearest first, up to n processes,
+// each read only when the loop asks for it: a hook's Codex is its shell's
+// parent, two reads of n (the hook host reads a chain for every hook).
+func Ancestors(pid, n int) iter.Seq[Stat] {
+	return func(yield func(Stat) bool) {
+		for i := 0; i < n && pid > 1; i++ {
+			st, err := ReadStat(pid)
+			if err != nil || !yield(st) {
+				return
+			}
+			pid = st.PPID
 		}
-		out = append(out, st)
-		pid = st.PPID
 	}
-	return out
 }
 
 // StartDetached starts cx itself with args in a session of its own (it

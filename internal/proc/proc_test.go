@@ -3,6 +3,7 @@ package proc
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"testing"
 	"time"
 )
@@ -34,7 +35,7 @@ func TestSelfAndChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	anc := Ancestors(cmd.Process.Pid, 2)
+	anc := slices.Collect(Ancestors(cmd.Process.Pid, 2))
 	if len(anc) != 2 || anc[1].PID != me || anc[0].Comm != "sleep" {
 		t.Fatalf("ancestors %+v", anc)
 	}
