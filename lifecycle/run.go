@@ -35,6 +35,9 @@ type RunInfo struct {
 	// Started is when cx began launching Codex (zero: when the run is
 	// recorded); threads created since are candidates for this run.
 	Started time.Time
+	// Attributed, if not nil, is called once Codex's pid is in the run's
+	// row: from then on no hook of this Codex waits on this process.
+	Attributed func()
 }
 
 // ModeAppServer marks a run of `codex app-server`.
@@ -154,9 +157,20 @@ func (r *Run) ChildStarted(pid int) {
 		}
 		ctx := context.Background()
 		recorded := r.withCodex || r.recordCodex(ctx, pid, start)
+		if recorded {
+			r.attributed()
+		}
 		testpoint.Panic("discover")
 		r.discoverLoop(ctx, pid, start, recorded)
 	}()
+}
+
+// attributed tells the run's owner that Codex is recorded (once: a
+// discovery loop records it once).
+func (r *Run) attributed() {
+	if r.info.Attributed != nil {
+		r.info.Attributed()
+	}
 }
 
 // recordCodex writes Codex's pid and start time into the run: hooks are
@@ -201,7 +215,9 @@ func (r *Run) discoverLoop(ctx context.Context, pid int, start uint64, recorded 
 	defer t.Stop()
 	for {
 		if !recorded {
-			recorded = r.recordCodex(ctx, pid, start)
+			if recorded = r.recordCodex(ctx, pid, start); recorded {
+				r.attributed()
+			}
 		}
 		if r.discover(ctx, pid, true) || !recorded {
 			every = fast

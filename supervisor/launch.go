@@ -31,6 +31,9 @@ type Launch struct {
 	Cwd                   string
 	// Errorf writes one line for the user ("cx: …" on stderr).
 	Errorf func(format string, args ...any)
+	// Attributed, if not nil, is called once Codex is recorded in the
+	// run (lifecycle.RunInfo.Attributed).
+	Attributed func()
 }
 
 // supervisorPIDVar marks the environment of the Codex cx starts with cx's
@@ -123,6 +126,7 @@ func RunCodex(ctx context.Context, l Launch) int {
 	sup := Supervise(ctx, cfg, lifecycle.RunInfo{
 		ID: runID, CodexHome: codex.Home(l.Getenv), CodexVersion: caps.Version,
 		Cwd: l.Cwd, CodexCwd: codex.Cwd(codexArgs, caps, l.Cwd), Args: codexArgs, Sinks: cfg.Sinks, Mode: mode,
+		Attributed: l.Attributed,
 	}, tap, l.Errorf)
 	// Codex's own recipe with cx's variables; cx's hooks always run for it.
 	spec.Env = codex.Env(os.Environ(), bin, []string{"CX_HOME=" + cfg.Home, supervisorPIDVar + "=" + strconv.Itoa(os.Getpid()), "CX_RUN_ID=" + runID}, "CX_HOOKS_OFF")
