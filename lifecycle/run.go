@@ -285,44 +285,28 @@ func (r *Run) learn(ctx context.Context, found map[string]string) bool {
 // run learns it (its hooks, its discovery, its exit); a thread no run
 // learns is the sweep's.
 func (r *Run) writtenUnseen(ctx context.Context, pid int) map[string]string {
-	siblings := r.siblings(ctx)
+	siblingMayHold := r.siblingsBorn(ctx)
 	return codex.OwnThreads(r.info.CodexHome, pid, r.started, r.info.CodexDir(), r.logs, func(id string) bool {
-		return r.known[id] || r.m.taken(ctx, id) || siblingMayHold(siblings, id)
+		return r.known[id] || r.m.taken(ctx, id) || siblingMayHold(id)
 	})
 }
 
-// siblings are the other open runs of this run's Codex home whose Codex
-// runs, or has not been recorded yet while their cx runs.
-func (r *Run) siblings(ctx context.Context) []ledger.Run {
-	runs, err := r.m.db.Runs(ctx, true)
-	if err != nil {
-		return nil
-	}
-	var out []ledger.Run
+// siblingsBorn tells whether a thread was born after the start of another
+// open run of this Codex home whose Codex runs (or is not recorded yet
+// while its cx runs): that Codex's, maybe.
+func (r *Run) siblingsBorn(ctx context.Context) func(id string) bool {
+	runs, _ := r.m.db.Runs(ctx, true)
+	var since []time.Time
 	for _, o := range runs {
-		if o.ID == r.info.ID || o.CodexHome != r.info.CodexHome {
-			continue
-		}
-		if (o.CodexPID != 0 && proc.Alive(o.CodexPID, o.CodexStart)) || (o.CodexPID == 0 && proc.Alive(o.PID, o.PIDStart)) {
-			out = append(out, o)
+		live := (o.CodexPID != 0 && proc.Alive(o.CodexPID, o.CodexStart)) || (o.CodexPID == 0 && proc.Alive(o.PID, o.PIDStart))
+		if o.ID != r.info.ID && o.CodexHome == r.info.CodexHome && live {
+			since = append(since, o.StartedAt.Add(-time.Second))
 		}
 	}
-	return out
-}
-
-// siblingMayHold reports whether thread id was born after a sibling's
-// Codex started, so that it may be that Codex's.
-func siblingMayHold(siblings []ledger.Run, id string) bool {
-	born, ok := rollout.IDTime(id)
-	if !ok {
-		return false
+	return func(id string) bool {
+		born, ok := rollout.IDTime(id)
+		return ok && slices.ContainsFunc(since, func(t time.Time) bool { return !born.Before(t) })
 	}
-	for _, o := range siblings {
-		if !born.Before(o.StartedAt.Add(-time.Second)) {
-			return true
-		}
-	}
-	return false
 }
 
 // CodexDir is the directory Codex runs in, "" when it cannot be known
