@@ -196,7 +196,11 @@ func (tu *TUI) SetGoalAndPause() {
 	tu.Type(goalPausePrompt)
 	// The goal is made by the turn's first tool call: an Esc before Codex
 	// ran it interrupts a turn with no goal to pause (seen under load).
+	// Nor between that turn and the goal's own (its say comes after 30 s):
+	// an Esc at the idle composer there left no turn and nothing paused
+	// (under load, CI).
 	tu.WaitText("Pursuing goal", 60*time.Second)
+	tu.WaitText("Worked for", 30*time.Second)
 	tu.WaitText("esc to interrupt", 30*time.Second)
 	tu.Keys("Escape")
 	tu.WaitText("paused", 30*time.Second)
