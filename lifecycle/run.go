@@ -204,7 +204,7 @@ func (r *Run) recordCodex(ctx context.Context, pid int, start uint64) bool {
 func (r *Run) discoverLoop(ctx context.Context, pid int, start uint64, recorded bool) {
 	const fast = 500 * time.Millisecond
 	slow := 4 * time.Second
-	watch := codex.WatchThreads(r.info.CodexHome)
+	watch := codex.WatchThreads(r.info.CodexHome, codex.KeepsWriterLocks(r.info.CodexVersion))
 	defer watch.Close()
 	var wake <-chan struct{}
 	if watch != nil {

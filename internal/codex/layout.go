@@ -170,6 +170,12 @@ func ThreadLocked(home, id string) bool {
 // known to, so they are judged as the older ones: by the rollout's age.
 const writerLocksSince = "0.169.0"
 
+// KeepsWriterLocks reports whether Codex at version keeps a writer lock
+// per loaded thread.
+func KeepsWriterLocks(version string) bool {
+	return version != "" && CompareVersions(version, writerLocksSince) >= 0
+}
+
 // Liveness is whether a rollout may still be written to, and how that is
 // known.
 type Liveness struct {
@@ -193,7 +199,7 @@ func RolloutLiveness(home, id, cliVersion string, mtime, now time.Time, window t
 	if ThreadLocked(home, id) {
 		return Liveness{Live: true, ByLock: true}
 	}
-	if cliVersion != "" && CompareVersions(cliVersion, writerLocksSince) >= 0 {
+	if KeepsWriterLocks(cliVersion) {
 		return Liveness{ByLock: true}
 	}
 	if until := mtime.Add(window); now.Before(until) {

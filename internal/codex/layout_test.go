@@ -166,10 +166,10 @@ func TestDeveloperInstructions(t *testing.T) {
 
 // watchFresh watches a fresh home (skipping where the system gives no
 // watch); wake waits, up to 5 s, for the wake-up after do.
-func watchFresh(t *testing.T) (w *ThreadWatch, home string, wake func(what string, do func())) {
+func watchFresh(t *testing.T, locksOnly bool) (w *ThreadWatch, home string, wake func(what string, do func())) {
 	t.Helper()
 	home = t.TempDir()
-	if w = WatchThreads(home); w == nil {
+	if w = WatchThreads(home, locksOnly); w == nil {
 		t.Skip("no inotify here")
 	}
 	t.Cleanup(w.Close)
@@ -186,7 +186,7 @@ func watchFresh(t *testing.T) (w *ThreadWatch, home string, wake func(what strin
 
 // A thread's lock file, or a rollout in today's folder, wakes the watch.
 func TestThreadWatch(t *testing.T) {
-	w, home, wake := watchFresh(t)
+	w, home, wake := watchFresh(t, false)
 	locks := filepath.Join(home, threadLocksDir)
 	os.MkdirAll(locks, 0o700)
 	w.Refresh()
@@ -199,7 +199,7 @@ func TestThreadWatch(t *testing.T) {
 // creation wakes it; once that folder exists it leaves home, whose
 // databases Codex writes all the time.
 func TestThreadWatchLeavesHome(t *testing.T) {
-	w, home, wake := watchFresh(t)
+	w, home, wake := watchFresh(t, false)
 	if !slices.Contains(w.w.WatchList(), home) {
 		t.Fatalf("a fresh home is not watched: %v", w.w.WatchList())
 	}
@@ -213,7 +213,7 @@ func TestThreadWatchLeavesHome(t *testing.T) {
 // A burst of creations (many Codexes' files at once) is one wake-up,
 // settle after its first.
 func TestThreadWatchSettlesABurst(t *testing.T) {
-	w, home, wake := watchFresh(t)
+	w, home, wake := watchFresh(t, false)
 	locks := filepath.Join(home, threadLocksDir)
 	// The folder's own creation is an event in home: its wake-up is
 	// taken first, or its timer, started before the burst, would be
@@ -234,4 +234,26 @@ func TestThreadWatchSettlesABurst(t *testing.T) {
 		t.Fatal("a second wake-up for the same burst")
 	case <-time.After(2 * settle):
 	}
+}
+
+// A Codex that keeps writer locks is watched by its locks folder alone
+// (and home until that folder exists): the lines its rollouts take wake
+// nothing; a new lock does.
+func TestThreadWatchLocksOnly(t *testing.T) {
+	w, home, wake := watchFresh(t, true)
+	locks := filepath.Join(home, threadLocksDir)
+	day := filepath.Join(home, "sessions", time.Now().Format("2006/01/02"))
+	os.MkdirAll(day, 0o700)
+	wake("the locks folder", func() { os.MkdirAll(locks, 0o700) })
+	w.Refresh()
+	if list := w.w.WatchList(); !slices.Equal(list, []string{locks}) {
+		t.Fatalf("watching %v, want the locks folder alone", list)
+	}
+	os.WriteFile(filepath.Join(day, "rollout-2026-01-01T00-00-00-019a.jsonl"), []byte("{}\n"), 0o600)
+	select {
+	case <-w.C:
+		t.Fatal("a rollout woke a watch of the locks alone")
+	case <-time.After(2 * settle):
+	}
+	wake("a new lock file", func() { os.WriteFile(filepath.Join(locks, "019a-new.lock"), nil, 0o600) })
 }
