@@ -98,7 +98,7 @@ func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
 		r.started = time.Now()
 	}
 	r.logs = codex.NewLogWatch(info.CodexHome, r.started)
-	r.threads = &codex.Threads{Home: info.CodexHome, Since: r.started, Logs: r.logs}
+	r.threads = &codex.Threads{Home: info.CodexHome, Since: r.started, Logs: r.logs, ByLocks: codex.KeepsWriterLocks(info.CodexVersion)}
 	go func() {
 		defer close(r.recorded) // after a panic is logged
 		defer m.log.Recover("record run " + info.ID)

@@ -3,6 +3,7 @@ package codex
 import (
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -133,5 +134,29 @@ func TestLogWatchStart(t *testing.T) {
 	defer w.Close()
 	if got := w.Threads(42); len(got) != 0 {
 		t.Fatalf("empty: %v", got)
+	}
+}
+
+// A Codex that keeps writer locks is looked at by its open lock files
+// alone: a thread its log rows name, with a rollout on disk, is found
+// through the log database only for a Codex that keeps none.
+func TestThreadsByLocksLeaveTheLogs(t *testing.T) {
+	home := t.TempDir()
+	l := newCodexLog(t, home)
+	start := time.Now().Add(-time.Minute)
+	day := filepath.Join(home, "sessions", time.Now().Format("2006/01/02"))
+	if err := os.MkdirAll(day, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(day, "rollout-2026-11-22T10-00-00-019a-logged.jsonl"), []byte("{}\n"), 0o600)
+	l.add(start.Add(time.Second), 42, "019a-logged")
+	for _, byLocks := range []bool{false, true} {
+		w := NewLogWatch(home, start)
+		d := &Threads{Home: home, Since: start, Logs: w, ByLocks: byLocks}
+		_, found := d.Look(42, false, func(string) bool { return false })["019a-logged"]
+		w.Close()
+		if found == byLocks {
+			t.Errorf("ByLocks %v: the logged thread found %v", byLocks, found)
+		}
 	}
 }

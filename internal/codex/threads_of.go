@@ -18,6 +18,12 @@ type Threads struct {
 	Home  string    // CODEX_HOME
 	Since time.Time // the process's start: threads born before are not its
 	Logs  *LogWatch
+	// ByLocks: Codex keeps writer locks (KeepsWriterLocks), so its open
+	// lock files name every thread it has loaded and the log database is
+	// not read: it holds every Codex's rows of the home, read by every
+	// look of every cx beside them, and adds only threads gone before a
+	// look saw their lock, which the exit finds (OwnThreads).
+	ByLocks bool
 	// candidates are thread ids from the log database not yet seen on
 	// disk.
 	candidates map[string]bool
@@ -40,9 +46,11 @@ func (d *Threads) Look(pid int, withFDs bool, known func(id string) bool) map[st
 			}
 		}
 	}
-	for _, id := range d.Logs.Threads(pid) {
-		if _, ok := found[id]; !ok && !known(id) {
-			d.Again(id)
+	if !d.ByLocks {
+		for _, id := range d.Logs.Threads(pid) {
+			if _, ok := found[id]; !ok && !known(id) {
+				d.Again(id)
+			}
 		}
 	}
 	if len(d.candidates) > 0 {
