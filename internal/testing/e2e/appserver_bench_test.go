@@ -43,14 +43,8 @@ func TestBenchAppServerThreads(t *testing.T) {
 			in = v
 		}
 	}
-	threads := 16
-	if n, err := strconv.Atoi(os.Getenv("CX_BENCH_THREADS")); err == nil && n > 0 {
-		threads = n
-	}
-	builds := []struct{ name, cx string }{{"this build", ""}}
-	if base := os.Getenv("CX_BENCH_BASELINE_CX"); base != "" {
-		builds = append(builds, struct{ name, cx string }{"BASE", base})
-	}
+	threads := envInt("CX_BENCH_THREADS", 16)
+	builds := benchBuilds()
 	var report strings.Builder
 	fmt.Fprintf(&report, "\n`cx app-server`, %d threads at once, 5 turns each, Codex %s:", threads, in.Version)
 	fmt.Fprintf(&report, "\n%-10s %8s %9s %9s %9s %10s %10s %12s %12s", "build", "hooks/s", "p50 ms", "p99 ms", "max ms", "CPU/hook", "host/hook", "cx run CPU", "Codex CPU")

@@ -29,10 +29,7 @@ func TestBenchExecRuns(t *testing.T) {
 		t.Skip("a benchmark: " + benchExecVar + "=1 (make bench)")
 	}
 	runs, at, rounds := envInt("CX_BENCH_EXEC_RUNS", 16), envInt("CX_BENCH_EXEC_AT", 4), envInt("CX_BENCH_ROUNDS", 2)
-	builds := []struct{ name, cx string }{{"this build", ""}}
-	if base := os.Getenv("CX_BENCH_BASELINE_CX"); base != "" {
-		builds = append(builds, struct{ name, cx string }{"BASE", base})
-	}
+	builds := benchBuilds()
 	for _, in := range codextest.Installs(t) {
 		var report strings.Builder
 		fmt.Fprintf(&report, "\n`cx exec` × %d, %d at once, Codex %s (per run, ms):", runs, at, in.Version)
@@ -49,6 +46,18 @@ func TestBenchExecRuns(t *testing.T) {
 		}
 		t.Logf("exec runs:%s", report.String())
 	}
+}
+
+// benchBuild is a cx a benchmark runs: this build's ("" cx) or BASE's.
+type benchBuild struct{ name, cx string }
+
+// benchBuilds is this build and, with CX_BENCH_BASELINE_CX, BASE's.
+func benchBuilds() []benchBuild {
+	builds := []benchBuild{{"this build", ""}}
+	if base := os.Getenv("CX_BENCH_BASELINE_CX"); base != "" {
+		builds = append(builds, benchBuild{"BASE", base})
+	}
+	return builds
 }
 
 func envInt(name string, def int) int {
