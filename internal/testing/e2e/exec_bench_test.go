@@ -23,7 +23,7 @@ const benchExecVar = "CX_BENCH_EXEC"
 // prints, from cx's own lines (as the chaos run reads them), each run's
 // wrapper CPU, its hooks' and the hook host's, and Codex's, for this build
 // and the cx at CX_BENCH_BASELINE_CX, rounds alternated; it fails unless
-// every run committed its session.
+// every run of this build committed its session once.
 func TestBenchExecRuns(t *testing.T) {
 	if os.Getenv(benchExecVar) == "" {
 		t.Skip("a benchmark: " + benchExecVar + "=1 (make bench)")
@@ -98,12 +98,10 @@ func execRuns(t *testing.T, in codextest.Install, name, cx string, n, at int) cp
 	hookwire.StopHost(h.CXHome, 10*time.Second)
 	c := readCPUSplit(h.CXHome)
 	if c.runs != n {
-		t.Errorf("%d runs logged their CPU, want %d", c.runs, n)
+		t.Errorf("%s: %d runs logged their CPU, want %d", name, c.runs, n)
 	}
-	failed := t.Failed()
-	committedOnce(t, h)
-	if t.Failed() && !failed {
-		t.Logf("(that was %s's round)", name)
+	if cx == "" { // BASE's figures stand beside, whatever it did
+		committedOnce(t, h)
 	}
 	return c
 }
