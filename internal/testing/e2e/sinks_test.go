@@ -153,7 +153,10 @@ func withOpenViking(t *testing.T, h *H, peer string) *ovfake.Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(ov.Close)
-	cfg := "sinks = [\"local\", \"openviking\"]\n[openviking]\nurl = \"" + ov.URL + "\"\ntimeout = \"2s\"\n" +
+	// server_hold: the fake acts on a request as it reads it, so an answer
+	// lost to a loaded machine (TestUnderLoad, CI) is asked about seconds
+	// later, not after the real server's 40 s, which outlasted the test.
+	cfg := "sinks = [\"local\", \"openviking\"]\n[openviking]\nurl = \"" + ov.URL + "\"\ntimeout = \"2s\"\nserver_hold = \"3s\"\n" +
 		"api_key_env = \"CX_TEST_MOCK_KEY\"\n" // the harness's environment carries the key as CX_TEST_MOCK_KEY
 	if peer != "" {
 		cfg += "peer = \"" + peer + "\"\n"
