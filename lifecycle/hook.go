@@ -12,7 +12,7 @@ import (
 	"cx/internal/health"
 	"cx/internal/ledger"
 	"cx/internal/outbox"
-	"cx/internal/proc"
+	"cx/internal/runproc"
 	"cx/internal/sink"
 )
 
@@ -426,12 +426,9 @@ func (m *Manager) armAppends(ctx context.Context, tx *ledger.Tx, s *ledger.Sessi
 	return nil
 }
 
-// attribute decides whether a hook belongs to the run named by CX_RUN_ID:
-// its nearest ancestor that is not a shell must be that run's Codex (pid and
-// start time). A nested Codex started by the model, or a shared daemon's
-// hooks carrying a stale CX_RUN_ID, fail this check. Until the run has
-// recorded Codex's pid (a ledger busy past its timeout delays that), the
-// Codex is known as the child of the run's cx, or of its session leader.
+// attribute decides whether a hook belongs to the run named by CX_RUN_ID
+// (runproc.HookFrom), once the run is read: a ledger busy past its timeout
+// delays the record of Codex's pid.
 func (m *Manager) attribute(ctx context.Context, runID string, ppid int) (ledger.Run, bool) {
 	if runID == "" || ppid <= 1 {
 		return ledger.Run{}, false
@@ -457,30 +454,7 @@ func (m *Manager) attribute(ctx context.Context, runID string, ppid int) (ledger
 	if run.EndedAt != nil {
 		return ledger.Run{}, false
 	}
-	// The chain past the hook's shells: Codex, then (while the run has
-	// not recorded Codex) the two above it.
-	var chain []proc.Stat
-	for st := range proc.Ancestors(ppid, 6) {
-		if len(chain) == 0 && codex.IsHookShell(st.Comm) {
-			continue
-		}
-		chain = append(chain, st)
-		if run.CodexPID != 0 || len(chain) == 3 {
-			break
-		}
-	}
-	if len(chain) == 0 {
-		return ledger.Run{}, false
-	}
-	if st := chain[0]; run.CodexPID != 0 {
-		return run, st.PID == run.CodexPID && (run.CodexStart == 0 || st.StartTime == run.CodexStart)
-	}
-	isRun := func(p proc.Stat) bool { return p.PID == run.PID && p.StartTime == run.PIDStart }
-	up := chain[1:]
-	if len(up) > 1 && up[0].Comm == up[1].Comm {
-		up = up[1:] // the session leader, a copy of cx (a nested Codex's parent is a Codex)
-	}
-	return run, len(up) > 0 && isRun(up[0])
+	return run, runproc.HookFrom(run, ppid)
 }
 
 // codexHome is Codex's home for sessions whose run does not say.

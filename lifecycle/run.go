@@ -14,7 +14,7 @@ import (
 	"cx/internal/ledger"
 	"cx/internal/proc"
 	"cx/internal/redact"
-	"cx/internal/rollout"
+	"cx/internal/runproc"
 	"cx/internal/testpoint"
 )
 
@@ -278,35 +278,16 @@ func (r *Run) learn(ctx context.Context, found map[string]string) bool {
 // See codex.OwnThreads; the ledger must not know them either.
 //
 // A thread born while another run's Codex of the same home runs (or is
-// about to) is left to that run: Codex 0.128 keeps no writer lock, and a
-// quick `cx exec` logs no thread rows, so nothing on disk tells whose a
-// thread is, and a run that ended beside a sibling ended the sibling's
-// live thread as its own (`cx exec` × 16, 4 at once: 1 in ~30). Its own
-// run learns it (its hooks, its discovery, its exit); a thread no run
-// learns is the sweep's.
+// about to) is left to that run (runproc.BornBeside): a run that ended
+// beside a sibling ended the sibling's live thread as its own (`cx exec` ×
+// 16, 4 at once: 1 in ~30). Its own run learns it (its hooks, its
+// discovery, its exit); a thread no run learns is the sweep's.
 func (r *Run) writtenUnseen(ctx context.Context, pid int) map[string]string {
-	siblingMayHold := r.siblingsBorn(ctx)
+	runs, _ := r.m.db.Runs(ctx, true)
+	siblingMayHold := runproc.BornBeside(runs, r.info.ID, r.info.CodexHome)
 	return codex.OwnThreads(r.info.CodexHome, pid, r.started, r.info.CodexDir(), r.logs, func(id string) bool {
 		return r.known[id] || r.m.taken(ctx, id) || siblingMayHold(id)
 	})
-}
-
-// siblingsBorn tells whether a thread was born after the start of another
-// open run of this Codex home whose Codex runs (or is not recorded yet
-// while its cx runs): that Codex's, maybe.
-func (r *Run) siblingsBorn(ctx context.Context) func(id string) bool {
-	runs, _ := r.m.db.Runs(ctx, true)
-	var since []time.Time
-	for _, o := range runs {
-		live := (o.CodexPID != 0 && proc.Alive(o.CodexPID, o.CodexStart)) || (o.CodexPID == 0 && proc.Alive(o.PID, o.PIDStart))
-		if o.ID != r.info.ID && o.CodexHome == r.info.CodexHome && live {
-			since = append(since, o.StartedAt.Add(-time.Second))
-		}
-	}
-	return func(id string) bool {
-		born, ok := rollout.IDTime(id)
-		return ok && slices.ContainsFunc(since, func(t time.Time) bool { return !born.Before(t) })
-	}
 }
 
 // CodexDir is the directory Codex runs in, "" when it cannot be known

@@ -9,7 +9,7 @@ import (
 	"cx/internal/codex"
 	"cx/internal/ledger"
 	"cx/internal/outbox"
-	"cx/internal/proc"
+	"cx/internal/runproc"
 )
 
 // SweepResult says what a sweep did.
@@ -92,10 +92,10 @@ func (m *Manager) recoverOrphans(ctx context.Context) (SweepResult, error) {
 		return res, err
 	}
 	for _, r := range runs {
-		if r.PID == os.Getpid() || proc.Alive(r.PID, r.PIDStart) {
+		if r.PID == os.Getpid() || runproc.CxAlive(r) {
 			continue
 		}
-		if r.CodexPID != 0 && proc.Alive(r.CodexPID, r.CodexStart) {
+		if runproc.CodexAlive(r) {
 			// cx is gone but its Codex still runs (the watchman is stopping
 			// it): its threads are not over, nor unlocked for learnOrphaned.
 			continue

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"cx/internal/ledger"
-	"cx/internal/proc"
 	"cx/internal/rollout"
+	"cx/internal/runproc"
 )
 
 // ErrNoSession is returned for a session the ledger does not know.
@@ -227,9 +227,9 @@ func Status(ctx context.Context, db *ledger.DB) (StatusView, error) {
 	for _, r := range runs {
 		v := RunView{ID: r.ID, PID: r.PID, CodexPID: r.CodexPID, Version: r.CodexVersion, Sinks: r.Sinks, Cwd: r.Cwd,
 			Foreground: r.Foreground, StartedAt: RFC3339(r.StartedAt), EndedAt: RFC3339Ptr(r.EndedAt), ExitCode: r.ExitCode, EndReason: r.EndReason, State: "running"}
-		if r.EndedAt == nil && !proc.Alive(r.PID, r.PIDStart) {
+		if r.EndedAt == nil && !runproc.CxAlive(r) {
 			v.State = "dead"
-			v.CodexAlive = r.CodexPID != 0 && proc.Alive(r.CodexPID, r.CodexStart)
+			v.CodexAlive = runproc.CodexAlive(r)
 		}
 		out.Runs = append(out.Runs, v)
 	}
