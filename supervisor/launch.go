@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"syscall"
 
@@ -31,9 +32,22 @@ type Launch struct {
 	Cwd                   string
 	// Errorf writes one line for the user ("cx: …" on stderr).
 	Errorf func(format string, args ...any)
-	// Attributed, if not nil, is called once Codex is recorded in the
-	// run (lifecycle.RunInfo.Attributed).
-	Attributed func()
+	// OneP drops this process to one P once Codex is recorded (OneP).
+	// Set by cx's main alone: in-process tests keep their cores.
+	OneP bool
+}
+
+// OneP leaves the process one P, unless GOMAXPROCS says otherwise. A run's
+// cx (and an MCP server) mostly waits on Codex, woken by I/O and timers:
+// with one P the scheduler does not spin looking for work between
+// wake-ups (a run's wrapper CPU -20%, TestBenchExecRuns). A run keeps
+// every core until Codex is recorded, which its first hooks wait for (with
+// one P from the start, 16 sessions under cx: hook p99 223 against 196 ms).
+// `cx ctl` (the hook host among them) keeps every core.
+func OneP(getenv func(string) (string, bool)) {
+	if _, set := getenv("GOMAXPROCS"); !set {
+		runtime.GOMAXPROCS(1)
+	}
 }
 
 // supervisorPIDVar marks the environment of the Codex cx starts with cx's
@@ -126,7 +140,11 @@ func RunCodex(ctx context.Context, l Launch) int {
 	sup := Supervise(ctx, cfg, lifecycle.RunInfo{
 		ID: runID, CodexHome: codex.Home(l.Getenv), CodexVersion: caps.Version,
 		Cwd: l.Cwd, CodexCwd: codex.Cwd(codexArgs, caps, l.Cwd), Args: codexArgs, Sinks: cfg.Sinks, Mode: mode,
-		Attributed: l.Attributed,
+		Attributed: func() {
+			if l.OneP {
+				OneP(l.Getenv)
+			}
+		},
 	}, tap, l.Errorf)
 	// Codex's own recipe with cx's variables; cx's hooks always run for it.
 	spec.Env = codex.Env(os.Environ(), bin, []string{"CX_HOME=" + cfg.Home, supervisorPIDVar + "=" + strconv.Itoa(os.Getpid()), "CX_RUN_ID=" + runID}, "CX_HOOKS_OFF")

@@ -11,9 +11,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime"
 
 	"cx/internal/tty"
+	"cx/supervisor"
 	"cx/wrapper"
 )
 
@@ -22,8 +22,7 @@ type app struct {
 	stdin, stdout, stderr *os.File
 	getenv                func(string) (string, bool)
 	cfg                   *loadedConfig // once read
-	// attributed is called once a run's Codex is recorded (nil: nothing).
-	attributed func()
+	oneP                  bool          // supervisor.Launch.OneP
 }
 
 func main() {
@@ -32,19 +31,9 @@ func main() {
 		// cx's own runs here.
 		os.Exit(wrapper.LeaderMain(os.Args[1:]))
 	}
-	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.LookupEnv}
-	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
-		// A run's cx (and an MCP server) mostly waits on Codex, woken by
-		// I/O and timers: with one P the scheduler does not spin looking
-		// for work between wake-ups (a run's wrapper CPU -20%,
-		// TestBenchExecRuns). A run keeps every core until Codex is
-		// recorded, which its first hooks wait for (with one P from the
-		// start, 16 sessions under cx: hook p99 223 against 196 ms).
-		// `cx ctl` (the hook host among them) keeps every core.
-		if len(os.Args) == 2 && os.Args[1] == "mcp" {
-			runtime.GOMAXPROCS(1)
-		}
-		a.attributed = func() { runtime.GOMAXPROCS(1) }
+	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.LookupEnv, oneP: true}
+	if len(os.Args) == 2 && os.Args[1] == "mcp" {
+		supervisor.OneP(os.LookupEnv)
 	}
 	os.Exit(a.main(context.Background(), os.Args[1:]))
 }
