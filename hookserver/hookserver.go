@@ -13,6 +13,7 @@ package hookserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"unicode/utf8"
 
 	"cx/inject"
+	"cx/internal/cli"
 	"cx/internal/codex"
 	"cx/internal/config"
 	"cx/internal/crumbs"
@@ -37,6 +39,24 @@ import (
 	"cx/internal/testpoint"
 	"cx/lifecycle"
 )
+
+// Args reads the hook handler's command line (`cx ctl hook <event>`): its
+// event, and why it is refused (Codex then gets a valid no-op answer, never
+// an error). help is what `--help` shows: Codex never asks for it, a person
+// does (`cx ctl hook --help`, `cx ctl help hook`).
+func Args(args []string) (event, help string, argErr error) {
+	spec := cli.Spec{Name: "hook", Synopsis: "<event>", Min: 1, Max: 1}
+	fs, pos, argErr := spec.Parse(args)
+	switch {
+	case errors.Is(argErr, cli.ErrHelp):
+		return "", spec.Usage(fs) + Help, nil
+	case len(pos) == 1:
+		return pos[0], "", argErr
+	case len(args) > 0 && !strings.HasPrefix(args[0], "-"):
+		return args[0], "", argErr
+	}
+	return "", "", argErr
+}
 
 // HookCall is one run of the hook handler Codex starts for an event.
 type HookCall struct {

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"cx/hookserver"
@@ -23,20 +21,10 @@ var processStart = time.Now()
 // hookserver's (hookserver.Serve). A command line it cannot parse still
 // gets a valid no-op answer.
 func (a *app) ctlHook(ctx context.Context, args []string) error {
-	event := ""
-	spec := cli.Spec{Name: "hook", Synopsis: "<event>", Min: 1, Max: 1}
-	fs, pos, argErr := spec.Parse(args)
-	if errors.Is(argErr, cli.ErrHelp) {
-		// Codex never asks for help: a person does (`cx ctl hook --help`,
-		// `cx ctl help hook`), and is told what the handler is.
-		fmt.Fprint(a.stdout, spec.Usage(fs))
-		fmt.Fprint(a.stdout, hookserver.Help)
+	event, help, argErr := hookserver.Args(args)
+	if help != "" {
+		fmt.Fprint(a.stdout, help)
 		return nil
-	}
-	if len(pos) == 1 {
-		event = pos[0]
-	} else if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		event = args[0]
 	}
 	ppid, start := hookwire.FromClient(processStart)
 	return exitStatus(hookserver.Serve(ctx, hookserver.HookCall{Event: event, ArgErr: argErr, Stdin: a.stdin, Stdout: a.stdout,
