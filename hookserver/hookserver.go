@@ -171,6 +171,9 @@ func answer(ctx context.Context, c HookCall, payload []byte, readErr error, h *h
 		deadline = c.Start.Add(min(hookwire.Budget(ev), hookwire.Budget(c.Event)))
 	}
 	audit := hookAudit{Event: ev, RunID: runID, PPID: c.PPID, Hosted: h != nil, ClientCPU: c.ClientCPU, Payload: payload, Parsed: p, Err: perr}
+	if h == nil {
+		audit.Own, _ = c.Getenv(hookwire.OwnEnv)
+	}
 	defer func() { recordHookEvent(cfg, c.Start, audit) }()
 	switch {
 	case c.ArgErr != nil:
@@ -382,8 +385,9 @@ type hookAudit struct {
 	Event     string
 	RunID     string
 	PPID      int
-	Hosted    bool  // answered by the hook host
-	ClientCPU int64 // µs: the hook's process, before it asked the host
+	Hosted    bool   // answered by the hook host
+	Own       string // not: why, as its client said (hookwire.OwnEnv)
+	ClientCPU int64  // µs: the hook's process, before it asked the host
 	Payload   []byte
 	Parsed    codex.HookPayload
 	Err       error
@@ -412,6 +416,9 @@ func recordHookEvent(cfg config.Config, start time.Time, au hookAudit) {
 		rec["client_cpu_ms"] = float64(au.ClientCPU) / 1000
 	} else {
 		rec["cpu_ms"] = float64(proc.SelfCPU().Microseconds()) / 1000
+		if au.Own != "" {
+			rec["own"] = au.Own
+		}
 	}
 	for k, v := range map[string]string{"turn_id": au.Parsed.TurnID, "source": au.Parsed.Source, "trigger": au.Parsed.Trigger,
 		"transcript_path": au.Parsed.TranscriptPath, "cwd": au.Parsed.Cwd, "agent_id": au.Parsed.AgentID} {

@@ -43,6 +43,7 @@ func run() int {
 		return 0
 	}
 	env := os.Environ()
+	why := hookwire.OwnOff // why this hook is its own process's: cx records it
 	if hookwire.Forwardable(env) {
 		if home := hookwire.Home(os.Getenv); home != "" {
 			req := hookwire.Request{Binary: hookwire.Identity(cx), Event: event, Start: start.UnixNano(), PPID: os.Getppid(), Env: env, Payload: payload}
@@ -53,12 +54,12 @@ func run() int {
 			ask := func() bool {
 				req.ClientCPU = hookwire.SelfCPU()
 				asked := time.Now()
-				out, taken := hookwire.Ask(home, req, deadline)
-				if taken {
+				out, w := hookwire.AskWhy(home, req, deadline)
+				if why = w; why == "" {
 					os.Stdout.Write(out)
 				}
-				hung = !taken && time.Since(asked) >= hookwire.TakeWait
-				return taken
+				hung = why != "" && time.Since(asked) >= hookwire.TakeWait
+				return why == ""
 			}
 			if ask() {
 				return 0
@@ -73,6 +74,7 @@ func run() int {
 				// asked not to start one (doctor's probe)
 			} else if lock := hookwire.TakeSweepLock(home); lock != nil {
 				startHost(cx, env, lock)
+				why += ", starting one"
 			} else if !hung && hookwire.AwaitSocket(home, hostStartWait) && ask() {
 				return 0
 			}
@@ -87,6 +89,7 @@ func run() int {
 	}
 	// cx's parent is this process: it is told the hook's, and its start.
 	env = hookwire.SetEnv(hookwire.SetEnv(env, hookwire.PPIDEnv, strconv.Itoa(os.Getppid())), hookwire.StartEnv, strconv.FormatInt(start.UnixNano(), 10))
+	env = hookwire.SetEnv(env, hookwire.OwnEnv, why)
 	return runCX(cx, []string{"ctl", "hook", event}, payload, true, env)
 }
 

@@ -96,8 +96,8 @@ func TestClientThenHost(t *testing.T) {
 		t.Fatalf("answer %q", out)
 	}
 	a := w.lastAudit()
-	if a["host"] == true || a["ppid"] != float64(os.Getpid()) {
-		t.Fatalf("first hook: %v; want cx's own answer with this test as the hook's parent (%d)", a, os.Getpid())
+	if a["host"] == true || a["ppid"] != float64(os.Getpid()) || a["own"] != hookwire.NoHost+", starting one" {
+		t.Fatalf("first hook: %v; want cx's own answer (no host, starting one) with this test as the hook's parent (%d)", a, os.Getpid())
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -186,8 +186,8 @@ func TestHungHost(t *testing.T) {
 	if !json.Valid([]byte(out)) {
 		t.Fatalf("answer %q", out)
 	}
-	if a := w.lastAudit(); a["host"] == true || a["session_id"] != "019a0000-0000-7000-8000-0000000000f1" {
-		t.Fatalf("audit %v: want cx's own answer", a)
+	if a := w.lastAudit(); a["host"] == true || a["session_id"] != "019a0000-0000-7000-8000-0000000000f1" || a["own"] != hookwire.NotTaken {
+		t.Fatalf("audit %v: want cx's own answer, not taken", a)
 	}
 	if took > 2*hookwire.TakeWait {
 		t.Fatalf("the hook took %v beside a hung host; want one TakeWait (%v) and cx's answer", took, hookwire.TakeWait)

@@ -46,6 +46,13 @@ func StartsHost(environ []string) bool {
 	return Forwardable(environ) && !slices.Contains(environ, HostEnv+"=nostart")
 }
 
+// OwnEnv is why the hook client ran cx to answer a hook itself (AskWhy's
+// reasons, or OwnOff): cx records it in the hook's audit line.
+const OwnEnv = "CX_HOOK_OWN"
+
+// OwnOff: the hook may not go to a host (Forwardable).
+const OwnOff = "off"
+
 // PPIDEnv and StartEnv are what the hook client tells the cx it runs
 // (whose own parent is the client, started later): the hook's parent, the
 // Codex that ran it, and when the hook's process started (Unix
@@ -360,14 +367,29 @@ func ReadRequest(r *bufio.Reader) (Request, error) {
 // deadline: the rollout keeps the rest, as for a hook out of time); not
 // taken, the hook is the asking process's to answer.
 func Ask(home string, r Request, deadline time.Time) (out []byte, taken bool) {
+	out, why := AskWhy(home, r, deadline)
+	return out, why == ""
+}
+
+// Why no host took a hook (AskWhy): what the hook's own process records.
+const (
+	NoHost      = "no host"     // no socket (none runs, or one is starting)
+	NotOurs     = "not ours"    // a socket of another user's
+	Unreachable = "unreachable" // the socket refused the connection, or it timed out
+	HostRefused = "refused"     // another build's host, other test settings, or one leaving
+	NotTaken    = "not taken"   // not taken within TakeWait: hung, stopped or swamped
+)
+
+// AskWhy is Ask, saying why the hook was not taken ("" when it was).
+func AskWhy(home string, r Request, deadline time.Time) (out []byte, why string) {
 	sock := SocketPath(home)
 	fi, err := os.Lstat(sock)
 	if err != nil || fi.Mode().Type() != os.ModeSocket {
-		return nil, false
+		return nil, NoHost
 	}
 	// The hook's environment goes there: only to a socket of this user's.
 	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Getuid() {
-		return nil, false
+		return nil, NotOurs
 	}
 	// A host takes a hook (its first byte) as soon as it has read it; one
 	// that has not within TakeWait is hung or stopped, and the hook is its
@@ -376,25 +398,28 @@ func Ask(home string, r Request, deadline time.Time) (out []byte, taken bool) {
 	whole := time.Until(deadline.Add(150 * time.Millisecond))
 	fd, err := dial(sock, min(whole, TakeWait))
 	if err != nil {
-		return nil, false
+		return nil, Unreachable
 	}
 	f := os.NewFile(uintptr(fd), sock)
 	defer f.Close()
 	if _, err := f.Write(r.Encode()); err != nil {
-		return nil, false
+		return nil, NotTaken
 	}
 	_ = syscall.Shutdown(fd, syscall.SHUT_WR)
 	var first [1]byte
-	if _, err := io.ReadFull(f, first[:]); err != nil || first[0] != Taken {
-		return nil, false
+	if _, err := io.ReadFull(f, first[:]); err != nil {
+		return nil, NotTaken
+	}
+	if first[0] != Taken {
+		return nil, HostRefused
 	}
 	tv := syscall.NsecToTimeval(max(time.Until(deadline.Add(150*time.Millisecond)), time.Millisecond).Nanoseconds())
 	_ = syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
 	out, err = io.ReadAll(f)
 	if err != nil || len(out) == 0 {
-		return []byte("{}\n"), true
+		return []byte("{}\n"), ""
 	}
-	return out, true
+	return out, ""
 }
 
 // TakeWait is how long a hook waits for the host to take it (it takes a

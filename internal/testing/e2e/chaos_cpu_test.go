@@ -2,11 +2,15 @@ package e2e
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -21,6 +25,11 @@ type cpuSplit struct {
 	wrapper, codex    time.Duration // codex: with its hooks
 	hooks, sweeps     int
 	hookCPU, sweepCPU time.Duration
+	// own: the hooks answered in their own process (no host took them),
+	// and their CPU (in hookCPU too).
+	own    int
+	ownCPU time.Duration
+	ownWhy map[string]int // by the client's reason (hookwire.OwnEnv)
 	// mcps: the MCP servers Codex started (`cx mcp`, one a session),
 	// Codex's children as hooks are: their CPU is taken out of Codex's.
 	mcps   int
@@ -66,6 +75,7 @@ func readCPUSplit(cxHome string) cpuSplit {
 		var ev struct {
 			CPU       *float64 `json:"cpu_ms"`
 			ClientCPU *float64 `json:"client_cpu_ms"`
+			Own       string   `json:"own"`
 		}
 		if json.Unmarshal([]byte(line), &ev) == nil {
 			for _, cpu := range []*float64{ev.CPU, ev.ClientCPU} {
@@ -73,6 +83,14 @@ func readCPUSplit(cxHome string) cpuSplit {
 					c.hooks++
 					c.hookCPU += time.Duration(*cpu * float64(time.Millisecond))
 				}
+			}
+			if ev.CPU != nil {
+				c.own++
+				c.ownCPU += time.Duration(*ev.CPU * float64(time.Millisecond))
+				if c.ownWhy == nil {
+					c.ownWhy = map[string]int{}
+				}
+				c.ownWhy[cmp.Or(ev.Own, "unsaid")]++
 			}
 		}
 	})
@@ -99,6 +117,18 @@ func (c cpuSplit) String() string {
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 	cx := c.wrapper + c.hookCPU + c.sweepCPU + c.mcpCPU + c.killedCPU
 	codex := max(c.codex-c.hookCPU-c.mcpCPU, 0)
-	return fmt.Sprintf("cx %v (wrappers of %d runs that exited %v, %d hooks %v, %d background sweeps and hook hosts %v, %d MCP servers %v, %d SIGKILLed (faults, cleanup) %v); Codex %v (those runs' Codex, hooks and MCP servers taken out); cx/Codex %.3f",
-		ms(cx), c.runs, ms(c.wrapper), c.hooks, ms(c.hookCPU), c.sweeps, ms(c.sweepCPU), c.mcps, ms(c.mcpCPU), c.killed, ms(c.killedCPU), ms(codex), float64(cx)/float64(max(codex, 1)))
+	return fmt.Sprintf("cx %v (wrappers of %d runs that exited %v, %d hooks %v (%d in their own process %v%s), %d background sweeps and hook hosts %v, %d MCP servers %v, %d SIGKILLed (faults, cleanup) %v); Codex %v (those runs' Codex, hooks and MCP servers taken out); cx/Codex %.3f",
+		ms(cx), c.runs, ms(c.wrapper), c.hooks, ms(c.hookCPU), c.own, ms(c.ownCPU), whyList(c.ownWhy), c.sweeps, ms(c.sweepCPU), c.mcps, ms(c.mcpCPU), c.killed, ms(c.killedCPU), ms(codex), float64(cx)/float64(max(codex, 1)))
+}
+
+// whyList is ": reason n, …" in the reasons' order ("" for none).
+func whyList(m map[string]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(parts, ", ")
 }
