@@ -31,6 +31,11 @@ func takeSweepLock(home string) (unlock func(), err error) {
 	if v := os.Getenv(hookwire.LockFDEnv); v != "" {
 		os.Unsetenv(hookwire.LockFDEnv) // not handed on to what this process starts
 		if fd, err := strconv.Atoi(v); err == nil && fd > 2 {
+			// Inherited across exec, it would be inherited again by what
+			// this process starts (an exec sink's command, which may hang),
+			// and the lock outlive a host that was killed: no host could
+			// start again until that child ended.
+			syscall.CloseOnExec(fd)
 			f := os.NewFile(uintptr(fd), hookwire.SweepLock(home))
 			// The same open file holds the lock: taking it again holds.
 			if f != nil && syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB) == nil {
@@ -55,6 +60,9 @@ func BackgroundSweep(ctx context.Context, cfg config.Config, hostOnly bool) erro
 		return nil // another sweeper is at work
 	}
 	defer unlock()
+	// A dead host's socket goes now, not once the ledger opens (seconds,
+	// when it is locked): hooks meanwhile wait for this host.
+	_ = os.Remove(hookwire.SocketPath(cfg.Home))
 	db, err := ledger.Open(ctx, cfg.Home, ledger.Writer, ledger.Options{})
 	if err != nil {
 		return err

@@ -1,0 +1,44 @@
+package hookserver
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+
+	"cx/internal/hookwire"
+)
+
+// The sweep lock a hook client hands the host it starts (descriptor 3,
+// inherited across exec) stays the host's alone: a child the host starts
+// (an exec sink's command, which may hang) must not inherit it, or the
+// lock outlives a host that is killed, no host can start again, and every
+// hook is answered in its own process until that child ends (seen in the
+// chaos run: 100-odd hooks "unreachable" after a sweeper SIGKILL beside a
+// hanging exec sink).
+func TestHandedSweepLockIsNotInherited(t *testing.T) {
+	home := t.TempDir()
+	lock := hookwire.TakeSweepLock(home)
+	if lock == nil {
+		t.Fatal("could not take the sweep lock")
+	}
+	fd := int(lock.Fd())
+	// As the host finds it: inherited across exec, so not close-on-exec.
+	if _, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_SETFD, 0); e != 0 {
+		t.Fatal(e)
+	}
+	t.Setenv(hookwire.LockFDEnv, strconv.Itoa(fd))
+	unlock, err := takeSweepLock(home)
+	if err != nil {
+		t.Fatalf("the handed lock was not taken: %v", err)
+	}
+	defer unlock()
+	child := exec.Command("sh", "-c", "test -e /dev/fd/"+strconv.Itoa(fd))
+	child.Stderr = os.Stderr
+	if err := child.Run(); err == nil {
+		t.Fatalf("a child of the host has the sweep lock's descriptor %d", fd)
+	} else if _, ok := err.(*exec.ExitError); !ok {
+		t.Fatalf("run the child: %v", err)
+	}
+}
