@@ -151,7 +151,10 @@ func SweepLock(home string) string { return filepath.Join(home, "sweep.lock") }
 const LockFDEnv = "CX_SWEEP_LOCK_FD"
 
 // TakeSweepLock takes home's sweep lock if no one holds it: the file,
-// locked, or nil.
+// locked, or nil. With the place taken, a socket there is a dead host's
+// (a live one holds the place): it goes, so that a hook waiting for the
+// host this starts (AwaitSocket) waits for it rather than asking the dead
+// one.
 func TakeSweepLock(home string) *os.File {
 	f, err := os.OpenFile(SweepLock(home), os.O_RDWR|os.O_CREATE, 0o600)
 	if errors.Is(err, os.ErrNotExist) {
@@ -167,6 +170,7 @@ func TakeSweepLock(home string) *os.File {
 		f.Close()
 		return nil
 	}
+	_ = os.Remove(SocketPath(home))
 	return f
 }
 

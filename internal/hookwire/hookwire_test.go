@@ -164,3 +164,37 @@ func TestAskGivesUpOnAHungHost(t *testing.T) {
 		t.Fatalf("gave up after %v, want about TakeWait (%v), well within the budget (%v)", took, TakeWait, Budget("Stop"))
 	}
 }
+
+// A host killed outright leaves its socket: asked, it is unreachable.
+// The hook that takes the place to start a host clears it, so the hooks
+// beside it wait for the new host (AwaitSocket) instead of asking the
+// dead one and answering in their own processes.
+func TestTakingThePlaceClearsADeadHostsSocket(t *testing.T) {
+	home, err := os.MkdirTemp("", "cxw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(home)
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: SocketPath(home)}); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(fd) // the dead host's socket: its file stays, no one listens
+	if _, why := AskWhy(home, Request{Event: "Stop"}, time.Now().Add(time.Second)); why != Unreachable {
+		t.Fatalf("a dead host's socket asked: %q, want %q", why, Unreachable)
+	}
+	lock := TakeSweepLock(home)
+	if lock == nil {
+		t.Fatal("the place of a dead host was not free")
+	}
+	defer lock.Close()
+	if AwaitSocket(home, 50*time.Millisecond) {
+		t.Fatal("a hook waiting for the new host found the dead host's socket")
+	}
+	if _, why := AskWhy(home, Request{Event: "Stop"}, time.Now().Add(time.Second)); why != NoHost {
+		t.Fatalf("asked while the new host starts: %q, want %q", why, NoHost)
+	}
+}
