@@ -129,7 +129,7 @@ printf '%%s %%s %%s\n' "$(date +%%s.%%N)" "$runner" "$line" >> %q
 		t.Logf("the CX_HOME-full fault is off: %v", err)
 	} else {
 		t.Cleanup(func() {
-			if t.Failed() && os.Getenv("CX_TEST_KEEP") != "" {
+			if Keep(t) {
 				// The tmpfs goes with its mount: what a failed run left is
 				// kept beside it, with the rest of the run's folder.
 				_ = exec.Command("cp", "-a", h.CXHome, h.CXHome+"-kept").Run()

@@ -77,7 +77,7 @@ func New(t testing.TB, in codextest.Install, opts Options) *H {
 		for _, pid := range cxOf(filepath.Join(root, "cx-home")) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		if !t.Failed() || os.Getenv("CX_TEST_KEEP") == "" {
+		if !Keep(t) {
 			_ = os.RemoveAll(root)
 		} else {
 			t.Logf("kept %s", root)
@@ -369,4 +369,12 @@ func cxOf(cxHome string) []int {
 		}
 	}
 	return pids
+}
+
+// Keep reports whether a test's folders stay after it: CX_TEST_KEEP=1
+// keeps a failed test's, =always every test's (to read a passing chaos
+// run's logs).
+func Keep(t testing.TB) bool {
+	v := os.Getenv("CX_TEST_KEEP")
+	return v == "always" || (v != "" && t.Failed())
 }
