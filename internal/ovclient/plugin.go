@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/BurntSushi/toml"
 )
@@ -52,16 +55,21 @@ func isPluginHook(command, status string) bool {
 // keys installed plugins "<name>@<marketplace>".
 const pluginName = "openviking-memory"
 
-// DetectPlugin looks for the plugin in a Codex home: hook commands of its
-// scripts in hooks.json (how scripts/install-codex-hooks.mjs installs it)
-// and an enabled [plugins."openviking-memory@…"] table in config.toml (how
-// Codex installs it as a plugin).
-func DetectPlugin(codexHome string, getenv func(string) (string, bool)) Plugin {
-	var p Plugin
-	if codexHome == "" {
-		return p
+// pluginTraces is DetectPlugin's Where, read again only when hooks.json or
+// config.toml changed: a sink asks before every append and commit, and
+// decoding Codex's config.toml each time was a tenth of the outbox's work
+// in the chaos run.
+func pluginTraces(codexHome string) []string {
+	hooksPath, configPath := filepath.Join(codexHome, "hooks.json"), filepath.Join(codexHome, "config.toml")
+	stamp := fileStamp(hooksPath) + "|" + fileStamp(configPath)
+	pluginSeen.Lock()
+	seen, ok := pluginSeen.m[codexHome]
+	pluginSeen.Unlock()
+	if ok && seen.stamp == stamp {
+		return slices.Clone(seen.where)
 	}
-	if data, err := os.ReadFile(filepath.Join(codexHome, "hooks.json")); err == nil {
+	var where []string
+	if data, err := os.ReadFile(hooksPath); err == nil {
 		var hf struct {
 			Hooks map[string][]struct {
 				Hooks []struct {
@@ -75,7 +83,7 @@ func DetectPlugin(codexHome string, getenv func(string) (string, bool)) Plugin {
 				for _, g := range groups {
 					for _, h := range g.Hooks {
 						if isPluginHook(h.Command, h.StatusMessage) {
-							p.Where = append(p.Where, fmt.Sprintf("its %s hook in %s", ev, filepath.Join(codexHome, "hooks.json")))
+							where = append(where, fmt.Sprintf("its %s hook in %s", ev, hooksPath))
 						}
 					}
 				}
@@ -87,14 +95,58 @@ func DetectPlugin(codexHome string, getenv func(string) (string, bool)) Plugin {
 			Enabled *bool `toml:"enabled"`
 		} `toml:"plugins"`
 	}
-	if _, err := toml.DecodeFile(filepath.Join(codexHome, "config.toml"), &cfg); err == nil {
+	if _, err := toml.DecodeFile(configPath, &cfg); err == nil {
 		for key, pl := range cfg.Plugins {
 			if strings.HasPrefix(key, pluginName+"@") && (pl.Enabled == nil || *pl.Enabled) {
-				p.Where = append(p.Where, fmt.Sprintf("plugin %q enabled in %s", key, filepath.Join(codexHome, "config.toml")))
+				where = append(where, fmt.Sprintf("plugin %q enabled in %s", key, configPath))
 			}
 		}
 	}
-	sort.Strings(p.Where)
+	sort.Strings(where)
+	pluginSeen.Lock()
+	if pluginSeen.m == nil {
+		pluginSeen.m = map[string]pluginLook{}
+	}
+	pluginSeen.m[codexHome] = pluginLook{stamp, where}
+	pluginSeen.Unlock()
+	return slices.Clone(where)
+}
+
+// pluginSeen is what pluginTraces read last in each Codex home.
+var pluginSeen struct {
+	sync.Mutex
+	m map[string]pluginLook
+}
+
+type pluginLook struct {
+	stamp string // the files' fileStamp when read
+	where []string
+}
+
+// fileStamp names a file's version: inode, size and modification time
+// ("-" when it cannot be read).
+func fileStamp(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "-"
+	}
+	ino := uint64(0)
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		ino = uint64(st.Ino)
+	}
+	return fmt.Sprintf("%d:%d:%d", ino, fi.Size(), fi.ModTime().UnixNano())
+}
+
+// DetectPlugin looks for the plugin in a Codex home: hook commands of its
+// scripts in hooks.json (how scripts/install-codex-hooks.mjs installs it)
+// and an enabled [plugins."openviking-memory@…"] table in config.toml (how
+// Codex installs it as a plugin).
+func DetectPlugin(codexHome string, getenv func(string) (string, bool)) Plugin {
+	var p Plugin
+	if codexHome == "" {
+		return p
+	}
+	p.Where = pluginTraces(codexHome)
 	if v, ok := getenv("OPENVIKING_AUTO_CAPTURE"); ok {
 		switch strings.ToLower(strings.TrimSpace(v)) {
 		case "0", "false", "no":
