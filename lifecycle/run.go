@@ -274,8 +274,9 @@ func (r *Run) learn(ctx context.Context, found map[string]string) bool {
 // writtenUnseen finds, once Codex has exited, the threads it wrote that
 // discovery never saw while it ran: a quick run (a `cx exec` of a second),
 // a busy machine, a fresh Codex home whose folders did not exist yet — and
-// Codex 0.169 deletes a thread's lock file at exit and logs no thread rows.
-// See codex.OwnThreads; the ledger must not know them either.
+// Codex 0.169+ deletes a thread's lock file at exit, while 0.128's quick
+// `exec` logs no thread rows (0.171 logs them: 1,735 of 2,735 rows in one
+// e2e home). See codex.OwnThreads; the ledger must not know them either.
 //
 // A thread born while another run's Codex of the same home runs (or is
 // about to) is left to that run (runproc.BornBeside): a run that ended
