@@ -138,19 +138,8 @@ func TestSetEnv(t *testing.T) {
 // accepts on, whose connections wait in its backlog) leaves it to the
 // hook's own process after TakeWait, not after the hook's whole budget.
 func TestAskGivesUpOnAHungHost(t *testing.T) {
-	home, err := os.MkdirTemp("", "cxw")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(home)
-	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	home, fd := homeWithSocket(t)
 	defer syscall.Close(fd)
-	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: SocketPath(home)}); err != nil {
-		t.Fatal(err)
-	}
 	if err := syscall.Listen(fd, 8); err != nil {
 		t.Fatal(err)
 	}
@@ -170,18 +159,7 @@ func TestAskGivesUpOnAHungHost(t *testing.T) {
 // beside it wait for the new host (AwaitSocket) instead of asking the
 // dead one and answering in their own processes.
 func TestTakingThePlaceClearsADeadHostsSocket(t *testing.T) {
-	home, err := os.MkdirTemp("", "cxw")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(home)
-	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: SocketPath(home)}); err != nil {
-		t.Fatal(err)
-	}
+	home, fd := homeWithSocket(t)
 	syscall.Close(fd) // the dead host's socket: its file stays, no one listens
 	if _, why := AskWhy(home, Request{Event: "Stop"}, time.Now().Add(time.Second)); why != Unreachable {
 		t.Fatalf("a dead host's socket asked: %q, want %q", why, Unreachable)
@@ -197,4 +175,25 @@ func TestTakingThePlaceClearsADeadHostsSocket(t *testing.T) {
 	if _, why := AskWhy(home, Request{Event: "Stop"}, time.Now().Add(time.Second)); why != NoHost {
 		t.Fatalf("asked while the new host starts: %q, want %q", why, NoHost)
 	}
+}
+
+// homeWithSocket is a CX_HOME (short enough for a socket's path) with a
+// socket bound at the host's place, not listening: the caller listens or
+// closes it.
+func homeWithSocket(t *testing.T) (home string, fd int) {
+	t.Helper()
+	home, err := os.MkdirTemp("", "cxw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	fd, err = syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: SocketPath(home)}); err != nil {
+		syscall.Close(fd)
+		t.Fatal(err)
+	}
+	return home, fd
 }
