@@ -33,9 +33,7 @@ const benchAppServerVar = "CX_BENCH_APPSERVER"
 // at CX_BENCH_BASELINE_CX, alternated; and it fails unless every thread was
 // committed once with its 5 turns.
 func TestBenchAppServerThreads(t *testing.T) {
-	if os.Getenv(benchAppServerVar) == "" {
-		t.Skip("a benchmark: " + benchAppServerVar + "=1 (make bench)")
-	}
+	skipUnlessBench(t, benchAppServerVar)
 	ins := codextest.Installs(t)
 	in := ins[len(ins)-1]
 	for _, v := range ins {

@@ -25,9 +25,7 @@ const benchExecVar = "CX_BENCH_EXEC"
 // and the cx at CX_BENCH_BASELINE_CX, rounds alternated; it fails unless
 // every run of this build committed its session once.
 func TestBenchExecRuns(t *testing.T) {
-	if os.Getenv(benchExecVar) == "" {
-		t.Skip("a benchmark: " + benchExecVar + "=1 (make bench)")
-	}
+	skipUnlessBench(t, benchExecVar)
 	runs, at, rounds := envInt("CX_BENCH_EXEC_RUNS", 16), envInt("CX_BENCH_EXEC_AT", 4), envInt("CX_BENCH_ROUNDS", 2)
 	builds := benchBuilds()
 	for _, in := range codextest.Installs(t) {
@@ -45,6 +43,15 @@ func TestBenchExecRuns(t *testing.T) {
 			}
 		}
 		t.Logf("exec runs:%s", report.String())
+	}
+}
+
+// skipUnlessBench skips a benchmark written as a test unless its variable
+// is set (make bench sets each).
+func skipUnlessBench(t *testing.T, variable string) {
+	t.Helper()
+	if os.Getenv(variable) == "" {
+		t.Skip("a benchmark: " + variable + "=1 (make bench)")
 	}
 }
 
