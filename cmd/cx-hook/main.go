@@ -77,6 +77,11 @@ func run() int {
 				why += ", starting one"
 			} else if !hung && hookwire.AwaitSocket(home, hostStartWait) && ask() {
 				return 0
+			} else if lock := hookwire.TakeSweepLock(home); lock != nil {
+				// The host left meanwhile (idle, or its ledger replaced):
+				// this hook starts the next.
+				startHost(cx, env, lock)
+				why += ", starting one"
 			}
 		}
 		if hookwire.StartsHost(env) {

@@ -193,3 +193,30 @@ func TestHungHost(t *testing.T) {
 		t.Fatalf("the hook took %v beside a hung host; want one TakeWait (%v) and cx's answer", took, hookwire.TakeWait)
 	}
 }
+
+// A host that leaves while a hook waits for it (its place held, no socket:
+// it is going) leaves the place to that hook, which starts the next host
+// rather than leaving CX_HOME without one until the hook after it.
+func TestHookStartsTheHostAfterOneLeaving(t *testing.T) {
+	w := newWorld(t)
+	if err := os.MkdirAll(w.home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	leaving := hookwire.TakeSweepLock(w.home) // the host that is going
+	if leaving == nil {
+		t.Fatal("could not take the host's place")
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		leaving.Close() // gone
+	}()
+	if out := w.run(payload("019a0000-0000-7000-8000-0000000000f2"), "Stop"); !json.Valid([]byte(out)) {
+		t.Fatalf("answer %q", out)
+	}
+	if a := w.lastAudit(); a["host"] == true || a["own"] != hookwire.NoHost+", starting one" {
+		t.Fatalf("audit %v: want cx's own answer, and a host started", a)
+	}
+	if !hookwire.AwaitSocket(w.home, 20*time.Second) {
+		t.Fatal("no host started after the one leaving")
+	}
+}
