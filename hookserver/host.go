@@ -278,14 +278,17 @@ func (h *host) idleFor() time.Duration { return time.Since(time.Unix(0, h.last.L
 
 // close stops taking hooks (their processes answer them from now on),
 // removes the socket while it is the host's own, and waits for the hooks
-// taken to be answered.
+// taken to be answered. The socket goes before the listener closes: a
+// hook that comes meanwhile finds none and waits for this host to leave,
+// then starts the next, where a socket still there but refusing would
+// send it to its own process and leave CX_HOME without a host.
 func (h *host) close() {
 	h.mu.Lock()
 	h.closing = true
 	h.mu.Unlock()
-	_ = h.ln.Close()
 	if stillThere(h.sock, h.sockFI) {
 		_ = os.Remove(h.sock)
 	}
+	_ = h.ln.Close()
 	h.inflight.Wait()
 }
