@@ -73,6 +73,9 @@ type HookCall struct {
 	// ClientCPU is what the hook's process used of the CPU before it gave
 	// the hook to the host (µs).
 	ClientCPU int64
+	// Own is why no host took the hook, when this process asked (Serve);
+	// else its client says it (hookwire.OwnEnv).
+	Own string
 	// Environ is the hook process's environment when this call is that
 	// process (cmd/cx): the hook may then go to CX_HOME's hook host, which
 	// reads it there. Nil: answered here, as in-process tests do.
@@ -117,6 +120,9 @@ func Serve(ctx context.Context, c HookCall) (code int) {
 		return 0
 	}
 	forward := c.Environ != nil && hookwire.Forwardable(c.Environ)
+	if c.Environ != nil && !forward {
+		c.Own = hookwire.OwnOff
+	}
 	if v, _ := c.Getenv(hookwire.HostEnv); forward && readErr == nil && v != "asked" {
 		if home, err := config.Home(c.Getenv); err == nil {
 			req := hookwire.Request{Binary: exeIdentity(), Event: c.Event, Start: c.Start.UnixNano(), PPID: c.PPID, Env: c.Environ, Payload: payload,
@@ -124,10 +130,12 @@ func Serve(ctx context.Context, c HookCall) (code int) {
 			if c.ArgErr != nil {
 				req.ArgErr = c.ArgErr.Error()
 			}
-			if out, taken := hookwire.Ask(home, req, deadline); taken {
+			out, why := hookwire.Ask(home, req, deadline)
+			if why == "" {
 				_, _ = c.Stdout.Write(out)
 				return 0
 			}
+			c.Own = why
 		}
 	}
 	return answer(ctx, c, payload, readErr, nil, forward && hookwire.StartsHost(c.Environ))
@@ -172,7 +180,9 @@ func answer(ctx context.Context, c HookCall, payload []byte, readErr error, h *h
 	}
 	audit := hookAudit{Event: ev, RunID: runID, PPID: c.PPID, Hosted: h != nil, ClientCPU: c.ClientCPU, Payload: payload, Parsed: p, Err: perr}
 	if h == nil {
-		audit.Own, _ = c.Getenv(hookwire.OwnEnv)
+		if audit.Own = c.Own; audit.Own == "" {
+			audit.Own, _ = c.Getenv(hookwire.OwnEnv) // its client asked
+		}
 	}
 	defer func() { recordHookEvent(cfg, c.Start, audit) }()
 	switch {

@@ -129,11 +129,12 @@ func TestNoHostAnswersInProcess(t *testing.T) {
 		name      string
 		extra     map[string]string
 		wantStart int32
+		wantOwn   string // why no host took it, in the audit line
 	}{
-		{"no host yet", nil, 1},
-		{"host turned off", map[string]string{hookwire.HostEnv: "off"}, 0},
-		{"doctor's probe", map[string]string{hookwire.HostEnv: "nostart"}, 0},
-		{"a crash point of the hook's", map[string]string{"CX_TEST_CRASH_AT": "ended"}, 0},
+		{"no host yet", nil, 1, hookwire.NoHost},
+		{"host turned off", map[string]string{hookwire.HostEnv: "off"}, 0, hookwire.OwnOff},
+		{"doctor's probe", map[string]string{hookwire.HostEnv: "nostart"}, 0, hookwire.NoHost},
+		{"a crash point of the hook's", map[string]string{"CX_TEST_CRASH_AT": "ended"}, 0, hookwire.OwnOff},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -143,8 +144,8 @@ func TestNoHostAnswersInProcess(t *testing.T) {
 				w.vars[k] = v
 			}
 			_, audit := w.hook(t, "SessionStart", startPayload("019a0000-0000-7000-8000-0000000000b"+string(rune('0'+i))))
-			if audit["host"] == true || audit["cpu_ms"] == nil {
-				t.Errorf("answered by a host, or no process CPU: %v", audit)
+			if audit["host"] == true || audit["cpu_ms"] == nil || audit["own"] != c.wantOwn {
+				t.Errorf("answered by a host, or no process CPU, or not own %q: %v", c.wantOwn, audit)
 			}
 			if n := started.Load(); n != c.wantStart {
 				t.Errorf("started %d host(s), want %d", n, c.wantStart)
@@ -191,11 +192,12 @@ func TestHostRefusesAnotherBuild(t *testing.T) {
 	w := newHostWorld(t)
 	h := w.listen(t)
 	req := hookwire.Request{Binary: "another build", Event: "SessionStart", Start: time.Now().UnixNano(), Env: w.environ(), Payload: []byte(startPayload("019a0000-0000-7000-8000-0000000000d1"))}
-	if _, taken := hookwire.Ask(w.home, req, time.Now().Add(2*time.Second)); taken {
+	if _, why := hookwire.Ask(w.home, req, time.Now().Add(2*time.Second)); why == "" {
 		t.Fatal("the host took another build's hook")
 	}
 	req.Binary = h.binary
-	out, taken := hookwire.Ask(w.home, req, time.Now().Add(2*time.Second))
+	out, why := hookwire.Ask(w.home, req, time.Now().Add(2*time.Second))
+	taken := why == ""
 	if !taken || !json.Valid(out) {
 		t.Fatalf("the host did not take its own build's hook: %v %q", taken, out)
 	}
@@ -217,7 +219,7 @@ func TestHostLeaves(t *testing.T) {
 			}
 		}, "the ledger was moved or replaced"},
 		{"asked", func(t *testing.T, w hostWorld, h *host) {
-			if _, taken := hookwire.Ask(w.home, hookwire.Request{Stop: true}, time.Now().Add(time.Second)); taken {
+			if _, why := hookwire.Ask(w.home, hookwire.Request{Stop: true}, time.Now().Add(time.Second)); why == "" {
 				t.Error("a stop was taken as a hook")
 			}
 		}, "asked to stop"},
@@ -235,7 +237,7 @@ func TestHostLeaves(t *testing.T) {
 			}
 			h.close()
 			req := hookwire.Request{Binary: h.binary, Event: "Stop", Payload: []byte("{}")}
-			if _, taken := hookwire.Ask(w.home, req, time.Now().Add(time.Second)); taken {
+			if _, why := hookwire.Ask(w.home, req, time.Now().Add(time.Second)); why == "" {
 				t.Error("a closed host took a hook")
 			}
 		})

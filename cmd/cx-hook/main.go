@@ -54,7 +54,7 @@ func run() int {
 			ask := func() bool {
 				req.ClientCPU = hookwire.SelfCPU()
 				asked := time.Now()
-				out, w := hookwire.AskWhy(home, req, deadline)
+				out, w := hookwire.Ask(home, req, deadline)
 				if why = w; why == "" {
 					os.Stdout.Write(out)
 				}

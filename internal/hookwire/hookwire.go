@@ -46,7 +46,7 @@ func StartsHost(environ []string) bool {
 	return Forwardable(environ) && !slices.Contains(environ, HostEnv+"=nostart")
 }
 
-// OwnEnv is why the hook client ran cx to answer a hook itself (AskWhy's
+// OwnEnv is why the hook client ran cx to answer a hook itself (Ask's
 // reasons, or OwnOff): cx records it in the hook's audit line.
 const OwnEnv = "CX_HOOK_OWN"
 
@@ -366,16 +366,7 @@ func ReadRequest(r *bufio.Reader) (Request, error) {
 	return q, nil
 }
 
-// Ask gives the hook to CX_HOME home's host. taken: the host took it and
-// out is what to print (its answer, or a no-op when none came before the
-// deadline: the rollout keeps the rest, as for a hook out of time); not
-// taken, the hook is the asking process's to answer.
-func Ask(home string, r Request, deadline time.Time) (out []byte, taken bool) {
-	out, why := AskWhy(home, r, deadline)
-	return out, why == ""
-}
-
-// Why no host took a hook (AskWhy): what the hook's own process records.
+// Why no host took a hook (Ask): what the hook's own process records.
 const (
 	NoHost      = "no host"     // no socket (none runs, or one is starting)
 	NotOurs     = "not ours"    // a socket of another user's
@@ -384,8 +375,11 @@ const (
 	NotTaken    = "not taken"   // not taken within TakeWait: hung, stopped or swamped
 )
 
-// AskWhy is Ask, saying why the hook was not taken ("" when it was).
-func AskWhy(home string, r Request, deadline time.Time) (out []byte, why string) {
+// Ask gives the hook to CX_HOME home's host. Taken (why is ""): out is
+// what to print (its answer, or a no-op when none came before the
+// deadline: the rollout keeps the rest, as for a hook out of time); not
+// taken, why says why, and the hook is the asking process's to answer.
+func Ask(home string, r Request, deadline time.Time) (out []byte, why string) {
 	sock := SocketPath(home)
 	fi, err := os.Lstat(sock)
 	if err != nil || fi.Mode().Type() != os.ModeSocket {
