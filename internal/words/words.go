@@ -19,6 +19,21 @@ func Terms(dst []string, s string) []string {
 	return dst
 }
 
+// Stems remembers the terms of the words it stemmed, for work that stems
+// the same words over and over (a search's candidate turns): a map lookup
+// costs far less than Porter's steps and their two allocations.
+type Stems map[string]string
+
+// Of is word's term (word as EachWord gives it).
+func (s Stems) Of(word []byte) string {
+	if t, ok := s[string(word)]; ok {
+		return t
+	}
+	t := Stem(string(word))
+	s[string(word)] = t
+	return t
+}
+
 // Each calls fn with each term of s, in order, and the byte offsets of
 // the word it came from (s[start:end]), as FTS5's tokenizer reports them.
 func Each(s string, fn func(term string, start, end int)) {

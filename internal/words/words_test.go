@@ -125,3 +125,22 @@ func TestStemKeepsTheFirstByte(t *testing.T) {
 		}
 	}
 }
+
+// Stems gives what Stem gives, the second time from memory: each word of
+// this package's text, as EachWord hands it (its bytes reused after).
+func TestStemsIsStem(t *testing.T) {
+	src, _ := os.ReadFile("porter.go")
+	stems := Stems{}
+	for range 2 {
+		n := 0
+		EachWord(string(src), func(w []byte, _, _ int) {
+			n++
+			if got, want := stems.Of(w), Stem(string(w)); got != want {
+				t.Fatalf("Stems.Of(%q) = %q, Stem gives %q", w, got, want)
+			}
+		})
+		if n < 500 || len(stems) < 100 {
+			t.Fatalf("%d words, %d stems remembered: too few to test", n, len(stems))
+		}
+	}
+}

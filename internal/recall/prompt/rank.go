@@ -152,10 +152,17 @@ func rank(w *recall.Window, terms [][]string, dates []recall.DateSpan, session s
 	hits := make([]recall.WindowTurn, len(cands))
 	counts := make([]map[string]int, len(cands))
 	lens := make([]int, len(cands))
+	var first [256]bool // only a word that begins as one of terms can be one
+	for _, ph := range terms {
+		if len(ph) > 0 && ph[0] != "" {
+			first[ph[0][0]] = true
+		}
+	}
+	stems := words.Stems{}
 	mean := 0.0
 	for k, i := range cands {
 		hits[k] = w.Turn(i)
-		counts[k], lens[k] = termCounts(hits[k].Body)
+		counts[k], lens[k] = termCounts(hits[k].Body, &first, stems)
 		mean += float64(lens[k])
 	}
 	mean = max(mean/float64(max(len(hits), 1)), 1)
@@ -287,13 +294,16 @@ const minArchive = 1000
 // preselect is how many turns, best by coverage, are ordered by bm25.
 const preselect = 3 * candidates
 
-// termCounts counts each term of text, and all of them.
-func termCounts(text string) (map[string]int, int) {
+// termCounts counts the terms of text whose word begins with a byte of
+// first (the others are counted, not stemmed), and all words.
+func termCounts(text string, first *[256]bool, stems words.Stems) (map[string]int, int) {
 	counts := map[string]int{}
 	n := 0
-	words.Each(text, func(term string, _, _ int) {
-		counts[term]++
+	words.EachWord(text, func(w []byte, _, _ int) {
 		n++
+		if first[w[0]] {
+			counts[stems.Of(w)]++
+		}
 	})
 	return counts, n
 }

@@ -86,6 +86,7 @@ func (a *Archive) search(ctx context.Context, pq recall.Question, rq ledger.Reca
 	for _, v := range idf {
 		total += v
 	}
+	stems := words.Stems{}
 	counts := make([][4]map[string]int, len(found))
 	lens := make([]int, len(found))
 	mean := 0.0
@@ -96,7 +97,7 @@ func (a *Archive) search(ctx context.Context, pq recall.Question, rq ledger.Reca
 			words.EachWord(s, func(w []byte, _, _ int) {
 				lens[k]++
 				if first[w[0]] {
-					c[words.Stem(string(w))]++
+					c[stems.Of(w)]++
 				}
 			})
 			counts[k][f] = c

@@ -158,15 +158,21 @@ func (a *Archive) passages(ctx context.Context, pq recall.Question, found []ledg
 	if err != nil {
 		return err
 	}
+	var first [256]bool // only a word that begins as a wanted term can be one
+	for t := range want {
+		if t != "" {
+			first[t[0]] = true
+		}
+	}
+	stems := words.Stems{}
 	shares := map[place]bool{}
 	for _, n := range near {
 		t := texts[n.ID]
-		for _, term := range words.Terms(nil, t.Prompt+"\n"+t.Reply) {
-			if want[term] {
+		words.EachWord(t.Prompt+"\n"+t.Reply, func(w []byte, _, _ int) {
+			if first[w[0]] && want[stems.Of(w)] {
 				shares[place{n.SessionID, n.Turn}] = true
-				break
 			}
-		}
+		})
 	}
 	for _, h := range found {
 		p := place{h.SessionID, h.Turn}
