@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"runtime"
 
 	"cx/internal/ledger"
 )
@@ -32,23 +33,25 @@ func Ordinary(ctx context.Context, db *ledger.DB, home, project string) (func(te
 // ordinary reports whether the window's sessions make a term (a phrase's
 // words) ordinary: most of them hold it, and at least two.
 func (w *Window) Ordinary(terms []string) bool {
+	defer runtime.KeepAlive(w) // its bytes may be a mapping, released with w
 	if w.sessions == 0 {
 		seen := map[string]bool{}
 		for i := range w.Len() {
-			seen[string(w.Session(i))] = true
+			seen[string(w.session(i))] = true
 		}
 		w.sessions = len(seen)
 	}
 	held := map[string]bool{}
 	for _, i := range w.HoldingAll(terms) {
-		held[string(w.Session(int(i)))] = true
+		held[string(w.session(int(i)))] = true
 	}
 	return len(held) >= 2 && 2*len(held) > w.sessions
 }
 
 // neighbours reports whether window turns i and n are next to each other in one session.
 func (w *Window) Neighbours(i, n int) bool {
-	if !bytes.Equal(w.Session(i), w.Session(n)) {
+	defer runtime.KeepAlive(w)
+	if !bytes.Equal(w.session(i), w.session(n)) {
 		return false
 	}
 	ti := int(binary.LittleEndian.Uint32(w.turns[i*windowTurnLen+20:]))

@@ -2,7 +2,11 @@ package recall
 
 import (
 	"encoding/binary"
+	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,3 +90,65 @@ func TestDamagedWindowIsRefused(t *testing.T) {
 // reads it after, and reads the window again when the index moved on (a
 // session archived since, one forgotten) or the file is damaged — each
 // time giving what the index holds.
+
+// TestDamagedPostingIsDropped: a posting's turn number is checked where it
+// is read, not as the file is decoded (LoadWindow maps the file so a
+// prompt touches only its own words' postings): one past the turns is
+// never followed — not by a prompt's lookup, nor by the window moving on.
+func TestDamagedPostingIsDropped(t *testing.T) {
+	data := windowOf(t, "the parser is flaky", "fixing the parser cache")
+	w, err := decodeWindow(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nTerms := int(binary.LittleEndian.Uint32(data[windowHeader-4:]))
+	postings := windowHeader + w.Len()*windowTurnLen + nTerms*windowTermLen
+	for k := 0; k < len(w.post)/2; k++ {
+		binary.LittleEndian.PutUint16(data[postings+2*k:], 7) // every posting: a turn the window does not have
+	}
+	damaged, err := decodeWindow(data)
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	if got := damaged.HoldingAll([]string{"parser"}); len(got) != 0 {
+		t.Errorf("holding parser = %v, want none", got)
+	}
+	for _, e := range damaged.entries() {
+		if len(e.terms) != 0 {
+			t.Errorf("turn %d kept terms %v from damaged postings", e.ID, e.terms)
+		}
+	}
+}
+
+// TestLoadedWindowsAreReleased: a window file is mapped, and the mapping
+// goes with the Window (a hook host loads one per prompt).
+func TestLoadedWindowsAreReleased(t *testing.T) {
+	home := t.TempDir()
+	path := WindowPath(home, "p")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, windowOf(t, "the parser is flaky", "fixing the parser cache"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mapped := func() int {
+		maps, err := os.ReadFile("/proc/self/maps")
+		if err != nil {
+			t.Skip("no /proc/self/maps: the mappings cannot be counted here")
+		}
+		return strings.Count(string(maps), path)
+	}
+	for range 500 {
+		w := LoadWindow(home, "p")
+		if w == nil || !slices.Equal(w.Holding("parser"), []uint16{0, 1}) {
+			t.Fatal("window not loaded")
+		}
+	}
+	for range 5 {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond) // cleanups run on their own goroutine
+	}
+	if n := mapped(); n > 10 {
+		t.Errorf("%d mappings of the window left after 500 loads", n)
+	}
+}

@@ -40,7 +40,7 @@ type windowHit struct {
 // one below the floor comes only with that turn; ties go to the newer
 // turn.
 func rank(w *recall.Window, terms [][]string, dates []recall.DateSpan, session string, floor float64, near func(term string) []nearwords.Near) []windowHit {
-	own := func(i int) bool { return session != "" && string(w.Session(i)) == session }
+	own := func(i int) bool { return session != "" && w.SessionIs(i, session) }
 	size := 0
 	for i := 0; i < w.Len(); i++ {
 		if !own(i) {
@@ -210,7 +210,7 @@ func rank(w *recall.Window, terms [][]string, dates []recall.DateSpan, session s
 	for k := 0; k < kept; k++ {
 		next := list[k].at + 1 // a session's turns are indexed in order, so its next turn follows it in the window
 		for ; next < w.Len(); next++ {
-			if string(w.Session(next)) == list[k].t.SessionID {
+			if w.SessionIs(next, list[k].t.SessionID) {
 				break
 			}
 		}
