@@ -369,10 +369,10 @@ func (w *Window) HoldingAll(terms []string) []uint16 {
 // LoadWindow reads project's window file; nil when there is none or it
 // cannot be read. The file is mapped, not read: a prompt touches the
 // pages of its own words' postings and of its candidates, not the whole
-// file (a full window of coding turns is 1.4 MB; read and checked whole,
-// 1.4 ms of every prompt). Window files are only ever replaced by a
-// rename, which leaves a mapping as it was; it is released once the
-// Window is no longer used.
+// file (a full window of coding turns is 1.4 MB: read and checked whole,
+// 1.7-2.1 ms of every prompt; mapped, 0.1 ms: BenchmarkLoadWindow).
+// Window files are only ever replaced by a rename, which leaves a mapping
+// as it was; it is released once the Window is no longer used.
 func LoadWindow(home, project string) *Window {
 	data, unmap, err := fsutil.MapFile(WindowPath(home, project))
 	if err != nil {
