@@ -3,9 +3,10 @@ package proc
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // ReadStat reads /proc/<pid>/stat.
@@ -17,17 +18,27 @@ func ReadStat(pid int) (Stat, error) {
 	return parseStat(pid, string(data))
 }
 
-// OpenFiles lists the paths pid's open descriptors point to.
+// OpenFiles lists the paths pid's open descriptors point to. Each link is
+// read relative to the open fd directory into one buffer: a Codex holds a
+// hundred descriptors and discovery looks at them on every look.
 func OpenFiles(pid int) []string {
-	dir := fmt.Sprintf("/proc/%d/fd", pid)
-	ents, err := os.ReadDir(dir)
+	dir, err := os.Open(fmt.Sprintf("/proc/%d/fd", pid))
 	if err != nil {
 		return nil
 	}
-	out := make([]string, 0, len(ents))
-	for _, e := range ents {
-		if target, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && strings.HasPrefix(target, "/") {
-			out = append(out, target)
+	defer dir.Close()
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return nil
+	}
+	fd := int(dir.Fd())
+	buf := make([]byte, unix.PathMax)
+	out := make([]string, 0, len(names))
+	for _, name := range names {
+		// Only a path names a file (not "socket:[…]", "pipe:[…]"); one that
+		// fills the buffer was cut.
+		if n, err := unix.Readlinkat(fd, name, buf); err == nil && n > 0 && n < len(buf) && buf[0] == '/' {
+			out = append(out, string(buf[:n]))
 		}
 	}
 	return out

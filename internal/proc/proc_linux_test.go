@@ -1,7 +1,9 @@
 package proc
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -29,5 +31,35 @@ func TestBeingKilledIsNotRunning(t *testing.T) {
 	}
 	if Alive(os.Getpid(), 0) != true {
 		t.Fatal("this process is not alive")
+	}
+}
+
+// BenchmarkOpenFiles lists the open files of a process with 100 files and
+// 20 pipes open (a Codex holds its databases, logs, sockets and pipes):
+// discovery does on every look at a run's Codex.
+func BenchmarkOpenFiles(b *testing.B) {
+	dir := b.TempDir()
+	for i := range 100 {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("open-%03d", i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+	}
+	for range 20 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer r.Close()
+		defer w.Close()
+	}
+	me := os.Getpid()
+	if n := len(OpenFiles(me)); n < 100 {
+		b.Fatalf("%d open files listed", n)
+	}
+	b.ResetTimer()
+	for range b.N {
+		OpenFiles(me)
 	}
 }
