@@ -78,12 +78,14 @@ bench:
 
 # The chaos run alone (internal/testing/e2e TestChaos; make test runs it for 45 s
 # per Codex version): DURATION per Codex version, SEED replays a schedule
-# of faults, SCALE workers of each kind.
+# of faults, SCALE workers of each kind; a failed run keeps its folders
+# (KEEP=always: a passing one's too; KEEP= none), its seed in the log.
 DURATION ?= 3m
 SEED ?=
 SCALE ?= 1
+KEEP ?= 1
 chaos: test-deps
-	CX_CHAOS_DURATION=$(DURATION) CX_CHAOS_SEED=$(SEED) CX_CHAOS_SCALE=$(SCALE) $(GO) test -count=1 -timeout 0 -run '^TestChaos$$' -v ./internal/testing/e2e
+	CX_TEST_KEEP=$(KEEP) CX_CHAOS_DURATION=$(DURATION) CX_CHAOS_SEED=$(SEED) CX_CHAOS_SCALE=$(SCALE) $(GO) test -count=1 -timeout 0 -run '^TestChaos$$' -v ./internal/testing/e2e
 
 clean:
 	rm -f cx
