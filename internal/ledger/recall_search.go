@@ -140,26 +140,70 @@ type Place struct {
 }
 
 // RecallTurnHits returns the indexed turns at places (those that exist) as
-// hits with no score or snippet: one query, whatever their number, that
-// reads no text (RecallTexts does, for the hits a search keeps).
-func (db *DB) RecallTurnHits(ctx context.Context, places []Place) ([]RecallHit, error) {
+// hits with no score or snippet, and their indexed texts by row: one
+// statement, whatever their number (a search's places are the turns next
+// to its hits, whose text it reads next).
+func (db *DB) RecallTurnHits(ctx context.Context, places []Place) ([]RecallHit, map[int64]RecallText, error) {
 	if len(places) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var args []any
 	for _, p := range places {
 		args = append(args, p.SessionID, p.Turn)
 	}
 	values := strings.TrimSuffix(strings.Repeat("(?,?),", len(places)), ",")
-	// Its shape is the number of places: not a statement to keep.
-	return list(ctx, db.db, func(s scanner) (RecallHit, error) {
+	return db.turnsWithTexts(ctx, `WITH want(session_id, turn) AS (VALUES `+values+`) `, `want JOIN recall_turns t ON t.session_id = want.session_id AND t.turn = want.turn`, ``, args)
+}
+
+// RecallTurnsByID returns the indexed turns whose rows are ids (those that
+// exist, in no order) as RecallTurnHits does, with their texts.
+func (db *DB) RecallTurnsByID(ctx context.Context, ids []int64) ([]RecallHit, map[int64]RecallText, error) {
+	if len(ids) == 0 {
+		return nil, nil, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	in := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
+	return db.turnsWithTexts(ctx, ``, `recall_turns t`, `WHERE t.id IN (`+in+`)`, args)
+}
+
+// turnsWithTexts runs a query of indexed turns (t, recall_turns, in from,
+// after with, filtered by where) and reads each with its text, from
+// whichever index table holds its row. Its shape is the number of turns
+// asked for: not a statement to keep.
+func (db *DB) turnsWithTexts(ctx context.Context, with, from, where string, args []any) ([]RecallHit, map[int64]RecallText, error) {
+	tables, err := db.recallTables(ctx, db.db)
+	if err != nil {
+		return nil, nil, err
+	}
+	cols := make([]string, 4)
+	for i, c := range []string{"prompt", "reply", "commands", "files"} {
+		var held []string
+		for k := range tables {
+			held = append(held, fmt.Sprintf("x%d.%s", k, c))
+		}
+		cols[i] = "coalesce(" + strings.Join(held, ", ") + ", '')"
+	}
+	for k, table := range tables {
+		from += fmt.Sprintf(" LEFT JOIN %s x%d ON x%d.rowid = t.id", table, k, k)
+	}
+	texts := map[int64]RecallText{}
+	hits, err := list(ctx, db.db, func(s scanner) (RecallHit, error) {
 		var h RecallHit
 		var at string
-		err := s.Scan(&h.ID, &h.SessionID, &h.Generation, &h.Turn, &h.Key, &at, &h.Cwd, &h.Project)
+		var t RecallText
+		err := s.Scan(&h.ID, &h.SessionID, &h.Generation, &h.Turn, &h.Key, &at, &h.Cwd, &h.Project, &t.Prompt, &t.Reply, &t.Commands, &t.Files)
 		h.At = parseTS(at)
+		texts[h.ID] = t
 		return h, err
-	}, `WITH want(session_id, turn) AS (VALUES `+values+`)
-		SELECT t.id, t.session_id, t.generation, t.turn, t.key, t.at, t.cwd, t.project FROM want JOIN recall_turns t ON t.session_id = want.session_id AND t.turn = want.turn`, args...)
+	}, with+`SELECT t.id, t.session_id, t.generation, t.turn, t.key, t.at, t.cwd, t.project, `+strings.Join(cols, ", ")+`
+		FROM `+from+` `+where, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return hits, texts, nil
 }
 
 // RecallText is an indexed turn's text by field, as indexed (redacted).

@@ -280,6 +280,23 @@ func (w *Window) Len() int { return w.nTurns }
 // Stamp is the index state the window was read at.
 func (w *Window) Stamp() ledger.WindowStamp { return w.stamp }
 
+// Whole reports whether the window holds every turn of its project (as of
+// its stamp): it holds the latest WindowTurns, so fewer are all of them.
+func (w *Window) Whole() bool { return w.nTurns < WindowTurns }
+
+// ID is turn i's index row, read without the rest of the turn.
+func (w *Window) ID(i int) int64 {
+	defer runtime.KeepAlive(w)
+	return int64(binary.LittleEndian.Uint64(w.turns[i*windowTurnLen:]))
+}
+
+// Chars is turn i's indexed length in characters, read without the rest
+// of the turn.
+func (w *Window) Chars(i int) int {
+	defer runtime.KeepAlive(w)
+	return int(binary.LittleEndian.Uint32(w.turns[i*windowTurnLen+24:]))
+}
+
 // Turn is the window's turn i.
 func (w *Window) Turn(i int) WindowTurn {
 	defer runtime.KeepAlive(w) // its bytes may be a mapping, released with w

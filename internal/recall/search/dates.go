@@ -23,7 +23,7 @@ func (a *Archive) dated(ctx context.Context, pq recall.Question, rq ledger.Recal
 		if from.Before(rq.Since) {
 			from = rq.Since
 		}
-		df, err := a.db.RecallCount(ctx, rq.Project, from, to)
+		df, err := a.countTurns(ctx, run, rq.Project, from, to)
 		if err != nil {
 			return nil, err
 		}
@@ -31,7 +31,7 @@ func (a *Archive) dated(ctx context.Context, pq recall.Question, rq ledger.Recal
 			continue
 		}
 		if total < 0 {
-			if total, err = a.db.RecallCount(ctx, rq.Project, time.Time{}, time.Time{}); err != nil {
+			if total, err = a.countTurns(ctx, run, rq.Project, time.Time{}, time.Time{}); err != nil {
 				return nil, err
 			}
 		}
@@ -64,3 +64,20 @@ func (a *Archive) dated(ctx context.Context, pq recall.Question, rq ledger.Recal
 // dateWeight is a date's weight as a word of a turn's prompt would have
 // it (the index weighs the prompt twice the reply: ledger's recallWeights).
 const dateWeight = 2.0
+
+// countTurns is how many of project's turns were at or after since and
+// before until (zero: unbounded): counted in run's window when it is the
+// project's whole, else by the index.
+func (a *Archive) countTurns(ctx context.Context, run *searchRun, project string, since, until time.Time) (int, error) {
+	if !run.whole {
+		return a.db.RecallCount(ctx, project, since, until)
+	}
+	n := 0
+	for i := range run.win.Len() {
+		at := run.win.At(i)
+		if (since.IsZero() || !at.Before(since)) && (until.IsZero() || at.Before(until)) {
+			n++
+		}
+	}
+	return n, nil
+}

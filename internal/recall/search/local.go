@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"math"
+	"sort"
 
 	"cx/internal/ledger"
 	"cx/internal/recall"
@@ -31,20 +32,42 @@ var fieldWeights = [4]float64{2, 1, 1, 0.5}
 // index finds best in its span).
 const localPool = 40
 
+// A project's candidates, the turns it scores, come from its window when
+// the window holds every turn of the project as the index has them now
+// (most projects: a window holds the latest thousand): the turns that
+// hold a word of the query, best first by bm25 with each word's rarity in
+// the project and once per turn. The index's full-text match would read
+// every project's turns that hold a word, score each with the whole
+// index's rarities, and join each to its turn to keep the project's: the
+// larger part of a search's work, for candidates that the window ranks
+// by the project's own rarities, as the scores below do. Otherwise (a
+// larger project, a window not yet current, no window) the index finds
+// them.
+
 // searchRun is what one search reads once and uses at each step: its
-// project's window (nil for none) and the texts read so far.
+// project's window (nil for none), whether the window is the project's
+// whole (its candidates come from it), and the texts read so far.
 type searchRun struct {
 	win   *recall.Window
+	whole bool
 	known map[int64]ledger.RecallText
 }
 
 // newRun is a search of rq's project.
-func (a *Archive) newRun(rq ledger.RecallQuery) *searchRun {
+func (a *Archive) newRun(ctx context.Context, rq ledger.RecallQuery) (*searchRun, error) {
 	r := &searchRun{known: map[int64]ledger.RecallText{}}
-	if rq.Project != "" {
-		r.win = recall.LoadWindow(a.projects.Home(), rq.Project)
+	if rq.Project == "" {
+		return r, nil
 	}
-	return r
+	r.win = recall.LoadWindow(a.projects.Home(), rq.Project)
+	if r.win != nil && r.win.Whole() {
+		stamp, err := a.db.RecallWindowStamp(ctx, rq.Project)
+		if err != nil {
+			return nil, err
+		}
+		r.whole = stamp == r.win.Stamp()
+	}
+	return r, nil
 }
 
 // search runs rq, a plain query's hits scored by their project's word
@@ -57,14 +80,6 @@ func (a *Archive) search(ctx context.Context, pq recall.Question, rq ledger.Reca
 	}
 	limit := rq.Limit
 	rq.Limit = max(limit, pool)
-	found, err := a.db.Search(ctx, rq)
-	if err != nil || len(found) == 0 {
-		return found, err
-	}
-	texts, err := a.textsOf(ctx, found, run.known)
-	if err != nil {
-		return nil, err
-	}
 	phrases := pq.Phrases()
 	idf := make([]float64, len(phrases))
 	holders := make([][]uint16, len(phrases))
@@ -73,6 +88,20 @@ func (a *Archive) search(ctx context.Context, pq recall.Question, rq ledger.Reca
 		holders[i] = w.HoldingAll(ph)
 		df := float64(len(holders[i]))
 		idf[i] = math.Log(1 + (n-df+0.5)/(df+0.5))
+	}
+	var found []ledger.RecallHit
+	var err error
+	if run.whole {
+		found, err = a.candidates(ctx, run, holders, idf, rq)
+	} else {
+		found, err = a.db.Search(ctx, rq)
+	}
+	if err != nil || len(found) == 0 {
+		return found, err
+	}
+	texts, err := a.textsOf(ctx, found, run.known)
+	if err != nil {
+		return nil, err
 	}
 	// Only a word that begins as one of the query's terms can be one:
 	// the others are counted, not stemmed.
@@ -135,4 +164,45 @@ func (a *Archive) search(ctx context.Context, pq recall.Question, rq ledger.Reca
 	}
 	sortHits(found)
 	return found[:min(len(found), limit)], nil
+}
+
+// candidates are a query's candidate turns from run's whole window (above):
+// at most rq.Limit of those within rq's span that hold one of its phrases
+// (holders, with their rarities idf), best first, ties to the newer; their
+// texts are added to run's.
+func (a *Archive) candidates(ctx context.Context, run *searchRun, holders [][]uint16, idf []float64, rq ledger.RecallQuery) ([]ledger.RecallHit, error) {
+	w := run.win
+	score := make([]float64, w.Len())
+	for i, hs := range holders {
+		for _, t := range hs {
+			score[t] += idf[i]
+		}
+	}
+	mean := 0.0
+	for i := range w.Len() {
+		mean += float64(w.Chars(i))
+	}
+	mean = max(mean/float64(w.Len()), 1)
+	var held []int
+	for i, s := range score {
+		if s == 0 || !rq.Since.IsZero() && w.At(i).Before(rq.Since) || !rq.Until.IsZero() && !w.At(i).Before(rq.Until) {
+			continue
+		}
+		// bm25, each word once: a longer turn holds more words by chance.
+		score[i] = s * 2.2 / (1 + 1.2*(0.25+0.75*float64(w.Chars(i))/mean))
+		held = append(held, i)
+	}
+	sort.SliceStable(held, func(x, y int) bool {
+		return score[held[x]] > score[held[y]] || score[held[x]] == score[held[y]] && held[x] > held[y]
+	})
+	held = held[:min(len(held), rq.Limit)]
+	ids := make([]int64, len(held))
+	for k, i := range held {
+		ids[k] = w.ID(i)
+	}
+	found, texts, err := a.db.RecallTurnsByID(ctx, ids)
+	for id, t := range texts {
+		run.known[id] = t
+	}
+	return found, err
 }

@@ -150,12 +150,8 @@ func (a *Archive) passages(ctx context.Context, pq recall.Question, found []ledg
 			}
 		}
 	}
-	near, err := a.db.RecallTurnHits(ctx, places)
+	near, texts, err := a.db.RecallTurnHits(ctx, places)
 	if err != nil || len(near) == 0 {
-		return err
-	}
-	texts, err := a.textsOf(ctx, near, nil)
-	if err != nil {
 		return err
 	}
 	var first [256]bool // only a word that begins as a wanted term can be one
@@ -288,7 +284,10 @@ func (a *Archive) ranked(ctx context.Context, pq recall.Question, rq ledger.Reca
 	limit := rq.Limit
 	rq.Limit = max(2*limit, 10)
 	rq.NoSnippets = true // made below, for the hits kept
-	run := a.newRun(rq)
+	run, err := a.newRun(ctx, rq)
+	if err != nil {
+		return nil, nil, err
+	}
 	found, err := a.search(ctx, pq, rq, localPool, run)
 	if err != nil {
 		return nil, nil, err
@@ -312,9 +311,12 @@ func (a *Archive) ranked(ctx context.Context, pq recall.Question, rq ledger.Reca
 		wanted = append(wanted, ledger.Place{SessionID: next.session, Turn: next.turn})
 		from[next] = h
 	}
-	nexts, err := a.db.RecallTurnHits(ctx, wanted)
+	nexts, read, err := a.db.RecallTurnHits(ctx, wanted)
 	if err != nil {
 		return nil, nil, err
+	}
+	for id, t := range read {
+		run.known[id] = t // the snippets below read them
 	}
 	after := map[int64]int{} // a neighbour's row: the turn it follows
 	for _, nh := range nexts {

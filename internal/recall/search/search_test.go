@@ -284,6 +284,91 @@ func TestProjectSearchWeighsItsOwnWords(t *testing.T) {
 	}
 }
 
+// A project's candidates come from its window when the window is the
+// project's whole and current (local.go): the hits are those the index's
+// match gives, a span (--since) kept; a turn indexed after the window was
+// written is found all the same (the index's match finds it until the
+// window is read again).
+func TestWindowCandidates(t *testing.T) {
+	a, home := testArchive(t)
+	ctx := context.Background()
+	proj, other := t.TempDir(), t.TempDir()
+	topics := []string{"the parser cache races on the tokenizer", "deploy the billing service to staging", "the login form loses its session cookie",
+		"rename the export flag to --format", "the nightly backup job fills the disk"}
+	var turns []rollout.Turn
+	for i := range 40 {
+		turns = append(turns, rollout.Turn{Key: fmt.Sprint("t", i), Time: fmt.Sprintf("2026-01-%02dT10:00:00Z", 1+i%28),
+			User: fmt.Sprintf("%s, take %d", topics[i%len(topics)], i), Assistant: []string{"looked at it"}})
+	}
+	archive(t, a, "s1", 1, proj, turns[:20])
+	archive(t, a, "s2", 1, proj, turns[20:])
+	archive(t, a, "o1", 1, other, []rollout.Turn{{Key: "o", User: "the parser cache of another project races too"}})
+	project := a.projects.Of(proj)
+	whole := func() bool {
+		t.Helper()
+		run, err := a.newRun(ctx, ledger.RecallQuery{Project: project})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run.whole
+	}
+	since := time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)
+	queries := []Query{
+		{Text: "why does the parser cache race?"}, {Text: "when did we deploy billing to staging?"},
+		{Text: "the backup job and the disk"}, {Text: "what was the export flag renamed to?"},
+		{Text: "the login cookie", Since: since},
+	}
+	results := func() []string {
+		t.Helper()
+		var out []string
+		for _, q := range queries {
+			q.Project, q.Limit = proj, 5
+			hits, err := a.Search(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, h := range hits {
+				if !q.Since.IsZero() && h.Time < q.Since.Format(time.RFC3339) {
+					t.Errorf("%q: hit %s/%d at %s, before --since", q.Text, h.Session, h.Turn, h.Time)
+				}
+				got = append(got, fmt.Sprintf("%s/%d%v", h.Session, h.Turn, h.Turns))
+			}
+			out = append(out, q.Text+": "+strings.Join(got, " "))
+		}
+		return out
+	}
+	if whole() {
+		t.Fatal("candidates from a window before there is one")
+	}
+	byIndex := results()
+	if _, err := recall.ReadWindow(ctx, a.db, home, project, nil); err != nil { // as the index's upkeep keeps it
+		t.Fatal(err)
+	}
+	if !whole() {
+		t.Fatal("a current window of 40 turns is not the project's whole")
+	}
+	if byWindow := results(); strings.Join(byWindow, "\n") != strings.Join(byIndex, "\n") {
+		t.Errorf("hits from the window's candidates:\n%s\nfrom the index's:\n%s", strings.Join(byWindow, "\n"), strings.Join(byIndex, "\n"))
+	}
+
+	archive(t, a, "s3", 1, proj, []rollout.Turn{{Key: "z", User: "the zeppelin mock server answers slowly"}})
+	for _, current := range []bool{false, true} {
+		if current {
+			if _, err := recall.ReadWindow(ctx, a.db, home, project, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if whole() != current {
+			t.Fatalf("window current %v: its candidates used %v", current, !current)
+		}
+		hits, err := a.Search(ctx, Query{Text: "why is the zeppelin mock slow?", Project: proj, Limit: 5})
+		if err != nil || len(hits) == 0 || hits[0].Session != "s3" {
+			t.Fatalf("window current %v: hits %+v, %v; want s3's turn first", current, hits, err)
+		}
+	}
+}
+
 // A project's search weighs a turn's coverage of the question as a
 // passage's (as per-prompt recall does): a word the turn next to it in its
 // session holds counts for a share, so of the turns that say "weather",
@@ -310,7 +395,10 @@ func TestProjectSearchWeighsThePassage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := a.newRun(ledger.RecallQuery{Project: a.projects.Of(proj)})
+	run, err := a.newRun(ctx, ledger.RecallQuery{Project: a.projects.Of(proj)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	found, err := a.search(ctx, pq, ledger.RecallQuery{Match: pq.Expr, Project: a.projects.Of(proj), Limit: 20, NoSnippets: true}, localPool, run)
 	if err != nil {
 		t.Fatal(err)
