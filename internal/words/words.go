@@ -34,6 +34,49 @@ func (s Stems) Of(word []byte) string {
 	return t
 }
 
+// Starts tells the words that may be one of some terms from the many that
+// cannot, so that only those are stemmed: a word's term begins with the
+// word's first two bytes, the second a 'y' that may turn 'i' ("eyed":
+// "ei"), or is one byte, the word's first (Porter's steps replace
+// suffixes; TestStemKeepsItsStart). Its zero value holds none.
+type Starts struct {
+	one [256]bool            // of one-byte terms: any word of that first byte
+	two [1 << 16 / 64]uint64 // of the others: their first two bytes
+}
+
+// Add adds a term's start.
+func (s *Starts) Add(term string) {
+	switch {
+	case len(term) == 1:
+		s.one[term[0]] = true
+	case len(term) > 1:
+		k := startKey(term[0], term[1])
+		s.two[k/64] |= 1 << (k % 64)
+	}
+}
+
+// May reports whether word (as EachWord gives it) may be one of the
+// terms added.
+func (s *Starts) May(word []byte) bool {
+	switch {
+	case len(word) == 0:
+		return false
+	case s.one[word[0]]:
+		return true
+	case len(word) == 1:
+		return false
+	}
+	k := startKey(word[0], word[1])
+	return s.two[k/64]&(1<<(k%64)) != 0
+}
+
+func startKey(a, b byte) int {
+	if b == 'y' {
+		b = 'i'
+	}
+	return int(a)<<8 | int(b)
+}
+
 // Each calls fn with each term of s, in order, and the byte offsets of
 // the word it came from (s[start:end]), as FTS5's tokenizer reports them.
 func Each(s string, fn func(term string, start, end int)) {
@@ -42,8 +85,7 @@ func Each(s string, fn func(term string, start, end int)) {
 
 // EachWord calls fn with each word of s folded but not stemmed (its bytes
 // are reused after fn returns), for a caller that stems only the words
-// that could be a term it looks for: a word's term begins with its first
-// byte (Porter's steps replace suffixes only).
+// that could be a term it looks for (Starts).
 func EachWord(s string, fn func(word []byte, start, end int)) {
 	var b []byte
 	start := -1

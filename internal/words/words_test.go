@@ -111,18 +111,60 @@ func TestTermsAgreeWithTheIndex(t *testing.T) {
 	t.Logf("%d terms of %d texts compared", checked, len(corpus))
 }
 
-// A term begins with its word's first byte (EachWord's callers rely on
-// it): Porter's steps replace suffixes, never a word's first letter —
-// checked on every word of this package's and the stopword list's text,
-// and on short words made to be all suffix.
-func TestStemKeepsTheFirstByte(t *testing.T) {
+// A term keeps its word's start (Starts relies on it): its first two
+// bytes, the second a 'y' that may turn 'i', or it is one byte, the
+// word's first. Porter's steps replace suffixes: checked on every word of
+// three and four letters, on words of five and six made of vowels and the
+// letters of the suffixes that reach back to the second byte, on short
+// words made to be all suffix, and on every word of this package's text.
+func TestStemKeepsItsStart(t *testing.T) {
 	words := strings.Fields("ies sses eed ed ing ational tional enci anci izer abli alli entli eli ousli ization ation ator alism iveness fulness ousness aliti iviti biliti icate ative alize iciti ical ful ness al ance ence er ic able ible ant ement ment ent ion ou ism ate iti ous ive ize y yy ey")
 	src, _ := os.ReadFile("porter.go")
 	EachWord(string(src), func(w []byte, _, _ int) { words = append(words, string(w)) })
-	for _, w := range words {
-		if s := Stem(w); s == "" || s[0] != w[0] {
-			t.Errorf("Stem(%q) = %q: not its first byte", w, s)
+	var every func(w []byte, n int, letters string)
+	every = func(w []byte, n int, letters string) {
+		if len(w) == n {
+			words = append(words, string(w))
+			return
 		}
+		for i := range len(letters) {
+			every(append(w, letters[i]), n, letters)
+		}
+	}
+	every(nil, 3, "abcdefghijklmnopqrstuvwxyz")
+	every(nil, 4, "abcdefghijklmnopqrstuvwxyz")
+	every(nil, 5, "aeiouysdng")
+	every(nil, 6, "aeiysdng")
+	bad := 0
+	for _, w := range words {
+		var s Starts
+		s.Add(Stem(w))
+		if !s.May([]byte(w)) {
+			if bad++; bad <= 10 {
+				t.Errorf("Stem(%q) = %q: not its start", w, Stem(w))
+			}
+		}
+	}
+	t.Logf("%d words", len(words))
+}
+
+// Starts tells a word that may be a term from one that cannot.
+func TestStarts(t *testing.T) {
+	var s Starts
+	for _, term := range []string{"parser", "ei", "x", ""} {
+		s.Add(term)
+	}
+	for w, want := range map[string]bool{
+		"parsing": true, "pa": true, "eyed": true, "eiffel": true, "x": true, "xylophone": true,
+		"p": false, "pr": false, "ey": true, "ye": false, "": false, "a": false, "ap": false,
+	} {
+		if got := s.May([]byte(w)); got != want {
+			t.Errorf("May(%q) = %v, want %v", w, got, want)
+		}
+	}
+	var none Starts
+	if none.May([]byte("parser")) {
+		t.Error("an empty Starts holds a word")
 	}
 }
 

@@ -152,17 +152,17 @@ func rank(w *recall.Window, terms [][]string, dates []recall.DateSpan, session s
 	hits := make([]recall.WindowTurn, len(cands))
 	counts := make([]map[string]int, len(cands))
 	lens := make([]int, len(cands))
-	var first [256]bool // only a word that begins as one of terms can be one
+	var starts words.Starts // only a word that begins as one of terms can be one
 	for _, ph := range terms {
-		if len(ph) > 0 && ph[0] != "" {
-			first[ph[0][0]] = true
+		if len(ph) > 0 {
+			starts.Add(ph[0])
 		}
 	}
 	stems := words.Stems{}
 	mean := 0.0
 	for k, i := range cands {
 		hits[k] = w.Turn(i)
-		counts[k], lens[k] = termCounts(hits[k].Body, &first, stems)
+		counts[k], lens[k] = termCounts(hits[k].Body, &starts, stems)
 		mean += float64(lens[k])
 	}
 	mean = max(mean/float64(max(len(hits), 1)), 1)
@@ -294,14 +294,14 @@ const minArchive = 1000
 // preselect is how many turns, best by coverage, are ordered by bm25.
 const preselect = 3 * candidates
 
-// termCounts counts the terms of text whose word begins with a byte of
-// first (the others are counted, not stemmed), and all words.
-func termCounts(text string, first *[256]bool, stems words.Stems) (map[string]int, int) {
+// termCounts counts the terms of text whose word may be one of starts'
+// (the others are counted, not stemmed), and all words.
+func termCounts(text string, starts *words.Starts, stems words.Stems) (map[string]int, int) {
 	counts := map[string]int{}
 	n := 0
 	words.EachWord(text, func(w []byte, _, _ int) {
 		n++
-		if first[w[0]] {
+		if starts.May(w) {
 			counts[stems.Of(w)]++
 		}
 	})

@@ -105,10 +105,10 @@ func (a *Archive) search(ctx context.Context, pq recall.Question, rq ledger.Reca
 	}
 	// Only a word that begins as one of the query's terms can be one:
 	// the others are counted, not stemmed.
-	var first [256]bool
+	var starts words.Starts
 	for _, ph := range phrases {
 		for _, t := range ph {
-			first[t[0]] = true
+			starts.Add(t)
 		}
 	}
 	total := 0.0
@@ -125,7 +125,7 @@ func (a *Archive) search(ctx context.Context, pq recall.Question, rq ledger.Reca
 			c := map[string]int{}
 			words.EachWord(s, func(w []byte, _, _ int) {
 				lens[k]++
-				if first[w[0]] {
+				if starts.May(w) {
 					c[stems.Of(w)]++
 				}
 			})

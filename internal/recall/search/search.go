@@ -154,18 +154,16 @@ func (a *Archive) passages(ctx context.Context, pq recall.Question, found []ledg
 	if err != nil || len(near) == 0 {
 		return err
 	}
-	var first [256]bool // only a word that begins as a wanted term can be one
+	var starts words.Starts // only a word that begins as a wanted term can be one
 	for t := range want {
-		if t != "" {
-			first[t[0]] = true
-		}
+		starts.Add(t)
 	}
 	stems := words.Stems{}
 	shares := map[place]bool{}
 	for _, n := range near {
 		t := texts[n.ID]
 		words.EachWord(t.Prompt+"\n"+t.Reply, func(w []byte, _, _ int) {
-			if first[w[0]] && want[stems.Of(w)] {
+			if starts.May(w) && want[stems.Of(w)] {
 				shares[place{n.SessionID, n.Turn}] = true
 			}
 		})
