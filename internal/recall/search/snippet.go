@@ -36,11 +36,24 @@ func snippet(fields []string, phrases [][]string) string {
 		hits      []hit
 		sentences []int // the words that begin a sentence
 	}
+	// Only a word that begins as one of the phrases' terms can be one: the
+	// others keep their place, not stemmed, with no term.
+	var starts words.Starts
+	for _, ph := range phrases {
+		for _, t := range ph {
+			starts.Add(t)
+		}
+	}
+	stems := words.Stems{}
 	fs := make([]field, len(fields))
 	for i, text := range fields {
 		f := &fs[i]
 		f.text = text
-		words.Each(text, func(term string, start, end int) {
+		words.EachWord(text, func(w []byte, start, end int) {
+			term := ""
+			if starts.May(w) {
+				term = stems.Of(w)
+			}
 			n := len(f.tokens)
 			// A word begins a sentence when whitespace after a '.' or ':'
 			// comes before it.
