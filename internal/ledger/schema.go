@@ -203,8 +203,9 @@ var migrations = []string{
 	// 10: recall that takes a question. The index's words are stemmed
 	// (porter: "failing" finds "failed"); recall_text's rows move there in
 	// batches (index.Backfill, RecallReindexKey), searched in both until
-	// they have. recall_given: the turns per-prompt recall gave a thread,
-	// so none is given twice.
+	// they have. Both keep their texts (FTS5's content table, which
+	// textOf reads by id). recall_given: the turns per-prompt recall gave
+	// a thread, so none is given twice.
 	`CREATE VIRTUAL TABLE recall_words USING fts5(prompt, reply, commands, files, tokenize = 'porter unicode61 remove_diacritics 2');
 	INSERT INTO recall_words(recall_words, rank) VALUES('secure-delete', 1);
 	INSERT INTO meta (key, value) SELECT '` + RecallReindexKey + `', 'pending' WHERE EXISTS (SELECT 1 FROM recall_text)
