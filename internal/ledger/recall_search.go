@@ -6,6 +6,7 @@ package ledger
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -140,19 +141,22 @@ type Place struct {
 }
 
 // RecallTurnHits returns the indexed turns at places (those that exist) as
-// hits with no score or snippet, and their indexed texts by row: one
-// statement, whatever their number (a search's places are the turns next
-// to its hits, whose text it reads next).
+// hits with no score or snippet, and their indexed texts by row (a
+// search's places are the turns next to its hits, whose text it reads
+// next).
 func (db *DB) RecallTurnHits(ctx context.Context, places []Place) ([]RecallHit, map[int64]RecallText, error) {
 	if len(places) == 0 {
 		return nil, nil, nil
 	}
-	var args []any
-	for _, p := range places {
-		args = append(args, p.SessionID, p.Turn)
+	want := make([][2]any, len(places))
+	for i, p := range places {
+		want[i] = [2]any{p.SessionID, p.Turn}
 	}
-	values := strings.TrimSuffix(strings.Repeat("(?,?),", len(places)), ",")
-	return db.turnsWithTexts(ctx, `WITH want(session_id, turn) AS (VALUES `+values+`) `, `want JOIN recall_turns t ON t.session_id = want.session_id AND t.turn = want.turn`, ``, args)
+	arg, err := json.Marshal(want)
+	if err != nil {
+		return nil, nil, err
+	}
+	return db.turnsWithTexts(ctx, `json_each(?) w JOIN recall_turns t ON t.session_id = w.value ->> 0 AND t.turn = w.value ->> 1`, ``, arg)
 }
 
 // RecallTurnsByID returns the indexed turns whose rows are ids (those that
@@ -161,19 +165,18 @@ func (db *DB) RecallTurnsByID(ctx context.Context, ids []int64) ([]RecallHit, ma
 	if len(ids) == 0 {
 		return nil, nil, nil
 	}
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
+	arg, err := json.Marshal(ids)
+	if err != nil {
+		return nil, nil, err
 	}
-	in := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
-	return db.turnsWithTexts(ctx, ``, `recall_turns t`, `WHERE t.id IN (`+in+`)`, args)
+	return db.turnsWithTexts(ctx, `recall_turns t`, `WHERE t.id IN (SELECT value FROM json_each(?))`, arg)
 }
 
 // turnsWithTexts runs a query of indexed turns (t, recall_turns, in from,
-// after with, filtered by where) and reads each with its text, from
-// whichever index table holds its row. Its shape is the number of turns
-// asked for: not a statement to keep.
-func (db *DB) turnsWithTexts(ctx context.Context, with, from, where string, args []any) ([]RecallHit, map[int64]RecallText, error) {
+// filtered by where) and reads each with its text, from whichever index
+// table holds its row. The turns asked for are one argument (a JSON
+// array, which json_each reads): one statement, kept, however many.
+func (db *DB) turnsWithTexts(ctx context.Context, from, where string, turns []byte) ([]RecallHit, map[int64]RecallText, error) {
 	tables, err := db.recallTables(ctx, db.db)
 	if err != nil {
 		return nil, nil, err
@@ -190,7 +193,7 @@ func (db *DB) turnsWithTexts(ctx context.Context, with, from, where string, args
 		from += fmt.Sprintf(" LEFT JOIN %s x%d ON x%d.id = t.id", textTable(table), k, k)
 	}
 	texts := map[int64]RecallText{}
-	hits, err := list(ctx, db.db, func(s scanner) (RecallHit, error) {
+	hits, err := list(ctx, db.q(), func(s scanner) (RecallHit, error) {
 		var h RecallHit
 		var at string
 		var t RecallText
@@ -198,8 +201,8 @@ func (db *DB) turnsWithTexts(ctx context.Context, with, from, where string, args
 		h.At = parseTS(at)
 		texts[h.ID] = t
 		return h, err
-	}, with+`SELECT t.id, t.session_id, t.generation, t.turn, t.key, t.at, t.cwd, t.project, `+strings.Join(cols, ", ")+`
-		FROM `+from+` `+where, args...)
+	}, `SELECT t.id, t.session_id, t.generation, t.turn, t.key, t.at, t.cwd, t.project, `+strings.Join(cols, ", ")+`
+		FROM `+from+` `+where, string(turns))
 	if err != nil {
 		return nil, nil, err
 	}
