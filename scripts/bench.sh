@@ -69,6 +69,13 @@ PY
       echo "  BASE=$BASE:" && bash ../shared/recall-dev/measure "$CX_BENCH_BASELINE_CX" "$mtmp/half-$half.json" | head -1
     fi
   done
+  # A search's cost in instructions beside cx ctl version's, this build and BASE: the same count
+  # however busy the machine is (perf stat), where the measure's times move with it.
+  if perf stat -e instructions:u true >/dev/null 2>&1; then
+    python3 scripts/search-cost.py ../shared/recall-dev/locomo-dev.json "$mtmp/cx" ${CX_BENCH_BASELINE_CX:+"$CX_BENCH_BASELINE_CX"}
+  else
+    echo "search cost in instructions: perf stat cannot count instructions here"
+  fi
   rm -rf "$mtmp"
 else
   echo "recall-dev/measure: ../shared/recall-dev is absent; recall's judged figures not measured"
