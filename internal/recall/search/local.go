@@ -103,14 +103,7 @@ func (a *Archive) search(ctx context.Context, pq recall.Question, rq ledger.Reca
 	if err != nil {
 		return nil, err
 	}
-	// Only a word that begins as one of the query's terms can be one:
-	// the others are counted, not stemmed.
-	var starts words.Starts
-	for _, ph := range phrases {
-		for _, t := range ph {
-			starts.Add(t)
-		}
-	}
+	starts := startsOf(phrases) // the others are counted, not stemmed
 	total := 0.0
 	for _, v := range idf {
 		total += v
@@ -205,4 +198,16 @@ func (a *Archive) candidates(ctx context.Context, run *searchRun, holders [][]ui
 		run.known[id] = t
 	}
 	return found, err
+}
+
+// startsOf tells the words that may be one of phrases' terms (only a word
+// that begins as one can be one): only those are stemmed.
+func startsOf(phrases [][]string) *words.Starts {
+	var s words.Starts
+	for _, ph := range phrases {
+		for _, t := range ph {
+			s.Add(t)
+		}
+	}
+	return &s
 }

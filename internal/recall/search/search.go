@@ -128,8 +128,9 @@ func (a *Archive) Search(ctx context.Context, q Query) ([]Hit, error) {
 // one after first), up to maxPassage turns, none a hit or in a passage
 // of its own.
 func (a *Archive) passages(ctx context.Context, pq recall.Question, found []ledger.RecallHit, around map[place][]int) error {
+	phrases := pq.Phrases()
 	want := map[string]bool{}
-	for _, ph := range pq.Phrases() {
+	for _, ph := range phrases {
 		for _, t := range ph {
 			want[t] = true
 		}
@@ -154,10 +155,7 @@ func (a *Archive) passages(ctx context.Context, pq recall.Question, found []ledg
 	if err != nil || len(near) == 0 {
 		return err
 	}
-	var starts words.Starts // only a word that begins as a wanted term can be one
-	for t := range want {
-		starts.Add(t)
-	}
+	starts := startsOf(phrases)
 	stems := words.Stems{}
 	shares := map[place]bool{}
 	for _, n := range near {

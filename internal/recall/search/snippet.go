@@ -36,14 +36,7 @@ func snippet(fields []string, phrases [][]string) string {
 		hits      []hit
 		sentences []int // the words that begin a sentence
 	}
-	// Only a word that begins as one of the phrases' terms can be one: the
-	// others keep their place, not stemmed, with no term.
-	var starts words.Starts
-	for _, ph := range phrases {
-		for _, t := range ph {
-			starts.Add(t)
-		}
-	}
+	starts := startsOf(phrases) // the others keep their place, with no term
 	stems := words.Stems{}
 	fs := make([]field, len(fields))
 	for i, text := range fields {
