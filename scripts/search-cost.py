@@ -40,6 +40,9 @@ for label, cx in zip(["this build", "BASE"], builds):
             os.makedirs("%s/work/conv%d" % (t, c), exist_ok=True)
             subprocess.run([cx, "ctl", "recall", "--project", "%s/work/conv%d" % (t, c), "--", "the windows"],
                            capture_output=True, env=env)
+        windows = os.listdir(t + "/cx/recall") if os.path.isdir(t + "/cx/recall") else []
+        if len(windows) < len(convs):  # the figure is of searches whose candidates come from a window
+            raise SystemExit("%s: %d windows for %d projects after a recall in each" % (label, len(windows), len(convs)))
         search = [instructions(cx, env, ["search", "--project", "%s/work/conv%d" % (t, q["conv"]), "--json", "--limit", "5", "--", q["q"]])
                   for q in questions]
         version = statistics.median(instructions(cx, env, ["version"]) for _ in range(5))
