@@ -39,8 +39,10 @@ const ClientName = "cx-hook"
 // to the hook host), else cx's own handler; absolute paths, quoted. Codex
 // runs it with `sh -c`: exec has the shell become the hook rather than
 // fork it and wait (a process fewer on every hook: 0.3-0.4 ms of CPU).
+// The client runs the "cx" beside it when no host takes a hook, so a cx
+// under another name gives its own handler.
 func Command(cxPath, event string) string {
-	if client := filepath.Join(filepath.Dir(cxPath), ClientName); isExecutable(client) {
+	if client := filepath.Join(filepath.Dir(cxPath), ClientName); filepath.Base(cxPath) == "cx" && isExecutable(client) {
 		return "exec " + shellQuote(client) + " " + event
 	}
 	return "exec " + shellQuote(cxPath) + " ctl hook " + event
@@ -55,15 +57,19 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 
 // isOurs reports whether a hook command is cx's handler for event: "<…/cx>
 // ctl hook <event>" or "<…/cx-hook> <event>", after "exec " or not (as
-// cx installed it before), whatever path cx had when it was installed.
-func isOurs(command, event string) bool {
+// cx installed it before), whatever path cx had when it was installed —
+// or the handler of the cx at cxPath, whatever its name ("" for none): a
+// cx installed under another name knows its own hooks, and an install
+// rewrites them rather than adding a second set beside them.
+func isOurs(command, event, cxPath string) bool {
 	c := strings.TrimSpace(command)
 	if rest, ok := strings.CutPrefix(c, "exec "); ok {
 		c = strings.TrimSpace(rest)
 	}
 	for _, form := range []struct{ suffix, base string }{{" ctl hook " + event, "cx"}, {" " + event, ClientName}} {
 		if bin, ok := strings.CutSuffix(c, form.suffix); ok {
-			if path, ok := oneWord(strings.TrimSpace(bin)); ok && filepath.Base(path) == form.base {
+			path, ok := oneWord(strings.TrimSpace(bin))
+			if ok && (filepath.Base(path) == form.base || form.base == "cx" && cxPath != "" && filepath.Clean(path) == filepath.Clean(cxPath)) {
 				return true
 			}
 		}
@@ -177,7 +183,7 @@ func Merge(path string, src []byte, cxPath string) ([]byte, bool, error) {
 		for _, g := range arr.elems {
 			for _, h := range g.get("hooks").elemsOrNil() {
 				c := h.get("command")
-				if c == nil || c.kind != '"' || !isOurs(c.str, e.Event) {
+				if c == nil || c.kind != '"' || !isOurs(c.str, e.Event, cxPath) {
 					continue
 				}
 				found = true
@@ -262,10 +268,11 @@ func fresh(cxPath string) []byte {
 }
 
 // Remove takes cx's hook entries out of a hooks.json as text edits: a group
-// whose handlers are all cx's goes whole; otherwise only cx's handler.
+// whose handlers are all cx's (any cx's, or the one at cxPath: isOurs) goes
+// whole; otherwise only cx's handler.
 // Event arrays left empty are removed when dropEmpty says so (they were
 // created by install).
-func Remove(path string, src []byte, dropEmpty func(event string) bool) ([]byte, bool, error) {
+func Remove(path string, src []byte, cxPath string, dropEmpty func(event string) bool) ([]byte, bool, error) {
 	if len(bytes.TrimSpace(src)) == 0 {
 		return src, false, nil
 	}
@@ -289,7 +296,7 @@ func Remove(path string, src []byte, dropEmpty func(event string) bool) ([]byte,
 			hs := g.get("hooks").elemsOrNil()
 			ours := 0
 			for _, h := range hs {
-				if c := h.get("command"); c != nil && c.kind == '"' && isOurs(c.str, m.key) {
+				if c := h.get("command"); c != nil && c.kind == '"' && isOurs(c.str, m.key, cxPath) {
 					ours++
 				}
 			}
@@ -300,7 +307,7 @@ func Remove(path string, src []byte, dropEmpty func(event string) bool) ([]byte,
 				keep = append(keep, g)
 				edits = append(edits, removeElems(g.get("hooks"), func(h *node) bool {
 					c := h.get("command")
-					return c != nil && c.kind == '"' && isOurs(c.str, m.key)
+					return c != nil && c.kind == '"' && isOurs(c.str, m.key, cxPath)
 				})...)
 			default:
 				keep = append(keep, g)

@@ -93,7 +93,7 @@ func TestMergeGolden(t *testing.T) {
 					created[e.Event] = true
 				}
 			}
-			back, _, err := Remove(f, out, func(ev string) bool { return created[ev] })
+			back, _, err := Remove(f, out, cxPath, func(ev string) bool { return created[ev] })
 			if err != nil || !bytes.Equal(back, in) {
 				t.Fatalf("removal did not restore the original (err %v):\n%s\n---\n%s", err, back, in)
 			}
@@ -140,6 +140,47 @@ func TestInstallerRoundTrip(t *testing.T) {
 		if !bytes.Equal(got, orig) {
 			t.Fatalf("%s: uninstall did not restore the original:\n%s", src, got)
 		}
+	}
+}
+
+// A cx under another name, with the hook client beside it: its hooks run
+// its own handler (the client would run a "cx" that is not there), a second
+// install finds them rather than adding a second set (each hook would run
+// twice), and uninstall takes them out.
+func TestRenamedCXInstallsOnce(t *testing.T) {
+	dir := t.TempDir()
+	renamed := filepath.Join(dir, "cx-1.4")
+	for _, name := range []string{"cx-1.4", ClientName} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := &Installer{CodexHome: t.TempDir(), CXPath: renamed, StateDir: t.TempDir()}
+	ctx := context.Background()
+	if res, err := in.Install(ctx); err != nil || !res.Changed {
+		t.Fatalf("install: %v %v", res, err)
+	}
+	if res, err := in.Install(ctx); err != nil || res.Changed {
+		t.Fatalf("second install changed something (%v)", err)
+	}
+	got, err := os.ReadFile(in.HooksPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range Entries {
+		want, _ := json.Marshal("exec " + shellQuote(renamed) + " ctl hook " + e.Event)
+		if n := bytes.Count(got, want); n != 1 {
+			t.Errorf("%s: %d handlers %s, want 1:\n%s", e.Event, n, want, got)
+		}
+	}
+	if bytes.Contains(got, []byte(ClientName)) {
+		t.Errorf("the client is installed for a cx it cannot run:\n%s", got)
+	}
+	if _, err := in.Uninstall(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(in.HooksPath()); err == nil {
+		t.Fatalf("uninstall left a hooks.json that install created:\n%s", got)
 	}
 }
 
@@ -250,18 +291,24 @@ func TestIsOurs(t *testing.T) {
 	for _, c := range []struct {
 		command, event string
 		ours           bool
+		cxPath         string // the installing cx's
 	}{
-		{"exec '/opt/cx/bin/cx-hook' Stop", "Stop", true},
-		{"'/opt/cx/bin/cx-hook' Stop", "Stop", true},
-		{"exec '/opt/cx/bin/cx' ctl hook Stop", "Stop", true},
-		{"'/opt/cx/bin/cx' ctl hook Stop", "Stop", true},
-		{"  exec   /usr/bin/cx ctl hook SessionStart ", "SessionStart", true},
-		{"exec '/opt/cx/bin/cx-hook' Stop", "SessionEnd", false},
-		{"exec '/opt/other/bin/notify' Stop", "Stop", false},
-		{"exec", "Stop", false},
-		{"echo exec '/opt/cx/bin/cx-hook' Stop", "Stop", false},
+		{"exec '/opt/cx/bin/cx-hook' Stop", "Stop", true, ""},
+		{"'/opt/cx/bin/cx-hook' Stop", "Stop", true, ""},
+		{"exec '/opt/cx/bin/cx' ctl hook Stop", "Stop", true, ""},
+		{"'/opt/cx/bin/cx' ctl hook Stop", "Stop", true, ""},
+		{"  exec   /usr/bin/cx ctl hook SessionStart ", "SessionStart", true, ""},
+		{"exec '/opt/cx/bin/cx-hook' Stop", "SessionEnd", false, ""},
+		{"exec '/opt/other/bin/notify' Stop", "Stop", false, ""},
+		{"exec", "Stop", false, ""},
+		{"echo exec '/opt/cx/bin/cx-hook' Stop", "Stop", false, ""},
+		// A cx under another name knows its own handler, not another's.
+		{"exec '/opt/tools/cx-1.4' ctl hook Stop", "Stop", true, "/opt/tools/cx-1.4"},
+		{"exec '/opt/tools/cx-1.4' ctl hook Stop", "Stop", false, "/opt/tools/cx-1.5"},
+		{"exec '/opt/tools/cx-1.4' ctl hook Stop", "Stop", false, ""},
+		{"exec '/opt/tools/cx-1.4' Stop", "Stop", false, "/opt/tools/cx-1.4"},
 	} {
-		if got := isOurs(c.command, c.event); got != c.ours {
+		if got := isOurs(c.command, c.event, c.cxPath); got != c.ours {
 			t.Errorf("isOurs(%q, %s) = %v, want %v", c.command, c.event, got, c.ours)
 		}
 	}

@@ -224,7 +224,7 @@ func (in *Installer) trustOurs(ctx context.Context) (keys []string, err error) {
 	err = in.withHooks(ctx, func(c *codex.Client, hooks []codex.Hook) error {
 		var ours []codex.Hook
 		for _, h := range hooks {
-			if h.SourcePath == in.HooksPath() && isOurs(h.Command, codex.EventName(h.EventName)) {
+			if h.SourcePath == in.HooksPath() && isOurs(h.Command, codex.EventName(h.EventName), in.CXPath) {
 				keys = append(keys, h.Key)
 				if h.TrustStatus != "trusted" {
 					ours = append(ours, h)
@@ -256,7 +256,7 @@ func (in *Installer) inspect(ctx context.Context) (Status, error) {
 	if in.Trust && len(st.Installed) > 0 {
 		err = in.withHooks(ctx, func(_ *codex.Client, hooks []codex.Hook) error {
 			for _, h := range hooks {
-				if h.SourcePath == in.HooksPath() && isOurs(h.Command, codex.EventName(h.EventName)) {
+				if h.SourcePath == in.HooksPath() && isOurs(h.Command, codex.EventName(h.EventName), in.CXPath) {
 					st.Trust[codex.EventName(h.EventName)] = h.TrustStatus
 				}
 			}
@@ -283,7 +283,7 @@ func (in *Installer) inspectFile() (Status, error) {
 		for _, e := range Entries {
 			for _, g := range hooks.get(e.Event).elemsOrNil() {
 				for _, h := range g.get("hooks").elemsOrNil() {
-					if c := h.get("command"); c != nil && isOurs(c.str, e.Event) {
+					if c := h.get("command"); c != nil && isOurs(c.str, e.Event, in.CXPath) {
 						found[e.Event] = c.str
 					}
 				}
@@ -351,7 +351,7 @@ func (in *Installer) Uninstall(ctx context.Context) (Result, error) {
 				}
 			}
 		}
-		out, _, err = Remove(in.HooksPath(), cur, func(ev string) bool { return created[ev] })
+		out, _, err = Remove(in.HooksPath(), cur, in.CXPath, func(ev string) bool { return created[ev] })
 		if err != nil {
 			return res, err
 		}
@@ -375,7 +375,7 @@ func (in *Installer) Uninstall(ctx context.Context) (Result, error) {
 		// them, and its trust is re-recorded right after.
 		var ourKeys []string
 		for _, h := range before {
-			if h.SourcePath == in.HooksPath() && isOurs(h.Command, codex.EventName(h.EventName)) {
+			if h.SourcePath == in.HooksPath() && isOurs(h.Command, codex.EventName(h.EventName), in.CXPath) {
 				ourKeys = append(ourKeys, h.Key)
 			}
 		}
@@ -408,7 +408,7 @@ func (in *Installer) dropRedundantBackup(cur, out []byte, original string) {
 		return
 	}
 	strip := func(b []byte) []byte {
-		s, _, err := Remove(in.HooksPath(), b, func(string) bool { return true })
+		s, _, err := Remove(in.HooksPath(), b, in.CXPath, func(string) bool { return true })
 		if err != nil {
 			return nil
 		}
@@ -446,7 +446,7 @@ func (in *Installer) listHooks(ctx context.Context) (hooks []codex.Hook, err err
 func (in *Installer) keepTrust(ctx context.Context, before []codex.Hook) error {
 	wasTrusted := map[string]bool{}
 	for _, h := range before {
-		if h.TrustStatus == "trusted" && !isOurs(h.Command, codex.EventName(h.EventName)) {
+		if h.TrustStatus == "trusted" && !isOurs(h.Command, codex.EventName(h.EventName), in.CXPath) {
 			wasTrusted[h.EventName+"\x00"+h.Command+"\x00"+h.CurrentHash] = true
 		}
 	}
