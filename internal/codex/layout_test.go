@@ -236,6 +236,53 @@ func TestThreadWatchSettlesABurst(t *testing.T) {
 	}
 }
 
+// What the watch is told is a creation, not the writes that follow it: a
+// live rollout, written at every event in the folder watched, costs every
+// cx watching that folder nothing.
+func TestCreationsOnly(t *testing.T) {
+	dir := t.TempDir()
+	c, err := newCreations()
+	if err != nil {
+		t.Skip("no watch here:", err)
+	}
+	defer c.Close()
+	if err := c.Add(dir); err != nil {
+		t.Fatal(err)
+	}
+	next := func(d time.Duration) (string, bool) {
+		select {
+		case name := <-c.created:
+			return name, true
+		case <-time.After(d):
+			return "", false
+		}
+	}
+	p := filepath.Join(dir, "rollout-2026-01-01T00-00-00-019a.jsonl")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if name, ok := next(5 * time.Second); !ok || name != p {
+		t.Fatalf("creation: got %q (%v), want %s", name, ok, p)
+	}
+	for range 200 {
+		f.WriteString("{\"type\":\"event_msg\"}\n")
+	}
+	f.Sync()
+	os.Chmod(p, 0o600)
+	if name, ok := next(300 * time.Millisecond); ok {
+		t.Fatalf("told of %s after its creation: writes reach the watch", name)
+	}
+	if err := c.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "after"), nil, 0o600)
+	if name, ok := next(300 * time.Millisecond); ok {
+		t.Fatalf("told of %s in a folder no longer watched", name)
+	}
+}
+
 // A Codex that keeps writer locks is watched by its locks folder alone
 // (and home until that folder exists): the lines its rollouts take wake
 // nothing; a new lock does.

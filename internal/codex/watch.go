@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 )
 
 // ThreadWatch wakes whoever learns Codex's threads when one may have
@@ -17,16 +15,16 @@ import (
 // home neither folder exists yet: it also watches the folders above them,
 // so their creation wakes discovery (which then watches them too).
 //
-// The watching is fsnotify's (inotify on Linux, kqueue on macOS): one
-// code path on both systems, the kernel interface kept by a library
-// maintained and tested on each. Only creations (and renames into a
-// folder) wake; writes, which a live rollout gets at every event, do not.
+// Only creations (and moves into a folder) wake, and only they are asked
+// of the system (creations: inotify's on Linux, fsnotify's kqueue
+// elsewhere): a live rollout is written at every event, in the folder
+// watched. All else here is one code path on both systems.
 type ThreadWatch struct {
 	home string
 	C    chan struct{} // a wake-up, coalesced
 
 	mu      sync.Mutex
-	w       *fsnotify.Watcher
+	w       *creations
 	watched map[string]bool
 	waking  bool // a wake-up is due once the burst settles
 	// locksOnly: Codex keeps writer locks, so the locks folder tells.
@@ -51,7 +49,7 @@ func WatchThreads(home string, locksOnly bool) *ThreadWatch {
 	if home == "" {
 		return nil
 	}
-	fw, err := fsnotify.NewWatcher()
+	fw, err := newCreations()
 	if err != nil {
 		return nil
 	}
@@ -115,14 +113,14 @@ func (w *ThreadWatch) Refresh() {
 func (w *ThreadWatch) read() {
 	for {
 		select {
-		case ev, ok := <-w.w.Events:
+		case name, ok := <-w.w.created:
 			if !ok {
 				return // closed
 			}
-			if w.relevant(ev) {
+			if w.relevant(name) {
 				w.wake()
 			}
-		case _, ok := <-w.w.Errors:
+		case _, ok := <-w.w.lost:
 			if !ok {
 				return
 			}
@@ -151,18 +149,16 @@ func (w *ThreadWatch) wake() {
 	})
 }
 
-// relevant reports whether an event may mean a new thread: a creation in
-// a watched folder — in home itself only the two folders that matter, not
-// the other files Codex creates there (databases, history, temp files).
-func (w *ThreadWatch) relevant(ev fsnotify.Event) bool {
-	if !ev.Has(fsnotify.Create) {
-		return false
-	}
-	if filepath.Dir(ev.Name) != w.home {
+// relevant reports whether a creation may mean a new thread: any in a
+// watched folder but home — in home itself only the two folders that
+// matter, not the other files Codex creates there (databases, history,
+// temp files).
+func (w *ThreadWatch) relevant(name string) bool {
+	if filepath.Dir(name) != w.home {
 		return true
 	}
-	name := filepath.Base(ev.Name)
-	return name == threadLocksDir || name == "sessions"
+	base := filepath.Base(name)
+	return base == threadLocksDir || base == "sessions"
 }
 
 // Close stops watching.
