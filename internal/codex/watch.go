@@ -42,9 +42,10 @@ const settle = 200 * time.Millisecond
 // (discovery then polls only). locksOnly, for a Codex that keeps writer
 // locks (KeepsWriterLocks), watches the locks folder alone: such a Codex
 // makes a thread's lock (an empty file) as it loads the thread, before
-// its rollout, and nothing writes there in between; a rollout's folder
-// has an event for every line any Codex of the home writes, read by every
-// cx watching it (7% of a `cx exec` wrapper's CPU, 4 at once).
+// its rollout, so one folder tells — and where the system tells of every
+// change (fsnotify's inotify asked for all), a rollout's folder had an
+// event for every line any Codex of the home wrote, read by every cx
+// watching it (7% of a `cx exec` wrapper's CPU, 4 at once).
 func WatchThreads(home string, locksOnly bool) *ThreadWatch {
 	if home == "" {
 		return nil
