@@ -142,7 +142,8 @@ func indentStep(src []byte) string {
 
 // Merge adds cx's hook entries (for cxPath) to a hooks.json, after the
 // entries already there, as text edits; an entry of cx's with another path
-// (cx moved) gets the new path in place. It reports whether anything changed.
+// (cx moved) gets the new path in place, and a second one of an event's
+// goes (dedupe). It reports whether anything changed.
 func Merge(path string, src []byte, cxPath string) ([]byte, bool, error) {
 	if len(bytes.TrimSpace(src)) == 0 {
 		return fresh(cxPath), true, nil
@@ -153,6 +154,14 @@ func Merge(path string, src []byte, cxPath string) ([]byte, bool, error) {
 	}
 	if root.kind != '{' {
 		return nil, false, &ParseError{path, fmt.Errorf("the top level is not an object")}
+	}
+	deduped, changed, err := dedupe(path, src, cxPath)
+	if err != nil {
+		return nil, false, err
+	}
+	if changed {
+		out, _, err := Merge(path, deduped, cxPath)
+		return out, true, err
 	}
 	step := indentStep(src)
 	hooks := root.get("hooks")
@@ -273,6 +282,37 @@ func fresh(cxPath string) []byte {
 // Event arrays left empty are removed when dropEmpty says so (they were
 // created by install).
 func Remove(path string, src []byte, cxPath string, dropEmpty func(event string) bool) ([]byte, bool, error) {
+	return removeHandlers(path, src, func(event string, h *node) bool { return ours(h, event, cxPath) }, dropEmpty)
+}
+
+// ours reports whether handler h of event is cx's (isOurs).
+func ours(h *node, event, cxPath string) bool {
+	c := h.get("command")
+	return c != nil && c.kind == '"' && isOurs(c.str, event, cxPath)
+}
+
+// dedupe leaves one handler of cx's for each event, the first: installs
+// from two paths, or by a cx under another name before isOurs knew its
+// handler, left two, and Codex ran each of those hooks twice.
+func dedupe(path string, src []byte, cxPath string) ([]byte, bool, error) {
+	seen := map[string]bool{}
+	return removeHandlers(path, src, func(event string, h *node) bool {
+		if !ours(h, event, cxPath) {
+			return false
+		}
+		if !seen[event] {
+			seen[event] = true
+			return false
+		}
+		return true
+	}, nil)
+}
+
+// removeHandlers takes the handlers drop names out of a hooks.json as text
+// edits (drop is asked once for each handler, in the file's order): a group
+// whose handlers all go goes whole. Event arrays left empty are removed
+// when dropEmpty says so.
+func removeHandlers(path string, src []byte, drop func(event string, h *node) bool, dropEmpty func(event string) bool) ([]byte, bool, error) {
 	if len(bytes.TrimSpace(src)) == 0 {
 		return src, false, nil
 	}
@@ -291,29 +331,26 @@ func Remove(path string, src []byte, cxPath string, dropEmpty func(event string)
 		if arr.kind != '[' {
 			continue
 		}
-		var keep, drop []*node
+		var keep, dropGroups []*node
 		for _, g := range arr.elems {
 			hs := g.get("hooks").elemsOrNil()
-			ours := 0
+			gone := map[*node]bool{}
 			for _, h := range hs {
-				if c := h.get("command"); c != nil && c.kind == '"' && isOurs(c.str, m.key, cxPath) {
-					ours++
+				if drop(m.key, h) {
+					gone[h] = true
 				}
 			}
 			switch {
-			case ours > 0 && ours == len(hs):
-				drop = append(drop, g)
-			case ours > 0:
+			case len(gone) > 0 && len(gone) == len(hs):
+				dropGroups = append(dropGroups, g)
+			case len(gone) > 0:
 				keep = append(keep, g)
-				edits = append(edits, removeElems(g.get("hooks"), func(h *node) bool {
-					c := h.get("command")
-					return c != nil && c.kind == '"' && isOurs(c.str, m.key, cxPath)
-				})...)
+				edits = append(edits, removeElems(g.get("hooks"), func(h *node) bool { return gone[h] })...)
 			default:
 				keep = append(keep, g)
 			}
 		}
-		if len(drop) == 0 {
+		if len(dropGroups) == 0 {
 			continue
 		}
 		if len(keep) == 0 && dropEmpty != nil && dropEmpty(m.key) {
@@ -321,7 +358,7 @@ func Remove(path string, src []byte, cxPath string, dropEmpty func(event string)
 			continue
 		}
 		dropSet := map[*node]bool{}
-		for _, d := range drop {
+		for _, d := range dropGroups {
 			dropSet[d] = true
 		}
 		edits = append(edits, removeElems(arr, func(n *node) bool { return dropSet[n] })...)

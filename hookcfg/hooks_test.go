@@ -80,7 +80,21 @@ func TestMergeGolden(t *testing.T) {
 					t.Errorf("no cx entry for %s", e.Event)
 				}
 			}
-			if len(in) == 0 || name == "empty-object" || name == "installed-elsewhere" {
+			// One handler of cx's an event, whatever was there before.
+			for _, e := range Entries {
+				n := 0
+				for _, g := range doc.Hooks[e.Event] {
+					for _, h := range g.Hooks {
+						if isOurs(h.Command, e.Event, cxPath) {
+							n++
+						}
+					}
+				}
+				if n != 1 {
+					t.Errorf("%s: %d handlers of cx's, want 1", e.Event, n)
+				}
+			}
+			if len(in) == 0 || name == "empty-object" || name == "installed-elsewhere" || name == "installed-twice" {
 				return
 			}
 			created := map[string]bool{}

@@ -155,6 +155,15 @@ func (in *Installer) Install(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	// A second handler of cx's that the merge takes out (dedupe) shifts the
+	// positional trust keys of the hooks after it: their trust is read
+	// before and recorded again after, as uninstall does.
+	var before []codex.Hook
+	if _, dup, _ := dedupe(in.HooksPath(), old, in.CXPath); changed && dup && in.Trust {
+		if before, err = in.listHooks(ctx); err != nil {
+			res.Warnings = append(res.Warnings, "could not read hook trust before taking out a second cx entry: "+err.Error())
+		}
+	}
 	if changed {
 		_, cerr := os.Stat(in.ConfigPath())
 		hadConfig := !errors.Is(cerr, fs.ErrNotExist)
@@ -182,6 +191,11 @@ func (in *Installer) Install(ctx context.Context) (Result, error) {
 			return res, fmt.Errorf("record hook trust: %w", err)
 		}
 		res.Trusted = keys
+		if before != nil {
+			if err := in.keepTrust(ctx, before); err != nil {
+				res.Warnings = append(res.Warnings, "re-recording the trust of shifted hooks: "+err.Error())
+			}
+		}
 	}
 	return res, nil
 }

@@ -117,6 +117,9 @@ func (s *Setup) Install(ctx context.Context, o InstallOptions) (Report, error) {
 	}
 	r.Changed = res.Changed
 	r.Trusted = append(r.Trusted, res.Trusted...)
+	for _, w := range res.Warnings {
+		r.warn("warning: ", w, w)
+	}
 	r.MCP = "skipped (--no-mcp)"
 	if !o.NoMCP {
 		if changed, err := in.InstallMCP(ictx); err != nil {

@@ -220,3 +220,92 @@ func TestUninstallKeepsShiftedTrust(t *testing.T) {
 		})
 	}
 }
+
+// An install that finds two entries of cx's for one event (two installs
+// from two paths) keeps one; the hook after the one taken out, its
+// positional trust key shifted, stays trusted, and cx's own is trusted.
+func TestInstallKeepsOneEntryAndShiftedTrust(t *testing.T) {
+	for _, in := range codextest.Installs(t) {
+		if !(codex.Caps{Version: in.Version}).HasHookTrust() {
+			continue
+		}
+		t.Run(in.Version, func(t *testing.T) {
+			h := New(t, in, Options{}) // cx installed: its Stop group is first
+			hooksPath := filepath.Join(h.CodexHome, "hooks.json")
+			data, _ := os.ReadFile(hooksPath)
+			cmd, _ := json.Marshal(hookcfg.Command(h.CX, "Stop"))
+			marker := `"command": ` + string(cmd) + `,`
+			i := strings.Index(string(data), marker)
+			if i < 0 {
+				t.Fatalf("no Stop entry in:\n%s", data)
+			}
+			// Before cx's Stop group, an older install's from another path;
+			// after it, another tool's hook.
+			start := strings.LastIndex(string(data[:i]), "{\n        \"hooks\"")
+			end := i + strings.Index(string(data[i:]), "]\n      }") + len("]\n      }")
+			older := `{"hooks": [{"type": "command", "command": "exec '/old/place/cx' ctl hook Stop", "timeout": 30}]},` + "\n      "
+			otherHook := `{"hooks": [{"type": "command", "command": "true # other-tool", "timeout": 5}]}`
+			if start < 0 {
+				t.Fatalf("no Stop group in:\n%s", data)
+			}
+			data = []byte(string(data[:start]) + older + string(data[start:end]) + ",\n      " + otherHook + string(data[end:]))
+			if err := os.WriteFile(hooksPath, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			list := func() []codex.Hook {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				c, err := codex.Start(ctx, in.Native, h.Env())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				hooks, err := c.ListHooks(ctx, h.Work)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, hk := range hooks {
+					if strings.Contains(hk.Command, "other-tool") && hk.TrustStatus != "trusted" {
+						if err := c.Trust(ctx, []codex.Hook{hk}); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				return hooks
+			}
+			var keyBefore string
+			for _, hk := range list() {
+				if strings.Contains(hk.Command, "other-tool") {
+					keyBefore = hk.Key
+				}
+			}
+			h.CXCtl("ctl", "install")
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c, err := codex.Start(ctx, in.Native, h.Env())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			hooks, _ := c.ListHooks(ctx, h.Work)
+			stops, other := 0, false
+			for _, hk := range hooks {
+				switch {
+				case strings.Contains(hk.Command, "other-tool"):
+					other = true
+					if hk.Key == keyBefore || hk.TrustStatus != "trusted" {
+						t.Errorf("the other tool's hook after install: key %s (was %s), %s", hk.Key, keyBefore, hk.TrustStatus)
+					}
+				case codex.EventName(hk.EventName) == "Stop" && strings.Contains(hk.Command, "cx"):
+					stops++
+					if hk.Command != hookcfg.Command(h.CX, "Stop") || hk.TrustStatus != "trusted" {
+						t.Errorf("cx's Stop hook after install: %q, %s", hk.Command, hk.TrustStatus)
+					}
+				}
+			}
+			if stops != 1 || !other {
+				t.Fatalf("after install: %d Stop hooks of cx's (want 1), the other tool's there: %v\n%+v", stops, other, hooks)
+			}
+		})
+	}
+}
