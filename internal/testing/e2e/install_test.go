@@ -165,24 +165,9 @@ func TestUninstallKeepsShiftedTrust(t *testing.T) {
 				t.Fatal(err)
 			}
 			trustOther := func() (string, string) {
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				c, err := codex.Start(ctx, in.Native, h.Env())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-				list, err := c.ListHooks(ctx, h.Work)
-				if err != nil {
-					t.Fatal(err)
-				}
+				list := codexHooks(t, h, in, "other-tool")
 				for _, hk := range list {
 					if strings.Contains(hk.Command, "other-tool") {
-						if hk.TrustStatus != "trusted" {
-							if err := c.Trust(ctx, []codex.Hook{hk}); err != nil {
-								t.Fatal(err)
-							}
-						}
 						return hk.Key, hk.TrustStatus
 					}
 				}
@@ -194,14 +179,7 @@ func TestUninstallKeepsShiftedTrust(t *testing.T) {
 				t.Fatalf("other hook not trusted before uninstall: %s", status)
 			}
 			h.CXCtl("ctl", "uninstall")
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			c, err := codex.Start(ctx, in.Native, h.Env())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			list, _ := c.ListHooks(ctx, h.Work)
+			list := codexHooks(t, h, in, "")
 			found := false
 			for _, hk := range list {
 				if strings.Contains(hk.Command, "other-tool") {
@@ -252,42 +230,14 @@ func TestInstallKeepsOneEntryAndShiftedTrust(t *testing.T) {
 			if err := os.WriteFile(hooksPath, data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			list := func() []codex.Hook {
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				c, err := codex.Start(ctx, in.Native, h.Env())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-				hooks, err := c.ListHooks(ctx, h.Work)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, hk := range hooks {
-					if strings.Contains(hk.Command, "other-tool") && hk.TrustStatus != "trusted" {
-						if err := c.Trust(ctx, []codex.Hook{hk}); err != nil {
-							t.Fatal(err)
-						}
-					}
-				}
-				return hooks
-			}
 			var keyBefore string
-			for _, hk := range list() {
+			for _, hk := range codexHooks(t, h, in, "other-tool") {
 				if strings.Contains(hk.Command, "other-tool") {
 					keyBefore = hk.Key
 				}
 			}
 			h.CXCtl("ctl", "install")
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			c, err := codex.Start(ctx, in.Native, h.Env())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			hooks, _ := c.ListHooks(ctx, h.Work)
+			hooks := codexHooks(t, h, in, "")
 			stops, other := 0, false
 			for _, hk := range hooks {
 				switch {
@@ -308,4 +258,29 @@ func TestInstallKeepsOneEntryAndShiftedTrust(t *testing.T) {
 			}
 		})
 	}
+}
+
+// codexHooks is the hooks Codex's app-server lists for h's work folder, as
+// listed; those whose command holds trust (none for "") it then trusts.
+func codexHooks(t *testing.T, h *H, in codextest.Install, trust string) []codex.Hook {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := codex.Start(ctx, in.Native, h.Env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	list, err := c.ListHooks(ctx, h.Work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, hk := range list {
+		if trust != "" && strings.Contains(hk.Command, trust) && hk.TrustStatus != "trusted" {
+			if err := c.Trust(ctx, []codex.Hook{hk}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return list
 }
