@@ -149,17 +149,9 @@ func TestUninstallKeepsShiftedTrust(t *testing.T) {
 		}
 		t.Run(in.Version, func(t *testing.T) {
 			h := New(t, in, Options{}) // cx installed: its Stop group is first
-			hooksPath := filepath.Join(h.CodexHome, "hooks.json")
-			data, _ := os.ReadFile(hooksPath)
+			hooksPath, data, _, end := cxStopGroup(t, h)
 			// Another tool appends its own Stop hook after cx's.
 			other := `{"hooks": [{"type": "command", "command": "true # other-tool", "timeout": 5}]}`
-			cmd, _ := json.Marshal(hookcfg.Command(h.CX, "Stop")) // as cx ctl install wrote it
-			marker := `"command": ` + string(cmd) + `,`
-			i := strings.Index(string(data), marker)
-			if i < 0 {
-				t.Fatalf("no Stop entry in:\n%s", data)
-			}
-			end := i + strings.Index(string(data[i:]), "]\n      }") + len("]\n      }")
 			data = []byte(string(data[:end]) + ",\n      " + other + string(data[end:]))
 			if err := os.WriteFile(hooksPath, data, 0o600); err != nil {
 				t.Fatal(err)
@@ -209,23 +201,11 @@ func TestInstallKeepsOneEntryAndShiftedTrust(t *testing.T) {
 		}
 		t.Run(in.Version, func(t *testing.T) {
 			h := New(t, in, Options{}) // cx installed: its Stop group is first
-			hooksPath := filepath.Join(h.CodexHome, "hooks.json")
-			data, _ := os.ReadFile(hooksPath)
-			cmd, _ := json.Marshal(hookcfg.Command(h.CX, "Stop"))
-			marker := `"command": ` + string(cmd) + `,`
-			i := strings.Index(string(data), marker)
-			if i < 0 {
-				t.Fatalf("no Stop entry in:\n%s", data)
-			}
 			// Before cx's Stop group, an older install's from another path;
 			// after it, another tool's hook.
-			start := strings.LastIndex(string(data[:i]), "{\n        \"hooks\"")
-			end := i + strings.Index(string(data[i:]), "]\n      }") + len("]\n      }")
+			hooksPath, data, start, end := cxStopGroup(t, h)
 			older := `{"hooks": [{"type": "command", "command": "exec '/old/place/cx' ctl hook Stop", "timeout": 30}]},` + "\n      "
 			otherHook := `{"hooks": [{"type": "command", "command": "true # other-tool", "timeout": 5}]}`
-			if start < 0 {
-				t.Fatalf("no Stop group in:\n%s", data)
-			}
 			data = []byte(string(data[:start]) + older + string(data[start:end]) + ",\n      " + otherHook + string(data[end:]))
 			if err := os.WriteFile(hooksPath, data, 0o600); err != nil {
 				t.Fatal(err)
@@ -283,4 +263,20 @@ func codexHooks(t *testing.T, h *H, in codextest.Install, trust string) []codex.
 		}
 	}
 	return list
+}
+
+// cxStopGroup is h's hooks.json, its path, and where in it the group of
+// cx's Stop handler (as cx ctl install wrote it) starts and ends.
+func cxStopGroup(t *testing.T, h *H) (path string, data []byte, start, end int) {
+	t.Helper()
+	path = filepath.Join(h.CodexHome, "hooks.json")
+	data, _ = os.ReadFile(path)
+	cmd, _ := json.Marshal(hookcfg.Command(h.CX, "Stop"))
+	i := strings.Index(string(data), `"command": `+string(cmd)+`,`)
+	start = strings.LastIndex(string(data[:max(i, 0)]), "{\n        \"hooks\"")
+	if i < 0 || start < 0 {
+		t.Fatalf("no Stop entry of cx's in:\n%s", data)
+	}
+	end = i + strings.Index(string(data[i:]), "]\n      }") + len("]\n      }")
+	return path, data, start, end
 }
