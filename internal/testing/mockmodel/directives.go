@@ -20,6 +20,7 @@ import (
 //	[[slow: 2s]]              answer the next text after a delay
 //	[[error: 500]]            answer with this HTTP status
 //	[[say: TEXT]]             answer TEXT
+//	[[words: N]]              answer N words, streamed a word at a time as a model streams
 //	[[mcp: SERVER TOOL JSON]]  call an MCP server's tool, under the name Codex lists it by
 //	[[tool: NAME JSON]]       call one of Codex's own tools (create_goal, spawn_agent,
 //	                          collaboration.spawn_agent …), searched for first when deferred;
@@ -89,7 +90,7 @@ type directive struct{ kind, arg string }
 // an active thread goal.
 const goalContinuation = `<codex_internal_context source="goal">`
 
-var directiveRE = regexp.MustCompile(`(?s)\[\[(shell|plan|slow|error|say|mcp|tool|continue|child):\s*(.*?)\]\]|\[\[patch\]\](.*?)\[\[/patch\]\]`)
+var directiveRE = regexp.MustCompile(`(?s)\[\[(shell|plan|slow|error|say|words|mcp|tool|continue|child):\s*(.*?)\]\]|\[\[patch\]\](.*?)\[\[/patch\]\]`)
 
 func parseDirectives(text string) []directive {
 	var out []directive
@@ -139,6 +140,16 @@ func (d directive) reply(r Request) Reply {
 		return Reply{Status: code}
 	case "say":
 		return Reply{Text: d.arg}
+	case "words":
+		n, err := strconv.Atoi(d.arg)
+		if err != nil || n < 1 || n > 1_000_000 {
+			return Reply{Text: "mock: words wants a count"}
+		}
+		ws := make([]string, n)
+		for i := range ws {
+			ws[i] = fmt.Sprintf("word%d", i+1)
+		}
+		return Reply{Text: strings.Join(ws, " "), Streamed: true}
 	case "mcp":
 		fields := strings.SplitN(d.arg, " ", 3)
 		if len(fields) < 3 {

@@ -198,7 +198,10 @@ func textOf(item map[string]any) string {
 
 // Reply is what the mock answers one request with.
 type Reply struct {
-	Text       string          // assistant text
+	Text string // assistant text
+	// Streamed: the text is sent as a model streams it, a delta for each
+	// word (with the space before it), not in one delta.
+	Streamed   bool
 	Call       *FunctionCall   // a function tool call (exec_command, update_plan, …)
 	ToolSearch *ToolSearchCall // a client-side tool_search call (Codex 0.169's deferred tools)
 	CustomCall *CustomCall     // a freeform tool call (apply_patch)
@@ -341,8 +344,14 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		msgID := fmt.Sprintf("msg_%d", seq)
 		send("response.output_item.added", map[string]any{"output_index": 0, "item": map[string]any{
 			"id": msgID, "type": "message", "status": "in_progress", "role": "assistant", "content": []any{}}})
-		send("response.output_text.delta", map[string]any{"item_id": msgID, "output_index": 0,
-			"content_index": 0, "delta": reply.Text})
+		deltas := []string{reply.Text}
+		if reply.Streamed {
+			deltas = streamPieces(reply.Text)
+		}
+		for _, d := range deltas {
+			send("response.output_text.delta", map[string]any{"item_id": msgID, "output_index": 0,
+				"content_index": 0, "delta": d})
+		}
 		item = map[string]any{"id": msgID, "type": "message", "status": "completed", "role": "assistant",
 			"content": []any{map[string]any{"type": "output_text", "text": reply.Text, "annotations": []any{}}}}
 	}
@@ -377,4 +386,18 @@ func readBody(r *http.Request) ([]byte, error) {
 		// Neither pinned Codex compresses requests to a custom provider.
 		return nil, fmt.Errorf("unsupported Content-Encoding %q", enc)
 	}
+}
+
+// streamPieces splits text as a model's stream does: a piece for each
+// word, the space before it its own.
+func streamPieces(text string) []string {
+	var out []string
+	start := 0
+	for i := 1; i < len(text); i++ {
+		if text[i] == ' ' && text[i-1] != ' ' {
+			out = append(out, text[start:i])
+			start = i
+		}
+	}
+	return append(out, text[start:])
 }

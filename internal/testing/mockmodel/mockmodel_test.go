@@ -59,6 +59,19 @@ func TestTurnShapesAndRecording(t *testing.T) {
 		t.Fatalf("delta %v", d)
 	}
 
+	// A long answer comes as a model streams it: a delta a word, which
+	// together are the text.
+	_, evs = post(t, s, map[string]any{"input": []any{user("[[words: 5]]")}, "tools": tools})
+	var streamed []string
+	for _, e := range evs {
+		if e["type"] == "response.output_text.delta" {
+			streamed = append(streamed, e["delta"].(string))
+		}
+	}
+	if got := strings.Join(streamed, "|"); got != "word1| word2| word3| word4| word5" {
+		t.Fatalf("streamed deltas %q", got)
+	}
+
 	prompt := "go [[shell: ls]] [[patch]]*** Begin Patch\n*** Add File: a\n+x\n*** End Patch[[/patch]]"
 	_, evs = post(t, s, map[string]any{"input": []any{user(prompt)}, "tools": tools})
 	item := evs[2]["item"].(map[string]any)
@@ -86,8 +99,8 @@ func TestTurnShapesAndRecording(t *testing.T) {
 	if time.Since(start) < 300*time.Millisecond {
 		t.Fatal("slow reply was not slow")
 	}
-	if n := len(s.Requests()); n != 6 {
-		t.Fatalf("recorded %d requests, want 6", n)
+	if n := len(s.Requests()); n != 7 {
+		t.Fatalf("recorded %d requests, want 7", n)
 	}
 	if s.Requests()[0].LastUserText() != "hi there" {
 		t.Fatalf("recorded body %s", s.Requests()[0].Body)
