@@ -118,6 +118,7 @@ func (t *AppServerTap) feed(dir int, b []byte) {
 		}
 	}()
 	st := &t.streams[dir]
+	queued := false // the worker is woken only for frames it reads
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
 		piece := b
@@ -135,21 +136,30 @@ func (t *AppServerTap) feed(dir int, b []byte) {
 		if i < 0 {
 			break
 		}
-		if !st.skipping && len(bytes.TrimSpace(st.partial)) > 0 {
-			if t.queued+len(st.partial) > maxTapQueue {
-				t.skipped.Add(1)
-			} else {
-				t.queue = append(t.queue, tapFrame{fromChild: dir == 1, line: st.partial})
-				t.queued += len(st.partial)
-			}
-			st.partial = nil // the queue owns it now
-		} else {
+		switch {
+		case st.skipping || len(bytes.TrimSpace(st.partial)) == 0:
 			st.partial = st.partial[:0]
+		case !codex.AppFrameMayMatter(dir == 1, st.partial):
+			// Most frames (a streamed answer's deltas) mean nothing to the
+			// tap: counted here, neither queued nor copied again, and the
+			// worker is not woken for them.
+			t.frames.Add(1)
+			st.partial = st.partial[:0]
+		case t.queued+len(st.partial) > maxTapQueue:
+			t.skipped.Add(1)
+			st.partial = nil
+		default:
+			t.queue = append(t.queue, tapFrame{fromChild: dir == 1, line: st.partial})
+			t.queued += len(st.partial)
+			queued = true
+			st.partial = nil // the queue owns it now
 		}
 		st.skipping = false
 		b = b[i+1:]
 	}
-	t.cond.Signal()
+	if queued {
+		t.cond.Signal()
+	}
 }
 
 // Close processes what is queued and stops the tap.

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 )
 
@@ -102,4 +103,36 @@ func TestTapQueueBounded(t *testing.T) {
 	}
 	tap.bind(nil)
 	tap.Close()
+}
+
+// The frames of a streamed answer (a delta a word) are counted as they
+// pass and never queued for the worker: only the frames that may mean
+// something to it are (here a turn's end, and a response that may be a
+// thread request's result).
+func TestTapQueuesOnlyFramesThatMayMatter(t *testing.T) {
+	tap := NewAppServerTap() // not bound yet: what is queued stays queued
+	var stream []byte
+	for i := 0; i < 1000; i++ {
+		stream = fmt.Appendf(stream, `{"method":"item/agentMessage/delta","params":{"threadId":"T1","delta":" word%d"},"emittedAtMs":1}`+"\n", i)
+	}
+	stream = append(stream, `{"method":"turn/completed","params":{"threadId":"T1","turn":{"id":"U1"}}}`+"\n"...)
+	stream = append(stream, `{"id":3,"result":{"thread":{"id":"T2"}}}`+"\n"...)
+	for i := 0; i < len(stream); i += 4096 {
+		tap.FromChild(stream[i:min(len(stream), i+4096)])
+	}
+	tap.FromParent([]byte(`{"id":4,"method":"turn/start","params":{"input":[]}}` + "\n"))
+	tap.mu.Lock()
+	var queued []string
+	for _, f := range tap.queue {
+		queued = append(queued, string(f.line[:20]))
+	}
+	tap.mu.Unlock()
+	if len(queued) != 2 {
+		t.Fatalf("queued %d frames, want the turn's end and the response: %q", len(queued), queued)
+	}
+	tap.bind(nil)
+	tap.Close()
+	if tap.Frames() != 1003 || tap.Unparsed() != 0 {
+		t.Fatalf("frames %d unparsed %d, want 1003 and 0", tap.Frames(), tap.Unparsed())
+	}
 }

@@ -1,6 +1,9 @@
 package codex
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // AppThread is a thread as app-server frames name it.
 type AppThread struct {
@@ -41,8 +44,17 @@ func NewAppServerFrames() *AppServerFrames {
 	return &AppServerFrames{pending: map[string]string{}}
 }
 
-// Read returns what one frame means; an error says it is not JSON.
+// Read returns what one frame means; an error says a frame that may mean
+// something is not JSON. A frame that cannot is not read at all (below).
 func (f *AppServerFrames) Read(fromServer bool, line []byte) (AppEvent, error) {
+	if !f.mayMatter(fromServer, line) {
+		return AppEvent{}, nil
+	}
+	return f.decode(fromServer, line)
+}
+
+// decode reads a frame whole.
+func (f *AppServerFrames) decode(fromServer bool, line []byte) (AppEvent, error) {
 	var msg struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
@@ -94,4 +106,59 @@ func (f *AppServerFrames) Read(fromServer bool, line []byte) (AppEvent, error) {
 		}
 	}
 	return AppEvent{}, nil
+}
+
+// mayMatter reports whether a frame can mean anything to f: one that
+// AppFrameMayMatter says may, except a response from Codex when no thread
+// request of the daemon's is pending.
+func (f *AppServerFrames) mayMatter(fromServer bool, line []byte) bool {
+	if !AppFrameMayMatter(fromServer, line) {
+		return false
+	}
+	if fromServer && frameMethod(line) == nil {
+		return len(f.pending) > 0 && bytes.Contains(line, []byte(`"result"`))
+	}
+	return true
+}
+
+// AppFrameMayMatter reports whether a frame may mean anything to an
+// AppServerFrames, without decoding it and whatever is pending: most of a
+// turn's frames are Codex's notifications of its progress (a delta for
+// every few words the model streams, each command's output, token
+// counts), and decoding one cost 6–10 µs of the wrapper's time — a long
+// answer's thousands of deltas, for every thread of a daemon.
+//
+// A frame from the daemon may when it may be a thread request (any
+// spelling of the method holds "thread"). One from Codex may when it has
+// no method (a response, which may be a thread request's result) or its
+// method is one Read reads: Codex writes its frames with serde_json, its
+// method first and never with '/' escaped, and a string's text cannot hold
+// `"method":"` (its quotes are escaped), so the first one is the frame's.
+func AppFrameMayMatter(fromServer bool, line []byte) bool {
+	if !fromServer {
+		return bytes.Contains(line, []byte("thread"))
+	}
+	method := frameMethod(line)
+	if method == nil {
+		return true
+	}
+	switch string(method) {
+	case "thread/started", "turn/completed", "thread/closed", "thread/status/changed":
+		return true
+	}
+	return false
+}
+
+// frameMethod is the method a frame from Codex names (above), nil for none.
+func frameMethod(line []byte) []byte {
+	const key = `"method":"`
+	i := bytes.Index(line, []byte(key))
+	if i < 0 {
+		return nil
+	}
+	method := line[i+len(key):]
+	if j := bytes.IndexByte(method, '"'); j >= 0 {
+		method = method[:j]
+	}
+	return method
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,7 +32,9 @@ const benchAppServerVar = "CX_BENCH_APPSERVER"
 // the app-server cx's own CPU beside its Codex's (its hooks taken out),
 // for this build and the cx
 // at CX_BENCH_BASELINE_CX, alternated; and it fails unless every thread was
-// committed once with its 5 turns.
+// committed once with its 5 turns. CX_BENCH_WORDS=n makes each answer n
+// words long, streamed a word at a time as a model streams (a delta frame
+// a word through the wrapper).
 func TestBenchAppServerThreads(t *testing.T) {
 	skipUnlessBench(t, benchAppServerVar)
 	ins := codextest.Installs(t)
@@ -42,13 +45,17 @@ func TestBenchAppServerThreads(t *testing.T) {
 		}
 	}
 	threads := envInt("CX_BENCH_THREADS", 16)
+	words := envInt("CX_BENCH_WORDS", 0)
 	builds := benchBuilds()
 	var report strings.Builder
 	fmt.Fprintf(&report, "\n`cx app-server`, %d threads at once, 5 turns each, Codex %s:", threads, in.Version)
+	if words > 0 {
+		fmt.Fprintf(&report, " each answer %d words, streamed a word at a time", words)
+	}
 	fmt.Fprintf(&report, "\n%-10s %8s %9s %9s %9s %10s %10s %12s %12s", "build", "hooks/s", "p50 ms", "p99 ms", "max ms", "CPU/hook", "host/hook", "cx run CPU", "Codex CPU")
 	for round := 0; round < 2; round++ {
 		for _, b := range builds {
-			r := appServerThreads(t, in, b.cx, threads)
+			r := appServerThreads(t, in, b.cx, threads, words)
 			fmt.Fprintf(&report, "\n%-10s %8.0f %9.1f %9.1f %9.1f %7.1f ms %7.1f ms %9.0f ms %9.0f ms", b.name, r.rate, r.p50, r.p99, r.max, r.cpu, r.host, r.cxRun, r.codex)
 		}
 	}
@@ -58,8 +65,9 @@ func TestBenchAppServerThreads(t *testing.T) {
 type appServerFigures struct{ rate, p50, p99, max, cpu, host, cxRun, codex float64 }
 
 // appServerThreads runs one `cx app-server` (this build's, or the one at
-// cx) with n threads at once.
-func appServerThreads(t *testing.T, in codextest.Install, cx string, n int) appServerFigures {
+// cx) with n threads at once, each answer words long (0: a short one),
+// streamed a word at a time.
+func appServerThreads(t *testing.T, in codextest.Install, cx string, n, words int) appServerFigures {
 	t.Helper()
 	h := New(t, in, Options{NoHooks: true})
 	if cx != "" {
@@ -95,7 +103,11 @@ func appServerThreads(t *testing.T, in codextest.Install, cx string, n int) appS
 				return
 			}
 			for k := 1; k <= 5; k++ {
-				if err := d.turn(id, fmt.Sprintf("thread %d asks for change %d of the parser", i, k)); err != nil {
+				prompt := fmt.Sprintf("thread %d asks for change %d of the parser", i, k)
+				if words > 0 {
+					prompt += fmt.Sprintf(" [[words: %d]]", words)
+				}
+				if err := d.turn(id, prompt); err != nil {
 					errs <- err
 					return
 				}
@@ -121,13 +133,21 @@ func appServerThreads(t *testing.T, in codextest.Install, cx string, n int) appS
 	}
 	// Each thread committed once with its turns, as that build's cx
 	// lists it (committedOnce would hold BASE to this build's checkpoints).
+	// A commit may still be under way in the hook host as cx exits: waited
+	// for, as committedOnce waits.
 	states := h.Sessions()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); states = h.Sessions() {
+		if !slices.ContainsFunc(slices.Collect(maps.Values(states)), func(st SessionState) bool { return st.Status != "committed" }) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	if ids := h.RolloutSessionIDs(); len(ids) != n || len(states) != n {
 		t.Fatalf("%d rollouts, %d sessions, want %d threads: %+v", len(ids), len(states), n, states)
 	}
 	for id, st := range states {
 		if st.Status != "committed" || st.Generation != 1 || st.Commits != 1 || st.TotalTurns != 5 {
-			t.Errorf("session %s: %+v, want one generation committed once with 5 turns", id, st)
+			t.Errorf("cx %q: session %s: %+v, want one generation committed once with 5 turns", h.CX, id, st)
 		}
 	}
 	var took []float64

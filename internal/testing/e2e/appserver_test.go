@@ -176,7 +176,13 @@ func TestAppServerThroughCX(t *testing.T) {
 					t.Fatalf("thread/start result %v", res)
 				}
 				threads = append(threads, id)
-				c.turn(id, fmt.Sprintf("daemon turn %d", i))
+				prompt := fmt.Sprintf("daemon turn %d", i)
+				if i == 0 {
+					// An answer streamed as a model streams it: a delta
+					// frame a word, which the tap passes without reading.
+					prompt += " [[words: 500]]"
+				}
+				c.turn(id, prompt)
 			}
 			// Both threads are known (and their turns captured) while they run.
 			states := h.Sessions()
