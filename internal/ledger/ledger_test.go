@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-func open(t *testing.T, path string) *DB {
+func open(t testing.TB, path string) *DB {
 	t.Helper()
 	db, err := openWriter(context.Background(), path, Options{BusyTimeout: 5 * time.Second})
 	if err != nil {

@@ -248,3 +248,47 @@ func TestTurnsComeWithTheirTexts(t *testing.T) {
 	}
 	check(db, ids, "reindex pending")
 }
+
+// A window is read while another connection holds the ledger's write
+// lock (a hook's transaction in another process): its read transaction
+// takes no write lock, so it neither waits nor fails. Its statements are
+// kept from the second read on, and the third reads the same.
+func TestRecallWindowTurnsBesideAWriter(t *testing.T) {
+	db, _ := promptIndex(t)
+	other := open(t, db.Path)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	held := make(chan struct{})
+	release := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- other.Tx(ctx, func(tx *Tx) error {
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	var got [][]WindowTurn
+	for range 3 {
+		start := time.Now()
+		_, turns, err := db.RecallWindowTurns(ctx, "p1", 0, 10)
+		if err != nil || time.Since(start) > time.Second {
+			t.Fatalf("window read beside a writer: %v after %v", err, time.Since(start))
+		}
+		got = append(got, turns)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(got[0]) != 5 || !reflect.DeepEqual(got[0], got[2]) {
+		t.Fatalf("reads differ or are short: %d turns, then %d", len(got[0]), len(got[2]))
+	}
+	db.stmts.mu.Lock()
+	kept := len(db.stmts.stmts)
+	db.stmts.mu.Unlock()
+	if kept == 0 {
+		t.Fatal("no statement of the window's reads was kept")
+	}
+}
