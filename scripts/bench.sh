@@ -38,6 +38,8 @@ CX_BENCH_ROUNDS="${SESSION_ROUNDS:-5}" go test -run '^$' -bench 'SessionsAtOnce'
 # The third way: one `cx app-server` with 16 threads at once on real Codex and the mock model
 # (hooks/s, p50, p99, max, CPU a hook, the app-server cx's CPU beside its Codex's), beside BASE.
 CX_BENCH_APPSERVER=1 go test -count=1 -run '^TestBenchAppServerThreads$' -timeout 30m -v ./internal/testing/e2e
+# The same with answers as a model streams them: 1,000 words each, a frame a word through cx.
+CX_BENCH_APPSERVER=1 CX_BENCH_WORDS=1000 go test -count=1 -run '^TestBenchAppServerThreads$' -timeout 30m -v ./internal/testing/e2e
 # What a run costs cx beside its Codex, the chaos run's cx/Codex without its faults: `cx exec` × 16,
 # 4 at once, on each installed Codex (per run: the wrapper, its hooks, the hook host, the MCP server,
 # Codex), beside BASE, rounds alternated; every session must be committed once.
