@@ -220,3 +220,41 @@ func TestHookStartsTheHostAfterOneLeaving(t *testing.T) {
 		t.Fatal("no host started after the one leaving")
 	}
 }
+
+// Input that never closes (Codex's pipe held open, part of a payload
+// written) is given up on within the hook's budget, and Codex gets the
+// answer that changes nothing.
+func TestInputNotClosed(t *testing.T) {
+	w := newWorld(t)
+	w.env = append(w.env, "CX_HOOKS_OFF=1") // the input is read first, the host not asked
+	r, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	cmd := exec.Command(w.client, "SessionEnd")
+	cmd.Env = w.env
+	cmd.Stdin = r
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if _, err := pw.WriteString(`{"session_id":`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		took := time.Since(start)
+		if err != nil || out.String() != "{}\n" || took > hookwire.Budget("SessionEnd") || took < hookwire.Budget("SessionEnd")-time.Second {
+			t.Fatalf("input never closed: %v, %q after %v (budget %v)", err, out.String(), took, hookwire.Budget("SessionEnd"))
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("cx-hook waited on input that never closes")
+	}
+}
