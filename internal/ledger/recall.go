@@ -97,7 +97,9 @@ func (db *DB) readTx(ctx context.Context, f func(querier) error) error {
 		return err
 	}
 	err = f(keptTx{Tx: stx, cache: &db.stmts})
-	if rerr := stx.Rollback(); err == nil {
+	// A context ended after f has rolled it back already (ErrTxDone): what
+	// f read stands.
+	if rerr := stx.Rollback(); err == nil && !errors.Is(rerr, sql.ErrTxDone) {
 		err = rerr
 	}
 	return err
