@@ -112,13 +112,11 @@ func (f *AppServerFrames) decode(fromServer bool, line []byte) (AppEvent, error)
 // AppFrameMayMatter says may, except a response from Codex when no thread
 // request of the daemon's is pending.
 func (f *AppServerFrames) mayMatter(fromServer bool, line []byte) bool {
-	if !AppFrameMayMatter(fromServer, line) {
-		return false
-	}
-	if fromServer && frameMethod(line) == nil {
+	may, response := appFrame(fromServer, line)
+	if response {
 		return len(f.pending) > 0 && bytes.Contains(line, []byte(`"result"`))
 	}
-	return true
+	return may
 }
 
 // AppFrameMayMatter reports whether a frame may mean anything to an
@@ -135,18 +133,25 @@ func (f *AppServerFrames) mayMatter(fromServer bool, line []byte) bool {
 // method first and never with '/' escaped, and a string's text cannot hold
 // `"method":"` (its quotes are escaped), so the first one is the frame's.
 func AppFrameMayMatter(fromServer bool, line []byte) bool {
+	may, _ := appFrame(fromServer, line)
+	return may
+}
+
+// appFrame is AppFrameMayMatter, and whether the frame is a response from
+// Codex (one with no method), its method looked for once.
+func appFrame(fromServer bool, line []byte) (may, response bool) {
 	if !fromServer {
-		return bytes.Contains(line, []byte("thread"))
+		return bytes.Contains(line, []byte("thread")), false
 	}
 	method := frameMethod(line)
 	if method == nil {
-		return true
+		return true, true
 	}
 	switch string(method) {
 	case "thread/started", "turn/completed", "thread/closed", "thread/status/changed":
-		return true
+		return true, false
 	}
-	return false
+	return false, false
 }
 
 // frameMethod is the method a frame from Codex names (above), nil for none.

@@ -200,7 +200,7 @@ func textOf(item map[string]any) string {
 type Reply struct {
 	Text string // assistant text
 	// Streamed: the text is sent as a model streams it, a delta for each
-	// word (with the space before it), not in one delta.
+	// word (the space before it at its start), not in one delta.
 	Streamed   bool
 	Call       *FunctionCall   // a function tool call (exec_command, update_plan, …)
 	ToolSearch *ToolSearchCall // a client-side tool_search call (Codex 0.169's deferred tools)
@@ -389,7 +389,7 @@ func readBody(r *http.Request) ([]byte, error) {
 }
 
 // streamPieces splits text as a model's stream does: a piece for each
-// word, the space before it its own.
+// word, the space before it at its start.
 func streamPieces(text string) []string {
 	var out []string
 	start := 0
