@@ -7,9 +7,10 @@ all: build
 build:
 	$(GO) build -buildvcs=true -o cx ./cmd/cx
 	$(GO) build -o cx-hook ./cmd/cx-hook
+	$(GO) build -buildvcs=true -o cx-mcp ./cmd/cx-mcp
 
 install:
-	$(GO) install -buildvcs=true ./cmd/cx ./cmd/cx-hook
+	$(GO) install -buildvcs=true ./cmd/cx ./cmd/cx-hook ./cmd/cx-mcp
 
 # The one test command (README, .ci/run): installs what the tests need
 # (tmux, the pinned real Codex CLI versions), vets, then runs every test

@@ -42,10 +42,18 @@ const ClientName = "cx-hook"
 // The client runs the "cx" beside it when no host takes a hook, so a cx
 // under another name gives its own handler.
 func Command(cxPath, event string) string {
-	if client := filepath.Join(filepath.Dir(cxPath), ClientName); filepath.Base(cxPath) == "cx" && isExecutable(client) {
+	if client, ok := beside(cxPath, ClientName); ok {
 		return "exec " + shellQuote(client) + " " + event
 	}
 	return "exec " + shellQuote(cxPath) + " ctl hook " + event
+}
+
+// beside is the program name beside cx at cxPath (the hook client, the MCP
+// front), when it is there and would run that cx (each runs the "cx"
+// beside it).
+func beside(cxPath, name string) (string, bool) {
+	p := filepath.Join(filepath.Dir(cxPath), name)
+	return p, filepath.Base(cxPath) == "cx" && isExecutable(p)
 }
 
 func isExecutable(path string) bool {

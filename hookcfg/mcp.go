@@ -23,10 +23,19 @@ import (
 // MCPName is the name cx's MCP server is registered under in Codex.
 const MCPName = mcpproto.Name
 
-// MCPServer is the registration of this cx's MCP server: `cx mcp`, told
-// which CX_HOME to search (Codex starts MCP servers with a reduced
-// environment).
+// FrontName is the MCP front's file name: cx's releases put it beside cx
+// (cmd/cx-mcp).
+const FrontName = "cx-mcp"
+
+// MCPServer is the registration of this cx's MCP server, told which
+// CX_HOME to search (Codex starts MCP servers with a reduced environment):
+// the front beside cx when it is there — it answers the handshake and the
+// tool list, which is all most sessions ask, and hands the stream to
+// `cx ctl mcp` on the first tool call (internal/mcpfront) — else `cx mcp`.
 func (in *Installer) MCPServer() codex.MCPServer {
+	if front, ok := beside(in.CXPath, FrontName); ok {
+		return codex.MCPServer{Command: front, Env: map[string]string{"CX_HOME": in.CXHome}}
+	}
 	return codex.MCPServer{Command: in.CXPath, Args: []string{"mcp"}, Env: map[string]string{"CX_HOME": in.CXHome}}
 }
 
@@ -64,7 +73,8 @@ func sameExecutable(a, b string) bool {
 
 // isOurMCP reports whether a registration is some cx's MCP server.
 func isOurMCP(s codex.MCPServer) bool {
-	return len(s.Args) == 1 && s.Args[0] == "mcp" && strings.HasSuffix(s.Command, "/cx")
+	return len(s.Args) == 1 && s.Args[0] == "mcp" && strings.HasSuffix(s.Command, "/cx") ||
+		len(s.Args) == 0 && strings.HasSuffix(s.Command, "/"+FrontName)
 }
 
 // InstallMCP registers cx's MCP server with Codex: through `codex mcp add`
@@ -152,7 +162,7 @@ func (in *Installer) editMCPTable(edit func(string) (string, bool)) (bool, error
 
 // MCPCheck is doctor's finding on cx's MCP server: registered with Codex
 // for this cx binary, and answering — started the way Codex starts it, it
-// completes the MCP handshake and lists its tools.
+// completes the MCP handshake, lists its tools and answers a tool's call.
 func (in *Installer) MCPCheck(ctx context.Context) health.Check {
 	c := health.Check{Name: "mcp server"}
 	want := in.MCPServer()
@@ -187,7 +197,8 @@ func (in *Installer) MCPCheck(ctx context.Context) health.Check {
 	return c
 }
 
-// probeMCP starts the server, initializes it and lists its tools.
+// probeMCP starts the server, initializes it, lists its tools and calls
+// one.
 func probeMCP(ctx context.Context, s codex.MCPServer) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -217,6 +228,17 @@ func probeMCP(ctx context.Context, s codex.MCPServer) ([]string, error) {
 	names := make([]string, 0, len(list.Tools))
 	for _, t := range list.Tools {
 		names = append(names, t.Name)
+	}
+	// A tool's call is cx's own to answer (the front registered hands the
+	// stream over): one that finds nothing still answers.
+	var call struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	if err := c.Call(ctx, mcpproto.CallMethod, map[string]any{"name": "session", "arguments": map[string]any{"id": health.DoctorPrefix + "probe"}}, &call); err != nil {
+		return nil, fmt.Errorf("a tool's call: %w", err)
+	}
+	if len(call.Content) == 0 {
+		return nil, fmt.Errorf("a tool's call was answered with no content")
 	}
 	return names, nil
 }

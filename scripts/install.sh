@@ -83,6 +83,7 @@ mkdir "$tmp/x"
 tar -xzf "$tmp/$archive" -C "$tmp/x" || fail "$archive is not a readable archive"
 [ -f "$tmp/x/cx" ] || fail "$archive holds no cx"
 [ -f "$tmp/x/cx-hook" ] || fail "$archive holds no cx-hook"
+[ -f "$tmp/x/cx-mcp" ] || fail "$archive holds no cx-mcp"
 
 bin="$prefix/bin"
 if ! mkdir -p "$bin" 2>/dev/null || ! [ -w "$bin" ]; then
@@ -90,8 +91,9 @@ if ! mkdir -p "$bin" 2>/dev/null || ! [ -w "$bin" ]; then
 fi
 # Copied beside the old one, then renamed over it: a cx running now keeps
 # its binary, and an interrupted install leaves the old one whole.
-# The hook client first: a cx that finds it beside itself installs it.
-for f in cx-hook cx; do
+# The hook client and the MCP front first: a cx that finds them beside
+# itself installs them.
+for f in cx-hook cx-mcp cx; do
 	cp "$tmp/x/$f" "$bin/.$f.new.$$" && chmod 755 "$bin/.$f.new.$$" && mv -f "$bin/.$f.new.$$" "$bin/$f" ||
 		{ rm -f "$bin/.$f.new.$$"; fail "cannot write $bin/$f"; }
 done

@@ -26,7 +26,7 @@ for a in "$dist"/cx_*_*.tar.gz; do
   name="@cx-cli/cx-$os-$cpu"
   dir="$build/cx-$os-$cpu"
   mkdir -p "$dir/bin"
-  tar -xzf "$a" -C "$dir/bin" cx cx-hook
+  tar -xzf "$a" -C "$dir/bin" cx cx-hook cx-mcp
   # The licence of the word vectors the binary embeds (internal/nearwords).
   tar -xzf "$a" -C "$dir" LICENSE-vectors
   cat >"$dir/package.json" <<JSON
@@ -36,7 +36,7 @@ for a in "$dist"/cx_*_*.tar.gz; do
   "description": "cx for $os/$cpu: the native binary @cx-cli/cx runs",
   "os": ["$os"],
   "cpu": ["$cpu"],
-  "files": ["bin/cx", "bin/cx-hook", "LICENSE-vectors"],
+  "files": ["bin/cx", "bin/cx-hook", "bin/cx-mcp", "LICENSE-vectors"],
   "preferUnplugged": true
 }
 JSON

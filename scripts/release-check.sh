@@ -19,7 +19,7 @@ arch=$(go env GOARCH)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 tar -xzf "$dist/cx_${os}_${arch}.tar.gz" -C "$tmp"
-for f in cx cx-hook README.md LICENSE-vectors $(ls LICENSE* 2>/dev/null); do
+for f in cx cx-hook cx-mcp README.md LICENSE-vectors $(ls LICENSE* 2>/dev/null); do
   [ -f "$tmp/$f" ] || { echo "release-check: the archive holds no $f" >&2; exit 1; }
 done
 export CX_HOME="$tmp/cx-home" CODEX_HOME="$tmp/codex" CX_CODEX_BIN=/nonexistent
@@ -44,6 +44,7 @@ for want in "cx installed: $tmp/prefix/bin/cx" "ok   config"; do # the install, 
 done
 "$tmp/prefix/bin/cx" ctl version --json | grep -q "\"$version\""
 [ -x "$tmp/prefix/bin/cx-hook" ] || { echo "release-check: the install put no cx-hook beside cx" >&2; exit 1; }
+[ -x "$tmp/prefix/bin/cx-mcp" ] || { echo "release-check: the install put no cx-mcp beside cx" >&2; exit 1; }
 
 formula="$dist/homebrew/Formula/cx.rb"
 for a in cx_darwin_amd64 cx_darwin_arm64 cx_linux_amd64 cx_linux_arm64; do
@@ -58,6 +59,8 @@ npm_config_cache="$tmp/npm-cache" npm install -g --prefix "$tmp/npm" --offline -
 "$tmp/npm/bin/cx" ctl version --json | grep -q "\"$version\""
 ls "$tmp"/npm/lib/node_modules/@cx-cli/cx-*/bin/cx-hook >/dev/null 2>&1 || ls "$tmp"/npm/lib/node_modules/@cx-cli/cx/node_modules/@cx-cli/cx-*/bin/cx-hook >/dev/null 2>&1 ||
   { echo "release-check: the npm package put no cx-hook beside cx" >&2; exit 1; }
+ls "$tmp"/npm/lib/node_modules/@cx-cli/cx-*/bin/cx-mcp >/dev/null 2>&1 || ls "$tmp"/npm/lib/node_modules/@cx-cli/cx/node_modules/@cx-cli/cx-*/bin/cx-mcp >/dev/null 2>&1 ||
+  { echo "release-check: the npm package put no cx-mcp beside cx" >&2; exit 1; }
 
 if command -v dpkg >/dev/null; then
   # dpkg -i into a root of its own: the package installs as on a system,
@@ -69,5 +72,6 @@ if command -v dpkg >/dev/null; then
     -i "$dist/cx_${os}_${arch}.deb" >/dev/null
   "$root/usr/bin/cx" ctl version --json | grep -q "\"$version\""
   [ -x "$root/usr/bin/cx-hook" ] || { echo "release-check: the deb put no cx-hook beside cx" >&2; exit 1; }
+  [ -x "$root/usr/bin/cx-mcp" ] || { echo "release-check: the deb put no cx-mcp beside cx" >&2; exit 1; }
 fi
 echo "release-check: cx $version — checksums, archive, installer, formula, npm and deb hold"

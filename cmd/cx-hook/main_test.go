@@ -33,12 +33,7 @@ func newWorld(t *testing.T) *world {
 	cx := codextest.CX(t)
 	root := t.TempDir()
 	w := &world{t: t, cx: cx, client: filepath.Join(filepath.Dir(cx), "cx-hook"), home: filepath.Join(root, "cx")}
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "CX_") && k != "CODEX_HOME" {
-			w.env = append(w.env, kv)
-		}
-	}
-	w.env = append(w.env, "CX_HOME="+w.home, "CODEX_HOME="+filepath.Join(root, "codex"), "HOME="+root)
+	w.env = codextest.IsolatedEnv(root, w.home)
 	t.Cleanup(func() { hookwire.StopHost(w.home, 10*time.Second) })
 	return w
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 
+	"cx/internal/buildinfo"
 	"cx/internal/cli"
 	"cx/internal/codex"
 )
@@ -109,7 +110,7 @@ func (a *app) ctlVersion(ctx context.Context, args []string) error {
 	if _, err := a.args(cli.Spec{Name: "version", Define: cli.JSONFlag(&asJSON)}, args); err != nil {
 		return err
 	}
-	out := cli.VersionView{Version: cli.Version(version)}
+	out := cli.VersionView{Version: buildinfo.Version(version)}
 	if cfg, err := a.loadConfig(); err != nil {
 		out.CodexError = err.Error()
 	} else if bin, caps, err := codex.FindFor(ctx, cfg.Codex.Bin, cfg.Home, a.getenv); err != nil {

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"cx/hookserver"
+	"cx/internal/buildinfo"
 	"cx/internal/cli"
 	"cx/internal/hookwire"
+	"cx/internal/mcpproto"
 	"cx/mcpserver"
 )
 
@@ -40,5 +42,14 @@ func (a *app) ctlMCP(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return mcpserver.Run(ctx, mcpserver.Options{Home: cfg.Home, Cwd: cwd(), Version: cli.Version(version)}, a.stdin, a.stdout)
+	o := mcpserver.Options{Home: cfg.Home, Cwd: cwd(), Version: buildinfo.Version(version)}
+	if v, ok := a.getenv(mcpproto.HandoffEnv); ok {
+		// The front Codex started (cx-mcp) answered the handshake
+		// and exec'd this cx for a tool's call: the stream goes on here.
+		os.Unsetenv(mcpproto.HandoffEnv)
+		if o.Handoff, err = mcpproto.DecodeHandoff(v); err != nil {
+			return err
+		}
+	}
+	return mcpserver.Run(ctx, o, a.stdin, a.stdout)
 }

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 
 	"cx/internal/tty"
 	"cx/supervisor"
@@ -32,7 +33,7 @@ func main() {
 		os.Exit(wrapper.LeaderMain(os.Args[1:]))
 	}
 	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.LookupEnv, oneP: true}
-	if len(os.Args) == 2 && os.Args[1] == "mcp" {
+	if mcp := os.Args[1:]; slices.Equal(mcp, []string{"mcp"}) || slices.Equal(mcp, []string{"ctl", "mcp"}) {
 		supervisor.OneP(os.LookupEnv)
 	}
 	os.Exit(a.main(context.Background(), os.Args[1:]))

@@ -1,6 +1,6 @@
 // Package cli is cx's command-line plumbing, free of cx's logic: the one
 // argument parser every `cx ctl` command uses (flags and positionals in any
-// order), cx's version from its build, and how a count is said.
+// order), the version view, and how a count is said.
 package cli
 
 import (
@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"strings"
 )
 
@@ -156,46 +155,6 @@ func Count(n int, noun string) string {
 // JSONFlag defines --json, which every ctl command has.
 func JSONFlag(p *bool) func(*flag.FlagSet) {
 	return func(fs *flag.FlagSet) { fs.BoolVar(p, "json", false, "print one JSON document") }
-}
-
-// Version is cx's version: linked (set at link time), else the module version
-// `go install module@version` records, else — a build from a checkout —
-// "devel" with the VCS revision and dirty flag Go records in the build info.
-func Version(linked string) string {
-	if linked != "" {
-		return linked
-	}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "devel"
-	}
-	return versionOf(bi)
-}
-
-func versionOf(bi *debug.BuildInfo) string {
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	var rev, modified string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			modified = s.Value
-		}
-	}
-	if rev == "" {
-		return "devel"
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	v := "devel-" + rev
-	if modified == "true" {
-		v += "-dirty"
-	}
-	return v
 }
 
 // VersionView is `cx ctl version`: cx's version and the Codex it would run

@@ -3,7 +3,6 @@ package cli
 import (
 	"flag"
 	"reflect"
-	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -52,22 +51,5 @@ func TestCtlArgsParse(t *testing.T) {
 	}
 	if _, _, err := (Spec{Name: "y", Min: 1, Max: 1}).Parse(nil); err == nil {
 		t.Error("a missing argument was accepted")
-	}
-}
-
-func TestVersionOf(t *testing.T) {
-	cases := []struct {
-		bi   debug.BuildInfo
-		want string
-	}{
-		{debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}, "v1.2.3"},
-		{debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}}}, "devel-0123456789ab-dirty"},
-		{debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "false"}}}, "devel-0123456789ab"},
-		{debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "devel"},
-	}
-	for _, c := range cases {
-		if got := versionOf(&c.bi); got != c.want {
-			t.Errorf("versionOf(%+v) = %q, want %q", c.bi, got, c.want)
-		}
 	}
 }

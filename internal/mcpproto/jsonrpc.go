@@ -14,6 +14,7 @@ const (
 	CodeInvalidRequest = -32600
 	CodeMethodNotFound = -32601
 	CodeInvalidParams  = -32602
+	CodeInternal       = -32603
 )
 
 // Request is a request, or a notification when ID is empty.

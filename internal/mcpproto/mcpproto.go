@@ -1,7 +1,9 @@
-// Package mcpproto is what cx's MCP server and its installer agree on: the
-// name the server is registered under in Codex, the MCP protocol
-// revisions it speaks and the JSON-RPC envelope — one home for each, so the
-// server (mcpserver) and doctor's probe of it (hookcfg) cannot drift apart.
+// Package mcpproto is what cx's MCP server, its front and its installer
+// agree on: the name the server is registered under in Codex, the MCP
+// protocol revisions it speaks, the JSON-RPC envelope and its lines, and
+// the answers that need no archive (the handshake, ping, the tool list) —
+// one home for each, so the server (mcpserver), the front Codex starts
+// (mcpfront, in cx-mcp) and doctor's probe (hookcfg) cannot drift apart.
 package mcpproto
 
 // Name is the server's name, and the name cx registers it under in Codex.

@@ -106,8 +106,8 @@ var (
 )
 
 // CX builds ./cmd/cx once per test binary, and its hook client
-// ./cmd/cx-hook beside it as a release installs them, and returns cx's
-// path.
+// ./cmd/cx-hook and MCP front ./cmd/cx-mcp beside it as a release installs
+// them, and returns cx's path.
 func CX(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -127,10 +127,19 @@ func CX(t testing.TB) string {
 			cmd.Dir = moduleRoot()
 			buildOut, buildErr = cmd.CombinedOutput()
 		}
-		if buildErr == nil {
-			cmd = exec.Command("go", "build", "-o", filepath.Join(dir, "cx-hook"), "./cmd/cx-hook")
+		// The hook client and the MCP front, with cx's version (the front
+		// answers the MCP handshake in cx's name).
+		for _, name := range []string{"cx-hook", "cx-mcp"} {
+			if buildErr != nil {
+				break
+			}
+			cmd = exec.Command("go", "build", "-buildvcs=true", "-o", filepath.Join(dir, name), "./cmd/"+name)
 			cmd.Dir = moduleRoot()
-			buildOut, buildErr = cmd.CombinedOutput()
+			if buildOut, buildErr = cmd.CombinedOutput(); buildErr != nil {
+				cmd = exec.Command("go", "build", "-o", filepath.Join(dir, name), "./cmd/"+name)
+				cmd.Dir = moduleRoot()
+				buildOut, buildErr = cmd.CombinedOutput()
+			}
 		}
 	})
 	if buildErr != nil {
@@ -189,4 +198,17 @@ func WriteBigRollout(tb testing.TB, w io.Writer, size int64) {
 	if err := bw.Flush(); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// IsolatedEnv is this process's environment without cx's and Codex's
+// variables, with CX_HOME home, and CODEX_HOME and HOME in root: a test's
+// cx processes see only the homes the test made.
+func IsolatedEnv(root, home string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "CX_") && k != "CODEX_HOME" {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "CX_HOME="+home, "CODEX_HOME="+filepath.Join(root, "codex"), "HOME="+root)
 }

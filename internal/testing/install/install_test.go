@@ -32,8 +32,8 @@ func root(t *testing.T) string {
 	return dir
 }
 
-// binaries are a release's programs: cx and its hook client.
-type binaries struct{ cx, hook []byte }
+// binaries are a release's programs: cx, its hook client and its MCP front.
+type binaries struct{ cx, hook, mcp []byte }
 
 // buildCX builds cx reporting version, and its hook client.
 func buildCX(t *testing.T, version string) binaries {
@@ -55,7 +55,8 @@ func buildCX(t *testing.T, version string) binaries {
 		return data
 	}
 	return binaries{cx: build("./cmd/cx", filepath.Join(dir, "cx"), "-s -w -X main.version="+version),
-		hook: build("./cmd/cx-hook", filepath.Join(dir, "cx-hook"), "-s -w")}
+		hook: build("./cmd/cx-hook", filepath.Join(dir, "cx-hook"), "-s -w"),
+		mcp:  build("./cmd/cx-mcp", filepath.Join(dir, "cx-mcp"), "-s -w -X main.version="+version)}
 }
 
 // archive is a release archive as the release config lays it out: cx, its
@@ -69,7 +70,7 @@ func archive(t *testing.T, bin binaries) []byte {
 		name string
 		mode int64
 		data []byte
-	}{{"cx", 0o755, bin.cx}, {"cx-hook", 0o755, bin.hook}, {"README.md", 0o644, []byte("# cx\n")}, {"LICENSE-vectors", 0o644, []byte("the word vectors' licence\n")}} {
+	}{{"cx", 0o755, bin.cx}, {"cx-hook", 0o755, bin.hook}, {"cx-mcp", 0o755, bin.mcp}, {"README.md", 0o644, []byte("# cx\n")}, {"LICENSE-vectors", 0o644, []byte("the word vectors' licence\n")}} {
 		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data)), ModTime: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
