@@ -165,7 +165,7 @@ func (in *Installer) editMCPTable(edit func(string) (string, bool)) (bool, error
 // completes the MCP handshake, lists its tools and answers a tool's call.
 func (in *Installer) MCPCheck(ctx context.Context) health.Check {
 	c := health.Check{Name: "mcp server"}
-	want := in.MCPServer()
+	want, later := in.MCPServer(), ""
 	if in.Codex != "" && in.MCPCommands {
 		have, found, err := codex.MCPGet(ctx, in.Codex, in.CodexEnv, MCPName)
 		switch {
@@ -177,9 +177,17 @@ func (in *Installer) MCPCheck(ctx context.Context) health.Check {
 			return c
 		case !have.Equal(want):
 			c.Detail, c.Fix = mcpDiffers(have, want), "cx ctl install"
-			if c.Detail != "" {
-				return c
+			if c.Detail == "" {
+				break
 			}
+			// This cx registered as it was before its front (`cx mcp`):
+			// it works, and an install registers the front.
+			if old := (codex.MCPServer{Command: in.CXPath, Args: []string{"mcp"}, Env: want.Env}); want.Command != old.Command && mcpDiffers(have, old) == "" {
+				want, later = have, "; registered as `cx mcp`, which starts cx for every session: `cx ctl install` registers its front, "+FrontName+", which starts cx only for a tool's call"
+				c.Detail, c.Fix = "", ""
+				break
+			}
+			return c
 		}
 	} else {
 		data, _ := os.ReadFile(in.ConfigPath())
@@ -193,7 +201,7 @@ func (in *Installer) MCPCheck(ctx context.Context) health.Check {
 		c.Detail, c.Fix = "registered, but `cx mcp` did not answer: "+err.Error(), "cx ctl install, then cx ctl doctor"
 		return c
 	}
-	c.OK, c.Detail = true, fmt.Sprintf("registered as %q; answers with tools %s", MCPName, strings.Join(tools, ", "))
+	c.OK, c.Detail = true, fmt.Sprintf("registered as %q; answers with tools %s%s", MCPName, strings.Join(tools, ", "), later)
 	return c
 }
 

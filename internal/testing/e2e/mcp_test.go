@@ -80,3 +80,36 @@ func TestSearchFromInsideCodex(t *testing.T) {
 		t.Logf("Codex %s offers cx's search tool as %s", in.Version, toolName)
 	})
 }
+
+// A Codex home where cx's MCP server was registered before its front
+// (`cx mcp`): doctor says it works and how to have the front; an install
+// registers the front, and doctor says no more of it.
+func TestMCPRegisteredBeforeTheFront(t *testing.T) {
+	eachCodex(t, func(t *testing.T, in codextest.Install) {
+		h := New(t, in, Options{})
+		if out, errOut, code := h.Direct("", "mcp", "add", "cx", "--env", "CX_HOME="+h.CXHome, "--", h.CX, "mcp"); code != 0 {
+			t.Fatalf("codex mcp add: exit %d\n%s%s", code, out, errOut)
+		}
+		mcpLine := func() string {
+			out, _, _ := h.Exec("", "ctl", "doctor")
+			for _, l := range strings.Split(out, "\n") {
+				if strings.Contains(l, "mcp server") {
+					return l
+				}
+			}
+			t.Fatalf("doctor has no mcp server line:\n%s", out)
+			return ""
+		}
+		if l := mcpLine(); !strings.Contains(l, "answers with tools search, session, turn; registered as `cx mcp`") || !strings.Contains(l, "cx ctl install") {
+			t.Fatalf("doctor on a registration before the front: %s", l)
+		}
+		h.CXCtl("ctl", "install")
+		cfg, _ := os.ReadFile(filepath.Join(h.CodexHome, "config.toml"))
+		if !regexp.MustCompile(`(?m)^command = ".*/cx-mcp"$`).Match(cfg) {
+			t.Fatalf("install did not register the front:\n%s", cfg)
+		}
+		if l := mcpLine(); !strings.Contains(l, "answers with tools search, session, turn") || strings.Contains(l, "registered as `cx mcp`") {
+			t.Fatalf("doctor after install: %s", l)
+		}
+	})
+}
