@@ -391,3 +391,28 @@ func TestMachineOwnContext(t *testing.T) {
 		t.Errorf("after a turn: %+v", own)
 	}
 }
+
+// A run begun after its Codex started (as cx launches Codex first)
+// records Codex's pid and start in its first write: a hook of that Codex
+// is attributed to it at once, before discovery runs.
+func TestRunRecordsCodexInItsFirstWrite(t *testing.T) {
+	mc := newMachine(t)
+	mc.m.BeginRun(mc.ctx, RunInfo{ID: "run-first", CodexHome: mc.codexHome, CodexVersion: "0.128.0", Cwd: mc.cwd, Sinks: []string{"local"}, Started: mc.clock, CodexPID: os.Getpid()})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		run, err := mc.db.Run(mc.ctx, "run-first")
+		if err == nil {
+			if run.CodexPID != os.Getpid() || run.CodexStart == 0 {
+				t.Fatalf("the run's first write has Codex pid %d start %d; want %d and its start", run.CodexPID, run.CodexStart, os.Getpid())
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("run not recorded")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if run, owned := mc.m.attribute(mc.ctx, "run-first", os.Getpid()); !owned || run.ID != "run-first" {
+		t.Fatalf("a hook of this Codex is not attributed to the run: %v %v", run.ID, owned)
+	}
+}

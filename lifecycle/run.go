@@ -35,6 +35,11 @@ type RunInfo struct {
 	// Started is when cx began launching Codex (zero: when the run is
 	// recorded); threads created since are candidates for this run.
 	Started time.Time
+	// CodexPID is Codex's pid when it was started before the run began
+	// (cx launches Codex first): the run's first write records it, so a
+	// hook of that Codex is attributed at once, not after a second write
+	// it would wait for.
+	CodexPID int
 	// Attributed, if not nil, is called once Codex's pid is in the run's
 	// row: from then on no hook of this Codex waits on this process.
 	Attributed func()
@@ -97,6 +102,9 @@ func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
 	if r.started.IsZero() {
 		r.started = time.Now()
 	}
+	if info.CodexPID != 0 {
+		r.codexPID, r.codexStart = info.CodexPID, proc.StartTime(info.CodexPID)
+	}
 	r.logs = codex.NewLogWatch(info.CodexHome, r.started)
 	r.threads = &codex.Threads{Home: info.CodexHome, Since: r.started, Logs: r.logs, ByLocks: codex.KeepsWriterLocks(info.CodexVersion)}
 	go func() {
@@ -111,9 +119,9 @@ func (m *Manager) BeginRun(ctx context.Context, info RunInfo) *Run {
 		// 0.128: an app-server's thread left live, owned by no run).
 		var withCodex bool
 		tries, err := m.db.TxRetry(ctx, r.finishing, recordRunPause, func(tx *ledger.Tx) error {
-			// Codex has usually started by now: its pid goes in the same
-			// write (one write lock fewer a run, at the moment many runs
-			// start together).
+			// Codex has started by now (RunInfo.CodexPID, or ChildStarted
+			// first): its pid goes in the same write (one write lock fewer
+			// a run, at the moment many runs start together).
 			r.mu.Lock()
 			pid, start := r.codexPID, r.codexStart
 			r.mu.Unlock()

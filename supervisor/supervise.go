@@ -92,6 +92,7 @@ func Supervise(ctx context.Context, cfg config.Config, info lifecycle.RunInfo, t
 			return
 		}
 		s.m = lifecycle.New(cfg, db, sinks.Build)
+		info.CodexPID = s.pid // set before launched closed; 0 when Codex did not start
 		s.run = s.m.BeginRun(ctx, info)
 		if tap != nil {
 			tap.bind(s.run)
