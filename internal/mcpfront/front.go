@@ -72,8 +72,8 @@ func Run(o Options, r io.Reader, w io.Writer) error {
 	for {
 		line, err := mcpproto.ReadLine(br)
 		if m, ok := mcpproto.Parse(line, logf); ok {
-			done, werr := mcpproto.Answered(out, m, &initialized, o.Version)
-			if !done {
+			answered, werr := mcpproto.Answered(out, m, &initialized, o.Version)
+			if !answered {
 				// Unread input stays in the pipe for cx; what the buffer holds
 				// goes with the call.
 				pending := append(line, peek(br)...)
