@@ -212,7 +212,17 @@ func (s *server) call(ctx context.Context, m mcpproto.Message) (any, *mcpproto.E
 
 // Run is Serve as `cx mcp` runs it: its lines go to CX_HOME's log, and a
 // signal ends it at once (a read-only server), as its input's end does.
+// Started by the front (cx-mcp) for a tool's call, it goes on with the
+// stream the front hands over in its environment.
 func Run(ctx context.Context, o Options, r io.Reader, w io.Writer) error {
+	if v, ok := os.LookupEnv(mcpproto.HandoffEnv); ok {
+		os.Unsetenv(mcpproto.HandoffEnv)
+		h, err := mcpproto.DecodeHandoff(v)
+		if err != nil {
+			return err
+		}
+		o.Handoff = h
+	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
 	o.Log = logs.New(o.Home).Printf

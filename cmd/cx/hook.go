@@ -10,7 +10,6 @@ import (
 	"cx/internal/buildinfo"
 	"cx/internal/cli"
 	"cx/internal/hookwire"
-	"cx/internal/mcpproto"
 	"cx/mcpserver"
 )
 
@@ -42,14 +41,5 @@ func (a *app) ctlMCP(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	o := mcpserver.Options{Home: cfg.Home, Cwd: cwd(), Version: buildinfo.Version(version)}
-	if v, ok := a.getenv(mcpproto.HandoffEnv); ok {
-		// The front Codex started (cx-mcp) answered the handshake
-		// and exec'd this cx for a tool's call: the stream goes on here.
-		os.Unsetenv(mcpproto.HandoffEnv)
-		if o.Handoff, err = mcpproto.DecodeHandoff(v); err != nil {
-			return err
-		}
-	}
-	return mcpserver.Run(ctx, o, a.stdin, a.stdout)
+	return mcpserver.Run(ctx, mcpserver.Options{Home: cfg.Home, Cwd: cwd(), Version: buildinfo.Version(version)}, a.stdin, a.stdout)
 }
