@@ -17,9 +17,8 @@ import (
 // it by), and Codex's next request carries a tool output naming the first
 // session and the word. The server Codex starts is cx's MCP front
 // (`cx-mcp`, as cx ctl install registers it), which answers
-// the handshake of every session and hands the stream to cx at the call:
-// the first session's server never starts cx, the second's does, in the
-// same process.
+// the handshake of every session and hands the stream to cx at the call,
+// in the same process.
 func TestSearchFromInsideCodex(t *testing.T) {
 	eachCodex(t, func(t *testing.T, in codextest.Install) {
 		h := New(t, in, Options{})
@@ -67,16 +66,10 @@ func TestSearchFromInsideCodex(t *testing.T) {
 			b, _ := json.Marshal(reqs[len(reqs)-1].Inputs())
 			t.Fatalf("no tool output naming session %s and %q reached the model (tool %s); last request input:\n%s", first, word, toolName, b)
 		}
+		// (How many servers said what they cost is not checked: Codex may
+		// SIGKILL a server it is done with before it writes its line — 0.128
+		// under load, in CI.)
 		committedOnce(t, h)
-		// Each session's server said what it cost as it left, from the
-		// front's process; only the second one's became cx.
-		log, err := os.ReadFile(filepath.Join(h.CXHome, "logs", "cx.log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := strings.Count(string(log), "mcp: leaving; cpu cx="); n < 2 {
-			t.Fatalf("%d MCP servers said they left, want one a session (2):\n%s", n, log)
-		}
 		t.Logf("Codex %s offers cx's search tool as %s", in.Version, toolName)
 	})
 }
