@@ -111,7 +111,7 @@ func readLines(path string, cur Cursor, maxLine int, fn func(Line) error) (ReadR
 			return res, fmt.Errorf("seek rollout %s: %w", path, err)
 		}
 	}
-	br := bufio.NewReaderSize(src, 256<<10)
+	br := bufio.NewReaderSize(src, bufferFor(zst, fi.Size()-cur.Offset))
 	off := cur.Offset
 	var long []byte // accumulates a line spanning buffer fills (up to maxLine)
 	for {
@@ -178,6 +178,21 @@ func readLines(path string, cur Cursor, maxLine int, fn func(Line) error) (ReadR
 	}
 	res.Cursor = Cursor{Offset: off, Seen: off, Inode: inode, Size: fi.Size(), Head: head}
 	return res, nil
+}
+
+// readBuffer is the most a read of a rollout buffers at once; a line
+// longer is gathered across fills (up to maxLine).
+const readBuffer = 256 << 10
+
+// bufferFor is the buffer a read of unread plain bytes needs: a hook reads
+// a turn or two, and a 256 KiB buffer made for each (zeroed, its pages
+// faulted in) was a tenth of the hook host's work on a capture. A
+// compressed file is read whole, through its decoder.
+func bufferFor(compressed bool, unread int64) int {
+	if compressed || unread >= readBuffer {
+		return readBuffer
+	}
+	return int(max(unread+1, 4<<10))
 }
 
 // sameFile reports whether the open file is still the one the cursor was
