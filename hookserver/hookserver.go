@@ -322,7 +322,11 @@ func handle(ctx context.Context, c HookCall, cfg config.Config, ev string, p cod
 			logger.Printf("hook %s: orphan recovery: %v", ev, err)
 		}
 	}
-	return db, injection, dueWork{jobs: m.JobsDue(ctx), catchUp: res.CatchUpDeferred, watch: res.WatchLetGo}
+	due = dueWork{jobs: m.JobsDue(ctx), catchUp: res.CatchUpDeferred}
+	if h == nil {
+		due.watch = res.WatchLetGo()
+	}
+	return db, injection, due
 }
 
 // injectRequest is what the block a hook gives back is built from: the

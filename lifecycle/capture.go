@@ -27,53 +27,82 @@ type afterCapture func(ctx context.Context, tx *ledger.Tx, s *ledger.Session) er
 // 0) are unread, reporting it deferred, and runs then (when not nil and
 // not deferred) in the transaction that stores what it read.
 func (m *Manager) capture(ctx context.Context, id string, limit int64, then afterCapture) (ledger.Session, bool, error) {
-	s, err := m.db.Session(ctx, id)
-	if err != nil {
-		return s, false, err
+	r, err := m.readCapture(ctx, id, limit)
+	if err != nil || r.deferred || (r.path == "" && then == nil) {
+		return r.session, r.deferred, err
 	}
-	path := codex.FindRollout(s.CodexHome, s.ID, s.TranscriptPath)
-	if path == "" { // no rollout yet: a session with no turn
-		if then != nil {
-			err = m.db.Tx(ctx, func(tx *ledger.Tx) error {
-				if s, err = tx.Session(ctx, id); err != nil {
-					return err
-				}
-				return then(ctx, tx, &s)
-			})
-		}
-		return s, false, err
+	var s ledger.Session
+	err = m.db.Tx(ctx, func(tx *ledger.Tx) error {
+		var err error
+		s, err = m.storeCapture(ctx, tx, r, then)
+		return err
+	})
+	return s, false, err
+}
+
+// readCapture is a capture's first half, outside any transaction: the
+// session as stored, its rollout found and read from the session's cursor
+// (nothing when there is no rollout yet, or more than limit is unread).
+type readCapture struct {
+	session  ledger.Session
+	path     string // "": no rollout yet
+	cur      rollout.Cursor
+	capt     rollout.Capture
+	deferred bool
+}
+
+func (m *Manager) readCapture(ctx context.Context, id string, limit int64) (readCapture, error) {
+	r := readCapture{}
+	var err error
+	if r.session, err = m.db.Session(ctx, id); err != nil {
+		return r, err
 	}
-	if limit > 0 && unread(path, s) > limit {
-		return s, true, nil
+	s := r.session
+	if r.path = codex.FindRollout(s.CodexHome, s.ID, s.TranscriptPath); r.path == "" {
+		return r, nil
+	}
+	if limit > 0 && unread(r.path, s) > limit {
+		r.deferred = true
+		return r, nil
 	}
 	var meta *rollout.SessionMeta
 	if s.Meta != "" {
 		meta = &rollout.SessionMeta{}
 		_ = json.Unmarshal([]byte(s.Meta), meta)
 	}
-	cur := rollout.Cursor{Offset: s.Cursor.Offset, Seen: s.Cursor.Seen, Inode: s.Cursor.Inode, Size: s.Cursor.Size, Head: s.Cursor.Head}
-	capt, err := rollout.CaptureFile(path, cur, meta, rollout.Options{MaxLineBytes: m.cfg.Capture.MaxLineBytes, MaxToolChars: m.cfg.ToolChars(s.Sinks)})
+	r.cur = rollout.Cursor{Offset: s.Cursor.Offset, Seen: s.Cursor.Seen, Inode: s.Cursor.Inode, Size: s.Cursor.Size, Head: s.Cursor.Head}
+	r.capt, err = rollout.CaptureFile(r.path, r.cur, meta, rollout.Options{MaxLineBytes: m.cfg.Capture.MaxLineBytes, MaxToolChars: m.cfg.ToolChars(s.Sinks)})
 	if err != nil {
-		return s, false, fmt.Errorf("capture %s: %w", id, err)
+		return r, fmt.Errorf("capture %s: %w", id, err)
 	}
 	testpoint.Crash("capture")
-	err = m.db.Tx(ctx, func(tx *ledger.Tx) error {
-		s, err = tx.Session(ctx, id)
-		if err != nil {
-			return err
+	return r, nil
+}
+
+// readFor reports whether the read was made with what the session s (as
+// it is now in a transaction) would have it made with: the same rollout
+// and options.
+func (r readCapture) readFor(s ledger.Session) bool {
+	return s.CodexHome == r.session.CodexHome && s.TranscriptPath == r.session.TranscriptPath && slices.Equal(s.Sinks, r.session.Sinks)
+}
+
+// storeCapture is a capture's second half, in tx: what r read stored
+// (unless another process captured from there meanwhile: its read stands)
+// and then run, on the session as stored.
+func (m *Manager) storeCapture(ctx context.Context, tx *ledger.Tx, r readCapture, then afterCapture) (ledger.Session, error) {
+	s, err := tx.Session(ctx, r.session.ID)
+	if err != nil {
+		return s, err
+	}
+	if r.path != "" && (r.capt.Rewritten || (s.Cursor.Offset == r.cur.Offset && s.Cursor.Seen == r.cur.Seen)) {
+		if err := m.store(ctx, tx, &s, r.path, r.cur, r.capt); err != nil {
+			return s, err
 		}
-		// Another process captured from here meanwhile: its read stands.
-		if capt.Rewritten || (s.Cursor.Offset == cur.Offset && s.Cursor.Seen == cur.Seen) {
-			if err := m.store(ctx, tx, &s, path, cur, capt); err != nil {
-				return err
-			}
-		}
-		if then != nil {
-			return then(ctx, tx, &s)
-		}
-		return nil
-	})
-	return s, false, err
+	}
+	if then != nil {
+		err = then(ctx, tx, &s)
+	}
+	return s, err
 }
 
 // store records (in tx) what a capture from cur read of the rollout at

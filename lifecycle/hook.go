@@ -34,9 +34,18 @@ type HookResult struct {
 	// a hook reads (a long session cx had not seen); the background sweeper
 	// catches it up and the next hook has it.
 	CatchUpDeferred bool
-	// WatchLetGo: a Codex started without cx holds the session's thread
-	// (its writer lock); the background sweeper watches for it to let go.
-	WatchLetGo bool
+	// watchable names the live session of a Codex started without cx
+	// this hook was of (its Codex home and id), for WatchLetGo.
+	watchable struct{ home, id string }
+}
+
+// WatchLetGo reports whether a Codex started without cx holds the
+// session's thread (its writer lock): the background sweeper watches for
+// it to let go. It reads the system's locks, so it is asked only where
+// that answer is used — a hook's own process; the host watches every
+// such thread already.
+func (r HookResult) WatchLetGo() bool {
+	return r.watchable.id != "" && codex.ThreadLocked(r.watchable.home, r.watchable.id)
 }
 
 // hookRecord is what the first transaction of a hook settled.
@@ -64,24 +73,46 @@ func (m *Manager) HandleHook(ctx context.Context, h Hook) (HookResult, error) {
 	if strings.HasPrefix(h.Payload.SessionID, health.DoctorPrefix) {
 		return res, nil
 	}
-	rec, err := m.recordHook(ctx, h)
+	// A prompt's or a stop's capture is read before the hook's transaction
+	// and stored in it: one transaction, not two, when the session is
+	// known and the read was made as the transaction finds it.
+	var read *readCapture
+	if h.Event == codex.HookUserPromptSubmit || h.Event == codex.HookStop {
+		if r, err := m.readCapture(ctx, h.Payload.SessionID, m.hookBacklog); err == nil {
+			read = &r
+		}
+	}
+	captured := false
+	rec, err := m.recordHook(ctx, h, func(ctx context.Context, tx *ledger.Tx, s ledger.Session) error {
+		captured = false
+		if read == nil || !read.readFor(s) {
+			return nil
+		}
+		if !read.deferred {
+			if _, err := m.storeCapture(ctx, tx, *read, m.afterTurn(h.Event, &res)); err != nil {
+				return err
+			}
+		}
+		captured, res.CatchUpDeferred = true, read.deferred
+		return nil
+	})
 	if err != nil {
 		return res, err
 	}
 	switch h.Event {
 	case codex.HookSessionStart:
 		err = m.onSessionStart(ctx, h.Payload.Source, rec, &res)
-	case codex.HookUserPromptSubmit:
-		err = m.onPrompt(ctx, rec.session.ID, &res)
-	case codex.HookStop:
-		err = m.onStop(ctx, rec.session.ID, &res)
+	case codex.HookUserPromptSubmit, codex.HookStop:
+		if !captured {
+			_, res.CatchUpDeferred, err = m.capture(ctx, rec.session.ID, m.hookBacklog, m.afterTurn(h.Event, &res))
+		}
 	case codex.HookPreCompact:
 		err = m.onPreCompact(ctx, rec.session.ID)
 	case codex.HookSessionEnd:
 		err = m.onSessionEnd(ctx, rec.session, &res)
 	}
 	if !rec.owned && h.Event != codex.HookSessionEnd && rec.session.Status == ledger.Live {
-		res.WatchLetGo = codex.ThreadLocked(rec.session.CodexHome, rec.session.ID)
+		res.watchable.home, res.watchable.id = rec.session.CodexHome, rec.session.ID
 	}
 	return res, err
 }
@@ -89,8 +120,9 @@ func (m *Manager) HandleHook(ctx context.Context, h Hook) (HookResult, error) {
 // recordHook is a hook's first transaction: the session learned (or its
 // empty fields filled), adopted by the run the hook belongs to, reopened
 // by a resume, seen; the run's foreground moved by a SessionStart; the
-// event recorded.
-func (m *Manager) recordHook(ctx context.Context, h Hook) (hookRecord, error) {
+// event recorded; then more of the hook's work on the session as recorded
+// (when not nil), in the same transaction.
+func (m *Manager) recordHook(ctx context.Context, h Hook, then func(ctx context.Context, tx *ledger.Tx, s ledger.Session) error) (hookRecord, error) {
 	p := h.Payload
 	var rec hookRecord
 	rec.run, rec.owned = m.attribute(ctx, h.RunID, h.PPID)
@@ -152,7 +184,12 @@ func (m *Manager) recordHook(ctx context.Context, h Hook) (hookRecord, error) {
 		_ = tx.AddEvent(ctx, "hook", s.ID, rec.run.ID, detail)
 		rec.session = s
 		if changed {
-			return tx.PutSession(ctx, s)
+			if err := tx.PutSession(ctx, s); err != nil {
+				return err
+			}
+		}
+		if then != nil {
+			return then(ctx, tx, s)
 		}
 		return nil
 	})
@@ -246,24 +283,19 @@ func (m *Manager) onSessionStart(ctx context.Context, source string, rec hookRec
 	return nil
 }
 
-// onPrompt captures the turns so far and says whether a compaction is
-// still to be given to the model, marking it given.
-func (m *Manager) onPrompt(ctx context.Context, id string, res *HookResult) error {
-	var err error
-	_, res.CatchUpDeferred, err = m.capture(ctx, id, m.hookBacklog, func(ctx context.Context, tx *ledger.Tx, s *ledger.Session) error {
+// afterTurn is what a prompt's or a stop's capture does on the session
+// as stored, in its transaction: a prompt says whether a compaction is
+// still to be given to the model, marking it given; a stop arms sending
+// the finished turn to the session's remote sinks.
+func (m *Manager) afterTurn(event string, res *HookResult) afterCapture {
+	if event == codex.HookStop {
+		return m.armAppends
+	}
+	return func(ctx context.Context, tx *ledger.Tx, s *ledger.Session) error {
 		var err error
 		res.InjectCheckpoint, err = markCompactionInjected(ctx, tx, s)
 		return err
-	})
-	return err
-}
-
-// onStop captures the finished turn and arms sending it to the session's
-// remote sinks.
-func (m *Manager) onStop(ctx context.Context, id string, res *HookResult) error {
-	var err error
-	_, res.CatchUpDeferred, err = m.capture(ctx, id, m.hookBacklog, m.armAppends)
-	return err
+	}
 }
 
 // onPreCompact ends the generation before a compaction and opens the next,

@@ -187,6 +187,65 @@ func TestMachineSessionEndCommitsOnce(t *testing.T) {
 	}
 }
 
+// A prompt and a stop of a session the ledger knows write once: the hook
+// recorded and its turns captured in one transaction (many hooks at once
+// queue on the ledger's writes). One whose session is not yet known, or
+// whose record changes what the capture reads (its transcript first
+// named), writes twice, and captures the same.
+func TestMachinePromptAndStopWriteOnce(t *testing.T) {
+	mc := newMachine(t)
+	written := func(event, id string, set func(*codex.HookPayload)) int64 {
+		t.Helper()
+		before := mc.db.Written()
+		mc.hook(event, id, set, "")
+		return mc.db.Written() - before
+	}
+	hooks := func(id string) int {
+		t.Helper()
+		evs, err := mc.db.Events(mc.ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, ev := range evs {
+			if ev.Kind == "hook" {
+				n++
+			}
+		}
+		return n
+	}
+	mc.hook(codex.HookSessionStart, "s1", source("startup"), "")
+	mc.turn("s1", "add a retry to the sender")
+	if n := written(codex.HookUserPromptSubmit, "s1", nil); n != 1 {
+		t.Errorf("a prompt wrote %d transactions, want 1", n)
+	}
+	mc.turn("s1", "now test it")
+	if n := written(codex.HookStop, "s1", nil); n != 1 {
+		t.Errorf("a stop wrote %d transactions, want 1", n)
+	}
+	if s := mc.session("s1"); s.Turns != 2 || hooks("s1") != 3 {
+		t.Errorf("s1: %d turns and %d hooks recorded, want 2 and 3", s.Turns, hooks("s1"))
+	}
+
+	mc.turn("s2", "a session whose start cx never saw")
+	if n := written(codex.HookStop, "s2", nil); n != 2 {
+		t.Errorf("the first hook of a session wrote %d transactions, want 2", n)
+	}
+	if s := mc.session("s2"); s.Turns != 1 {
+		t.Errorf("s2: %d turns, want 1", s.Turns)
+	}
+
+	noPath := func(p *codex.HookPayload) { p.Source, p.TranscriptPath = "startup", "" }
+	mc.hook(codex.HookSessionStart, "s3", noPath, "")
+	mc.turn("s3", "a start that named no transcript")
+	if n := written(codex.HookStop, "s3", nil); n != 2 {
+		t.Errorf("a stop that names the transcript first wrote %d transactions, want 2", n)
+	}
+	if s := mc.session("s3"); s.Turns != 1 || s.TranscriptPath != mc.rollout("s3") {
+		t.Errorf("s3: %d turns, transcript %q; want 1 and %q", s.Turns, s.TranscriptPath, mc.rollout("s3"))
+	}
+}
+
 // fakeSink records what it is handed to commit.
 type fakeSink struct{ commits []sink.Request }
 

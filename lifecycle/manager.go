@@ -13,13 +13,16 @@
 // (HandleHook): the first records the hook (the session learned or its
 // empty fields filled, adopted by its run, reopened by a resume, seen; the
 // run's foreground moved by a SessionStart); the second stores what the
-// capture read from the rollout together with what the event does with it:
+// capture read from the rollout together with what the event does with it.
+// A prompt and a stop of a session the ledger knows read the rollout
+// first and do both in the first (the read is stored when the transaction
+// finds the session as the read did):
 //
 //	SessionStart startup/clear  1, then one per session it ends (/new, /clear, the active window)
 //	SessionStart resume/compact 2: capture + the compaction marked given
 //	SessionStart fork           1
-//	UserPromptSubmit            2: capture + the compaction to give, marked given
-//	Stop                        2: capture + appends armed for the remote sinks
+//	UserPromptSubmit            1 (2 for a session not yet known): capture + the compaction to give, marked given
+//	Stop                        1 (2 for a session not yet known): capture + appends armed for the remote sinks
 //	PreCompact                  2: capture + the generation ended and the next opened
 //	SessionEnd                  2: capture + the end and its commit jobs (a long history: the end job, for the sweeper)
 //	PostCompact, Interrupt      1

@@ -65,6 +65,8 @@ type DB struct {
 	readSchema int
 	// stmts are the transactions' statements, prepared once (stmts.go).
 	stmts stmtCache
+	// written counts the transactions Tx committed (Written).
+	written atomic.Int64
 }
 
 // Options tune Open.
@@ -275,8 +277,14 @@ func (db *DB) Tx(ctx context.Context, f func(tx *Tx) error) error {
 	if err := stx.Commit(); err != nil {
 		return fmt.Errorf("ledger commit: %w", err)
 	}
+	db.written.Add(1)
 	return nil
 }
+
+// Written is how many write transactions this handle has committed (Tx
+// and TxRetry): each is the write lock taken and a write to the WAL, what
+// many hooks at once queue on.
+func (db *DB) Written() int64 { return db.written.Load() }
 
 // TxRetry runs f as Tx does, and while it fails for a reason that passes
 // (Passing) tries it again every pause, until it succeeds, fails
