@@ -24,7 +24,7 @@ import (
 
 // machine is a state machine under test.
 type machine struct {
-	t         *testing.T
+	t         testing.TB
 	ctx       context.Context
 	m         *Manager
 	db        *ledger.DB
@@ -35,13 +35,13 @@ type machine struct {
 	turns     map[string]int // rollout turns written per session
 }
 
-func newMachine(t *testing.T) *machine {
+func newMachine(t testing.TB) *machine {
 	t.Helper()
 	return newMachineWith(t, sinks.Build)
 }
 
 // newMachineWith is newMachine with the sinks build makes.
-func newMachineWith(t *testing.T, build SinkBuilder) *machine {
+func newMachineWith(t testing.TB, build SinkBuilder) *machine {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
