@@ -71,7 +71,8 @@ type Item struct {
 	head, body string
 	// follows: an archived turn given only as the one after the turn
 	// before it, so only beside that turn.
-	follows bool
+	follows  bool
+	precedes bool
 }
 
 const (
@@ -291,12 +292,12 @@ func (p *Prepared) local(given map[string]bool) []Item {
 			break
 		}
 		t := p.win.Turn(h.turn)
-		if given[fmt.Sprintf("%s/%d", t.SessionID, t.Turn)] || saidAtStart(said, t.Body) || h.follows && !taken[ledger.Place{SessionID: t.SessionID, Turn: t.Turn - 1}] {
+		if given[fmt.Sprintf("%s/%d", t.SessionID, t.Turn)] || saidAtStart(said, t.Body) || h.follows && !taken[ledger.Place{SessionID: t.SessionID, Turn: t.Turn - 1}] || h.precedes && !taken[ledger.Place{SessionID: t.SessionID, Turn: t.Turn + 1}] {
 			continue
 		}
 		taken[ledger.Place{SessionID: t.SessionID, Turn: t.Turn}] = true
 		items = append(items, Item{Source: "local", Session: t.SessionID, Turn: t.Turn, Generation: t.Generation, Time: t.At.Format(time.RFC3339),
-			Score: math.Round(h.cover*100) / 100, head: itemHead(t.RecallHit), body: withoutSaid(said, t.Body), follows: h.follows})
+			Score: math.Round(h.cover*100) / 100, head: itemHead(t.RecallHit), body: withoutSaid(said, t.Body), follows: h.follows, precedes: h.precedes})
 	}
 	return items
 }
@@ -401,6 +402,9 @@ func fit(local, far []Item, budget int) []Item {
 			p := find(it)
 			if it.follows && (p == nil || !slices.ContainsFunc(p.items, func(x Item) bool { return x.Turn == it.Turn-1 })) {
 				continue // the turn it follows was not given
+			}
+			if it.precedes && (p == nil || !slices.ContainsFunc(p.items, func(x Item) bool { return x.Turn == it.Turn+1 })) {
+				continue // the turn it precedes was not given
 			}
 			cost := utf8.RuneCountInString(it.body)
 			if p == nil {

@@ -250,6 +250,43 @@ func TestRecallWeighsTheTurnNextToIt(t *testing.T) {
 	}
 }
 
+// The turn before a recalled turn, when it holds a word of the prompt
+// itself, is given with it, right before it (its passage: the answer is
+// often the turn before the one that holds the question's words, as search
+// takes it), however low its own rank; one that holds no word of the prompt
+// is not.
+func TestRecallGivesTheTurnBefore(t *testing.T) {
+	a, _ := newTestArchive(t)
+	ctx := context.Background()
+	proj := t.TempDir()
+	archive(t, a, "c1", 1, proj, []rollout.Turn{
+		{Key: "t1", User: "Biscuit came to us from the Riverside shelter, the volunteers there walked her every single day for a month"},
+		{Key: "t2", User: "the puppy from the shelter is doing great, the puppy sleeps all day"},
+	})
+	archive(t, a, "c2", 1, proj, []rollout.Turn{
+		{Key: "t1", User: "we had a long lunch by the river"},
+		{Key: "t2", User: "the puppy from the shelter is doing great, the puppy sleeps all day"},
+	})
+	for i := 0; i < 12; i++ { // turns that rank above c1's first
+		archive(t, a, fmt.Sprintf("o%02d", i), 1, proj, []rollout.Turn{{Key: "o", User: fmt.Sprintf("the puppy from the shelter chewed shoe number %d", i)}})
+	}
+	for i := 0; i < 16; i++ { // other sessions, so the words are not ordinary
+		archive(t, a, fmt.Sprintf("w%02d", i), 1, proj, []rollout.Turn{{Key: "w", User: fmt.Sprintf("weekend number %d was quiet", i)}})
+	}
+	items, err := a.Recall(ctx, Request{Prompt: "how is the puppy from the shelter doing?", Project: proj})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, it := range items {
+		got = append(got, fmt.Sprintf("%s/%d", it.Session, it.Turn))
+	}
+	at := slices.Index(got, "c1/2")
+	if at < 1 || got[at-1] != "c1/1" || slices.Contains(got, "c2/1") {
+		t.Fatalf("recalled %v, want c1/1 right before c1/2, and no c2/1", got)
+	}
+}
+
 // TestWindowFollowsTheIndex: recall writes its window file on first use,
 // reads it after, and reads the window again when the index moved on (a
 // session archived since, one forgotten) or the file is damaged — each

@@ -19,6 +19,9 @@ type windowHit struct {
 	// follows: the turn comes only as the one after a turn above the
 	// floor (its own coverage is below it), so only with that turn.
 	follows bool
+	// precedes: the turn comes only as the one before a turn above the
+	// floor.
+	precedes bool
 }
 
 // rank orders the window's turns for a prompt's terms (each a word's
@@ -37,8 +40,10 @@ type windowHit struct {
 // prompt's in meaning (near: internal/nearwords; nil for none) counts for a
 // share of it; the turn after a turn gains half its rank
 // (the answer follows the question, as in search: internal/recall/search), and
-// one below the floor comes only with that turn; ties go to the newer
-// turn.
+// one below the floor comes only with that turn; the turn before, when it
+// holds a topical word of the prompt itself, joins too, right after that
+// turn in the order and only with it when below the floor; ties go to the
+// newer turn.
 func rank(w *recall.Window, terms [][]string, dates []recall.DateSpan, session string, floor float64, near func(term string) []nearwords.Near) []windowHit {
 	own := func(i int) bool { return session != "" && w.SessionIs(i, session) }
 	size := 0
@@ -100,12 +105,14 @@ func rank(w *recall.Window, terms [][]string, dates []recall.DateSpan, session s
 		held[i] = max(held[i], share)
 		names[i] = names[i] || itself
 	}
+	itself := make([]bool, w.Len()) // the turn itself holds a topical word
 	for j, ids := range rows {
 		for _, i := range touched {
 			held[i], names[i] = 0, false
 		}
 		touched = touched[:0]
 		for _, i := range ids {
+			itself[i] = itself[i] || topical[j]
 			hold(int(i), 1, true)
 			for _, n := range []int{int(i) - 1, int(i) + 1} {
 				if n >= 0 && n < w.Len() && !own(n) && w.Neighbours(int(i), n) {
@@ -197,6 +204,8 @@ func rank(w *recall.Window, terms [][]string, dates []recall.DateSpan, session s
 		t           recall.WindowTurn
 		cover, rank float64
 		follows     bool
+		precedes    bool
+		before      bool // joined as the turn before one of the list
 	}
 	var list []entry
 	for _, k := range order {
@@ -227,6 +236,30 @@ func rank(w *recall.Window, terms [][]string, dates []recall.DateSpan, session s
 		at[ledger.Place{SessionID: nt.SessionID, Turn: nt.Turn}] = len(list)
 		list = append(list, entry{at: next, t: nt, cover: score[next], rank: rank[next], follows: score[next] < floor})
 	}
+	// So does the turn before, when it holds a word of the prompt that is
+	// not ordinary itself (the question's words in the answer's turn, the
+	// answer in the turn before: search's passage takes it the same way),
+	// and comes only with that turn when below the floor.
+	for k := 0; k < kept; k++ {
+		prev := list[k].at - 1
+		for ; prev >= 0; prev-- {
+			if w.SessionIs(prev, list[k].t.SessionID) {
+				break
+			}
+		}
+		if prev < 0 || own(prev) || !itself[prev] {
+			continue
+		}
+		pt := w.Turn(prev)
+		if pt.Turn != list[k].t.Turn-1 {
+			continue
+		}
+		if _, ok := at[ledger.Place{SessionID: pt.SessionID, Turn: pt.Turn}]; ok {
+			continue
+		}
+		at[ledger.Place{SessionID: pt.SessionID, Turn: pt.Turn}] = len(list)
+		list = append(list, entry{at: prev, t: pt, cover: score[prev], rank: rank[prev], precedes: score[prev] < floor, before: true})
+	}
 	// The turn after a turn gains a share of that turn's rank, as in
 	// search (recall.NextShare); one below the floor comes with that turn, never
 	// above it.
@@ -252,10 +285,27 @@ func rank(w *recall.Window, terms [][]string, dates []recall.DateSpan, session s
 		}
 		return i.t.ID > j.t.ID
 	})
-	var out []windowHit
+	// A turn that comes only before another is next after it in this order
+	// (fit gives a passage's turns in their order), so it is weighed only
+	// once that one is given.
+	lead := map[ledger.Place]entry{}
 	for _, e := range list {
-		if (e.cover >= floor || e.follows) && len(out) < 2*candidates {
-			out = append(out, windowHit{e.at, e.cover, e.follows})
+		if e.before {
+			lead[ledger.Place{SessionID: e.t.SessionID, Turn: e.t.Turn + 1}] = e
+		}
+	}
+	var out []windowHit
+	add := func(e entry) {
+		if (e.cover >= floor || e.follows || e.precedes) && len(out) < 2*candidates {
+			out = append(out, windowHit{e.at, e.cover, e.follows, e.precedes})
+		}
+	}
+	for _, e := range list {
+		if !e.before {
+			add(e)
+			if l, ok := lead[ledger.Place{SessionID: e.t.SessionID, Turn: e.t.Turn}]; ok {
+				add(l)
+			}
 		}
 	}
 	return out
