@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"cx/internal/proc"
@@ -26,11 +27,13 @@ import (
 
 // rolloutName is the name Codex gives a rollout:
 // rollout-<local start time>-<session id>.jsonl.
-var rolloutName = regexp.MustCompile(`^rollout-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-(.+)\.jsonl(\.zst)?$`)
+var rolloutName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^rollout-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-(.+)\.jsonl(\.zst)?$`)
+})
 
 // RolloutID is the session id a rollout's path names ("" if it is none).
 func RolloutID(path string) string {
-	if m := rolloutName.FindStringSubmatch(filepath.Base(path)); m != nil {
+	if m := rolloutName().FindStringSubmatch(filepath.Base(path)); m != nil {
 		return m[1]
 	}
 	return ""
@@ -129,11 +132,11 @@ const threadLocksDir = "thread-writer-locks"
 // lockFileRE names a thread's writer lock file. Codex 0.169 also keeps its
 // own .coordination.lock there (seen in the real-Codex scenarios): a name
 // starting with a dot is never a thread.
-var lockFileRE = regexp.MustCompile(`/` + threadLocksDir + `/([^/.][^/]*)\.lock$`)
+var lockFileRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`/` + threadLocksDir + `/([^/.][^/]*)\.lock$`) })
 
 // LockFileThread is the thread id a writer lock file's path names.
 func LockFileThread(path string) (string, bool) {
-	if m := lockFileRE.FindStringSubmatch(path); m != nil {
+	if m := lockFileRE().FindStringSubmatch(path); m != nil {
 		return m[1], true
 	}
 	return "", false

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 )
@@ -75,7 +76,7 @@ func (c *Config) decode(data string) error {
 	return nil
 }
 
-var typeErrRE = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
+var typeErrRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`) })
 
 // decodeProblem is where a decode failed and why: the line, the key (for
 // a wrong type, the full key; for a syntax error, the table) and TOML's
@@ -85,7 +86,7 @@ func decodeProblem(err error) (line int, key, why string) {
 	if errors.As(err, &pe) {
 		return pe.Position.Line, pe.LastKey, pe.Message
 	}
-	if m := typeErrRE.FindStringSubmatch(err.Error()); m != nil {
+	if m := typeErrRE().FindStringSubmatch(err.Error()); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		why := strings.Replace(m[3], "incompatible types: TOML value has type ", "the value is of type ", 1)
 		why = strings.Replace(why, "; destination has type ", ", cx wants ", 1)

@@ -173,11 +173,11 @@ func (e *Error) Error() string {
 // status: get_session answers it with HTTP 200).
 var ErrNotFound = errors.New("openviking: not found")
 
-var unsafeID = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+var unsafeID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]`) })
 
 // SessionID is OpenViking's id for a Codex session: "cx-<id>", sanitised
 // (the OpenViking Codex plugin's convention).
-func SessionID(codexID string) string { return "cx-" + unsafeID.ReplaceAllString(codexID, "_") }
+func SessionID(codexID string) string { return "cx-" + unsafeID().ReplaceAllString(codexID, "_") }
 
 // Part is one message part.
 type Part struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 
 	"cx/internal/rollout"
@@ -63,7 +64,7 @@ func ParseQuestion(text string) (Question, error) {
 	// one term, its words in order; a lone quote is only a character.
 	rest := plain
 	if strings.Count(plain, `"`)%2 == 0 {
-		rest = quotedRE.ReplaceAllStringFunc(plain, func(q string) string {
+		rest = quotedRE().ReplaceAllStringFunc(plain, func(q string) string {
 			var ws []string
 			for _, w := range strings.Fields(q[1 : len(q)-1]) {
 				if w = NormalWord(w); w != "" {
@@ -118,7 +119,7 @@ func NormalWord(w string) string {
 	return w
 }
 
-var quotedRE = regexp.MustCompile(`"[^"]*"`)
+var quotedRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"[^"]*"`) })
 
 // isSyntax reports whether text is meant as FTS5 syntax: an operator in
 // capitals, grouping, a prefix or initial-token mark, or a column filter
