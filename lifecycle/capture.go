@@ -40,10 +40,11 @@ func (m *Manager) capture(ctx context.Context, id string, limit int64, then afte
 	return s, false, err
 }
 
-// readCapture is a capture's first half, outside any transaction: the
-// session as stored, its rollout found and read from the session's cursor
-// (nothing when there is no rollout yet, or more than limit is unread).
-type readCapture struct {
+// captureRead is what a capture's first half (readCapture) found, outside
+// any transaction: the session as stored, its rollout found and read from
+// the session's cursor (nothing when there is no rollout yet, or more than
+// limit is unread).
+type captureRead struct {
 	session  ledger.Session
 	path     string // "": no rollout yet
 	cur      rollout.Cursor
@@ -51,8 +52,10 @@ type readCapture struct {
 	deferred bool
 }
 
-func (m *Manager) readCapture(ctx context.Context, id string, limit int64) (readCapture, error) {
-	r := readCapture{}
+// readCapture reads session id's rollout from its cursor, outside any
+// transaction (a hook's write lock is held for the write alone).
+func (m *Manager) readCapture(ctx context.Context, id string, limit int64) (captureRead, error) {
+	r := captureRead{}
 	var err error
 	if r.session, err = m.db.Session(ctx, id); err != nil {
 		return r, err
@@ -82,14 +85,14 @@ func (m *Manager) readCapture(ctx context.Context, id string, limit int64) (read
 // readFor reports whether the read was made with what the session s (as
 // it is now in a transaction) would have it made with: the same rollout
 // and options.
-func (r readCapture) readFor(s ledger.Session) bool {
+func (r captureRead) readFor(s ledger.Session) bool {
 	return s.CodexHome == r.session.CodexHome && s.TranscriptPath == r.session.TranscriptPath && slices.Equal(s.Sinks, r.session.Sinks)
 }
 
 // storeCapture is a capture's second half, in tx: what r read stored
 // (unless another process captured from there meanwhile: its read stands)
 // and then run, on the session as stored.
-func (m *Manager) storeCapture(ctx context.Context, tx *ledger.Tx, r readCapture, then afterCapture) (ledger.Session, error) {
+func (m *Manager) storeCapture(ctx context.Context, tx *ledger.Tx, r captureRead, then afterCapture) (ledger.Session, error) {
 	s, err := tx.Session(ctx, r.session.ID)
 	if err != nil {
 		return s, err

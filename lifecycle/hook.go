@@ -76,7 +76,7 @@ func (m *Manager) HandleHook(ctx context.Context, h Hook) (HookResult, error) {
 	// A prompt's or a stop's capture is read before the hook's transaction
 	// and stored in it: one transaction, not two, when the session is
 	// known and the read was made as the transaction finds it.
-	var read *readCapture
+	var read *captureRead
 	if h.Event == codex.HookUserPromptSubmit || h.Event == codex.HookStop {
 		if r, err := m.readCapture(ctx, h.Payload.SessionID, m.hookBacklog); err == nil {
 			read = &r
