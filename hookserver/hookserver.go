@@ -323,8 +323,9 @@ func handle(ctx context.Context, c HookCall, cfg config.Config, ev string, p cod
 		}
 	}
 	due = dueWork{jobs: m.JobsDue(ctx), catchUp: res.CatchUpDeferred}
-	if h == nil {
-		due.watch = res.WatchLetGo()
+	if h == nil && res.Watch.ID != "" {
+		// Reads the system's locks: only where the answer is used.
+		due.watch = codex.ThreadLocked(res.Watch.CodexHome, res.Watch.ID)
 	}
 	return db, injection, due
 }

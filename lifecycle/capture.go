@@ -34,8 +34,10 @@ func (m *Manager) capture(ctx context.Context, id string, limit int64, then afte
 	var s ledger.Session
 	err = m.db.Tx(ctx, func(tx *ledger.Tx) error {
 		var err error
-		s, err = m.storeCapture(ctx, tx, r, then)
-		return err
+		if s, err = tx.Session(ctx, id); err != nil {
+			return err
+		}
+		return m.storeCapture(ctx, tx, &s, r, then)
 	})
 	return s, false, err
 }
@@ -89,23 +91,19 @@ func (r captureRead) readFor(s ledger.Session) bool {
 	return s.CodexHome == r.session.CodexHome && s.TranscriptPath == r.session.TranscriptPath && slices.Equal(s.Sinks, r.session.Sinks)
 }
 
-// storeCapture is a capture's second half, in tx: what r read stored
-// (unless another process captured from there meanwhile: its read stands)
-// and then run, on the session as stored.
-func (m *Manager) storeCapture(ctx context.Context, tx *ledger.Tx, r captureRead, then afterCapture) (ledger.Session, error) {
-	s, err := tx.Session(ctx, r.session.ID)
-	if err != nil {
-		return s, err
-	}
+// storeCapture is a capture's second half, in tx, on the session s as it
+// stands there: what r read stored (unless another process captured from
+// there meanwhile: its read stands) and then run.
+func (m *Manager) storeCapture(ctx context.Context, tx *ledger.Tx, s *ledger.Session, r captureRead, then afterCapture) error {
 	if r.path != "" && (r.capt.Rewritten || (s.Cursor.Offset == r.cur.Offset && s.Cursor.Seen == r.cur.Seen)) {
-		if err := m.store(ctx, tx, &s, r.path, r.cur, r.capt); err != nil {
-			return s, err
+		if err := m.store(ctx, tx, s, r.path, r.cur, r.capt); err != nil {
+			return err
 		}
 	}
 	if then != nil {
-		err = then(ctx, tx, &s)
+		return then(ctx, tx, s)
 	}
-	return s, err
+	return nil
 }
 
 // store records (in tx) what a capture from cur read of the rollout at

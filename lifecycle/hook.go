@@ -34,18 +34,11 @@ type HookResult struct {
 	// a hook reads (a long session cx had not seen); the background sweeper
 	// catches it up and the next hook has it.
 	CatchUpDeferred bool
-	// watchable names the live session of a Codex started without cx
-	// this hook was of (its Codex home and id), for WatchLetGo.
-	watchable struct{ home, id string }
-}
-
-// WatchLetGo reports whether a Codex started without cx holds the
-// session's thread (its writer lock): the background sweeper watches for
-// it to let go. It reads the system's locks, so it is asked only where
-// that answer is used — a hook's own process; the host watches every
-// such thread already.
-func (r HookResult) WatchLetGo() bool {
-	return r.watchable.id != "" && codex.ThreadLocked(r.watchable.home, r.watchable.id)
+	// Watch names the live session of a Codex started without cx that
+	// this hook was of (none: empty): the hook's own process has the
+	// background sweeper watch for that Codex to let its thread go (the
+	// host watches all of them already).
+	Watch struct{ CodexHome, ID string }
 }
 
 // hookRecord is what the first transaction of a hook settled.
@@ -89,7 +82,8 @@ func (m *Manager) HandleHook(ctx context.Context, h Hook) (HookResult, error) {
 			return nil
 		}
 		if !read.deferred {
-			if _, err := m.storeCapture(ctx, tx, *read, m.afterTurn(h.Event, &res)); err != nil {
+			// s is the session as this transaction wrote it: not read again.
+			if err := m.storeCapture(ctx, tx, &s, *read, m.afterTurn(h.Event, &res)); err != nil {
 				return err
 			}
 		}
@@ -112,7 +106,7 @@ func (m *Manager) HandleHook(ctx context.Context, h Hook) (HookResult, error) {
 		err = m.onSessionEnd(ctx, rec.session, &res)
 	}
 	if !rec.owned && h.Event != codex.HookSessionEnd && rec.session.Status == ledger.Live {
-		res.watchable.home, res.watchable.id = rec.session.CodexHome, rec.session.ID
+		res.Watch.CodexHome, res.Watch.ID = rec.session.CodexHome, rec.session.ID
 	}
 	return res, err
 }
