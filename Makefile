@@ -4,13 +4,16 @@ GO ?= go
 
 all: build
 
+# cx is built static, as the releases are (.goreleaser.yaml): no dynamic
+# loader at the start of each of its processes. (The tests keep cgo: the
+# race detector needs it.)
 build:
-	$(GO) build -buildvcs=true -o cx ./cmd/cx
-	$(GO) build -o cx-hook ./cmd/cx-hook
-	$(GO) build -buildvcs=true -o cx-mcp ./cmd/cx-mcp
+	CGO_ENABLED=0 $(GO) build -buildvcs=true -o cx ./cmd/cx
+	CGO_ENABLED=0 $(GO) build -o cx-hook ./cmd/cx-hook
+	CGO_ENABLED=0 $(GO) build -buildvcs=true -o cx-mcp ./cmd/cx-mcp
 
 install:
-	$(GO) install -buildvcs=true ./cmd/cx ./cmd/cx-hook ./cmd/cx-mcp
+	CGO_ENABLED=0 $(GO) install -buildvcs=true ./cmd/cx ./cmd/cx-hook ./cmd/cx-mcp
 
 # The one test command (README, .ci/run): installs what the tests need
 # (tmux, the pinned real Codex CLI versions), vets, then runs every test

@@ -10,6 +10,8 @@
 # history benchmark through both, alternating (the "before" of a change).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Both builds static, as the releases and the tests build cx.
+export CGO_ENABLED=0
 if [ -n "${BASE:-}" ]; then
   tmp=$(mktemp -d)
   trap 'git worktree remove --force "$tmp/src" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT

@@ -107,7 +107,9 @@ var (
 
 // CX builds ./cmd/cx once per test binary, and its hook client
 // ./cmd/cx-hook and MCP front ./cmd/cx-mcp beside it as a release installs
-// them, and returns cx's path.
+// them (static, without cgo, as .goreleaser.yaml builds them: a cgo build
+// is linked against libc, and each of its processes starts through the
+// dynamic loader), and returns cx's path.
 func CX(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -117,35 +119,38 @@ func CX(t testing.TB) string {
 			return
 		}
 		buildPath = filepath.Join(dir, "cx")
-		// -buildvcs=true: the version cx reports comes from the checkout, even
-		// where GOFLAGS turns VCS stamping off; where git cannot tell (no
-		// checkout, another owner), the build goes on without it.
-		cmd := exec.Command("go", "build", "-buildvcs=true", "-o", buildPath, "./cmd/cx")
-		cmd.Dir = moduleRoot()
-		if buildOut, buildErr = cmd.CombinedOutput(); buildErr != nil {
-			cmd = exec.Command("go", "build", "-o", buildPath, "./cmd/cx")
-			cmd.Dir = moduleRoot()
-			buildOut, buildErr = cmd.CombinedOutput()
-		}
+		buildOut, buildErr = goBuild(buildPath, "./cmd/cx")
 		// The hook client and the MCP front, with cx's version (the front
 		// answers the MCP handshake in cx's name).
 		for _, name := range []string{"cx-hook", "cx-mcp"} {
 			if buildErr != nil {
 				break
 			}
-			cmd = exec.Command("go", "build", "-buildvcs=true", "-o", filepath.Join(dir, name), "./cmd/"+name)
-			cmd.Dir = moduleRoot()
-			if buildOut, buildErr = cmd.CombinedOutput(); buildErr != nil {
-				cmd = exec.Command("go", "build", "-o", filepath.Join(dir, name), "./cmd/"+name)
-				cmd.Dir = moduleRoot()
-				buildOut, buildErr = cmd.CombinedOutput()
-			}
+			buildOut, buildErr = goBuild(filepath.Join(dir, name), "./cmd/"+name)
 		}
 	})
 	if buildErr != nil {
 		t.Fatalf("build cx: %v\n%s", buildErr, buildOut)
 	}
 	return buildPath
+}
+
+// goBuild builds pkg to out as a release does (CGO_ENABLED=0), with
+// -buildvcs=true — the version cx reports comes from the checkout, even
+// where GOFLAGS turns VCS stamping off — and, where git cannot tell (no
+// checkout, another owner), without it.
+func goBuild(out, pkg string) ([]byte, error) {
+	var b []byte
+	var err error
+	for _, flags := range [][]string{{"-buildvcs=true"}, nil} {
+		cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", out, pkg)...)
+		cmd.Dir = moduleRoot()
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err = cmd.CombinedOutput(); err == nil {
+			return b, nil
+		}
+	}
+	return b, err
 }
 
 func moduleRoot() string {
