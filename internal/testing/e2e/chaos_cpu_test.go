@@ -38,6 +38,10 @@ type cpuSplit struct {
 	// cleanup), which leave no line; their CPU as read just before.
 	killed    int
 	killedCPU time.Duration
+	// killedCodex: the CPU, read at the same moment, of the Codex below
+	// a killed cx (and of what that Codex runs, cx's own processes aside),
+	// which no exit line names either: Codex's side of the same runs.
+	killedCodex time.Duration
 }
 
 var (
@@ -116,9 +120,26 @@ func eachLine(dir, name string, f func(string)) {
 func (c cpuSplit) String() string {
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 	cx := c.wrapper + c.hookCPU + c.sweepCPU + c.mcpCPU + c.killedCPU
-	codex := max(c.codex-c.hookCPU-c.mcpCPU, 0)
-	return fmt.Sprintf("cx %v (wrappers of %d runs that exited %v, %d hooks %v (%d in their own process %v%s), %d background sweeps and hook hosts %v, %d MCP servers %v, %d SIGKILLed (faults, cleanup) %v); Codex %v (those runs' Codex, hooks and MCP servers taken out); cx/Codex %.3f",
-		ms(cx), c.runs, ms(c.wrapper), c.hooks, ms(c.hookCPU), c.own, ms(c.ownCPU), whyList(c.ownWhy), c.sweeps, ms(c.sweepCPU), c.mcps, ms(c.mcpCPU), c.killed, ms(c.killedCPU), ms(codex), float64(cx)/float64(max(codex, 1)))
+	codex := max(c.codex-c.hookCPU-c.mcpCPU, 0) + c.killedCodex
+	return fmt.Sprintf("cx %v (wrappers of %d runs that exited %v, %d hooks %v (%d in their own process %v%s), %d background sweeps and hook hosts %v, %d MCP servers %v, %d SIGKILLed (faults, cleanup) %v); Codex %v (those runs' Codex, hooks and MCP servers taken out; and below the SIGKILLed %v); cx/Codex %.3f",
+		ms(cx), c.runs, ms(c.wrapper), c.hooks, ms(c.hookCPU), c.own, ms(c.ownCPU), whyList(c.ownWhy), c.sweeps, ms(c.sweepCPU), c.mcps, ms(c.mcpCPU), c.killed, ms(c.killedCPU), ms(codex), ms(c.killedCodex), float64(cx)/float64(max(codex, 1)))
+}
+
+// cpuBelow is the CPU so far (ms) of the processes below pid that are not
+// cx's own (their executable is not in cxDir, beside cx: its hook client
+// and MCP front are cx's, and say what they cost themselves) and not in
+// counted, which it marks: a killed cx's Codex, and what that Codex runs.
+func cpuBelow(cxDir string, pid int, counted map[int]bool) float64 {
+	total := 0.0
+	for _, child := range Children(pid) {
+		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", child))
+		if filepath.Dir(exe) != cxDir && !counted[child] {
+			counted[child] = true
+			total += procCPU(child)
+		}
+		total += cpuBelow(cxDir, child, counted)
+	}
+	return total
 }
 
 // whyList is ": reason n, …" in the reasons' order ("" for none).

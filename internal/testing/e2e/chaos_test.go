@@ -91,6 +91,10 @@ type chaos struct {
 	// their CPU, read just before.
 	killed    int
 	killedCPU time.Duration
+	// killedCodex is the CPU of what ran below them but cx's own
+	// (cpuBelow), read at the same moment; below is who is counted in it.
+	killedCodex time.Duration
+	below       map[int]bool
 	// fillable says CX_HOME is a small filesystem of its own that a fault
 	// can fill; filling is the faults filling it now.
 	fillable bool
@@ -603,11 +607,20 @@ func (c *chaos) killOwn(what string) []int {
 // costOfKilled counts the CPU a cx process about to be SIGKILLed has used:
 // it will not say so in its logs.
 func (c *chaos) costOfKilled(pid int) {
-	cpu := time.Duration(procCPU(pid) * float64(time.Millisecond))
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.countKilled(pid)
+}
+
+// countKilled adds pid's CPU to cx's side and that of its Codex below to
+// Codex's (with c.mu held).
+func (c *chaos) countKilled(pid int) {
+	if c.below == nil {
+		c.below = map[int]bool{}
+	}
 	c.killed++
-	c.killedCPU += cpu
-	c.mu.Unlock()
+	c.killedCPU += time.Duration(procCPU(pid) * float64(time.Millisecond))
+	c.killedCodex += time.Duration(cpuBelow(filepath.Dir(c.h.CX), pid, c.below) * float64(time.Millisecond))
 }
 
 // withGroups is pids and, negated, the process group of each: what a
@@ -1017,13 +1030,12 @@ func (c *chaos) check() {
 	}
 	for _, pid := range cxOf(c.h.CXHome) {
 		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); exe == c.h.CX {
-			c.killed++ // by the cleanup, next
-			c.killedCPU += time.Duration(procCPU(pid) * float64(time.Millisecond))
+			c.countKilled(pid) // by the cleanup, next
 		}
 	}
 	cpu, launched := c.cxCPU, c.launched
 	split := readCPUSplit(c.h.CXHome)
-	split.killed, split.killedCPU = c.killed, c.killedCPU
+	split.killed, split.killedCPU, split.killedCodex = c.killed, c.killedCPU, c.killedCodex
 	c.mu.Unlock()
 	sort.Strings(faults)
 	sh := c.shapes(threads, execGens)
