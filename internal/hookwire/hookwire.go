@@ -393,13 +393,25 @@ func Ask(home string, r Request, deadline time.Time) (out []byte, why string) {
 	// that has not within TakeWait is hung or stopped, and the hook is its
 	// own process's to answer, within its budget, rather than waiting all
 	// of it for an answer that may never come.
-	whole := time.Until(deadline.Add(150 * time.Millisecond))
-	fd, err := dial(sock, min(whole, TakeWait))
+	end := deadline.Add(150 * time.Millisecond)
+	take := min(time.Until(end), TakeWait)
+	fd, err := dial(sock, take)
 	if err != nil {
+		return nil, Unreachable
+	}
+	// The wait for the host is the runtime's poller's, not a blocking
+	// read's: a hook waits for the host most of its life (tens of ms with
+	// 16 sessions at once), and a goroutine blocked in a system call keeps
+	// the scheduler's monitor waking every few microseconds, and has its
+	// processor handed to a new thread, while one parked on the poller
+	// leaves the process asleep.
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		syscall.Close(fd)
 		return nil, Unreachable
 	}
 	f := os.NewFile(uintptr(fd), sock)
 	defer f.Close()
+	_ = f.SetDeadline(time.Now().Add(take))
 	if _, err := f.Write(r.Encode()); err != nil {
 		return nil, NotTaken
 	}
@@ -411,8 +423,7 @@ func Ask(home string, r Request, deadline time.Time) (out []byte, why string) {
 	if first[0] != Taken {
 		return nil, HostRefused
 	}
-	tv := syscall.NsecToTimeval(max(time.Until(deadline.Add(150*time.Millisecond)), time.Millisecond).Nanoseconds())
-	_ = syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
+	_ = f.SetReadDeadline(end)
 	out, err = io.ReadAll(f)
 	if err != nil || len(out) == 0 {
 		return []byte("{}\n"), ""
