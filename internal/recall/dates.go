@@ -43,7 +43,7 @@ func (d DateSpan) Bounds() (from, to time.Time, ok bool) {
 }
 
 // Months are read in English, and as numbers in ISO dates (2023-10-13).
-var monthNames = func() map[string]int {
+var monthNames = sync.OnceValue(func() map[string]int {
 	m := map[string]int{}
 	for i := time.January; i <= time.December; i++ {
 		name := strings.ToLower(i.String())
@@ -51,7 +51,7 @@ var monthNames = func() map[string]int {
 	}
 	m["sept"] = 9
 	return m
-}()
+})
 
 const (
 	monthRE = `(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)\.?`
@@ -90,7 +90,7 @@ func mayHoldDate(text string) bool {
 		return true
 	}
 	lower := strings.ToLower(text)
-	for name := range monthNames {
+	for name := range monthNames() {
 		if len(name) > 3 && strings.Contains(lower, name) {
 			return true
 		}
@@ -147,7 +147,7 @@ func readDate(text string, m []int, layout string) (DateSpan, bool) {
 			if n, err := strconv.Atoi(g); err == nil {
 				d.month = n
 			} else {
-				d.month = monthNames[strings.ToLower(strings.TrimSuffix(g, "."))]
+				d.month = monthNames()[strings.ToLower(strings.TrimSuffix(g, "."))]
 			}
 		}
 	}

@@ -1,10 +1,13 @@
 package words
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // IsStopword reports whether w (a lower-cased word as written, not a
 // term) is a word that says how something is asked, not what it is about.
-func IsStopword(w string) bool { return stopwords[w] }
+func IsStopword(w string) bool { return stopwords()[w] }
 
 // Content is the set of s's terms that carry its topic: stemmed, without
 // stopwords and words under three letters. Text in any language has
@@ -13,7 +16,7 @@ func IsStopword(w string) bool { return stopwords[w] }
 func Content(s string) map[string]bool {
 	out := map[string]bool{}
 	for _, f := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !isTokenRune(r) && r != '\'' && r != '’' }) {
-		if stopwords[f] {
+		if stopwords()[f] {
 			continue
 		}
 		for _, t := range Terms(nil, f) {
@@ -29,7 +32,7 @@ func Content(s string) map[string]bool {
 // it is about: common function words, question words, auxiliaries and
 // pronouns (after the classic SMART and Snowball lists, trimmed of words a
 // coding question can mean: "go", "make", "run", "test", "new", "first").
-var stopwords = func() map[string]bool {
+var stopwords = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(`
 		a about above after again against all almost also am an and any anyone anything are aren't as at
@@ -60,4 +63,4 @@ var stopwords = func() map[string]bool {
 		}
 	}
 	return m
-}()
+})

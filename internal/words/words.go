@@ -9,6 +9,7 @@ package words
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -143,7 +144,7 @@ func fold(r rune) rune {
 	}
 	r = unicode.ToLower(r)
 	if r >= 0xe0 && r <= 0x17f {
-		if base, ok := latinBase[r]; ok {
+		if base, ok := latinBase()[r]; ok {
 			return base
 		}
 	}
@@ -154,7 +155,7 @@ func fold(r rune) rune {
 // diacritic in Latin-1 and Latin Extended-A (the ones typed most; other
 // scripts are lower-cased only). Letters whose mark is part of them (đ,
 // ł, ø, ħ, ŧ, ı) stay, as FTS5 keeps them.
-var latinBase = func() map[rune]rune {
+var latinBase = sync.OnceValue(func() map[rune]rune {
 	m := map[rune]rune{}
 	for _, group := range strings.Fields(`aàáâãäåāăą cçćĉċč dď eèéêëēĕėęě gĝğġģ hĥ iìíîïĩīĭį jĵ kķ lĺļľ nñńņň oòóôõöōŏő rŕŗř sśŝşš tţť uùúûüũūŭůűų wŵ yýÿŷ zźżž`) {
 		rs := []rune(group)
@@ -163,4 +164,4 @@ var latinBase = func() map[rune]rune {
 		}
 	}
 	return m
-}()
+})

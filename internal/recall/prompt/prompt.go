@@ -15,6 +15,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -98,7 +99,7 @@ func Trivial(prompt string) bool {
 	}
 	for _, w := range strings.Fields(p) {
 		w = recall.NormalWord(w)
-		if w != "" && !words.IsStopword(w) && !acks[w] {
+		if w != "" && !words.IsStopword(w) && !acks()[w] {
 			return false
 		}
 	}
@@ -107,14 +108,14 @@ func Trivial(prompt string) bool {
 
 // acks are words of an acknowledgement or a nudge, which ask nothing of
 // the history.
-var acks = func() map[string]bool {
+var acks = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(`ack agreed alright awesome cheers cool continue correct done exactly fine go good great k kk lgtm looks
 		lovely next nice noted np perfect proceed right sounds sure thx ty understood wonderful yeah yep yup`) {
 		m[w] = true
 	}
 	return m
-}()
+})
 
 // Remote is a memory backend's search, asked beside the local archive
 // (the OpenViking sink's: the server's memory search): the items that bear
