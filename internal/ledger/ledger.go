@@ -167,6 +167,25 @@ func openWriter(ctx context.Context, path string, opts Options) (*DB, error) {
 	f.Close()
 	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_pragma=secure_delete(1)&_txlock=immediate",
 		path, opts.BusyTimeout.Milliseconds())
+	// SQLite answers "busy" at once, without waiting its busy timeout, to a
+	// connection that would make the file a WAL database, or migrate it,
+	// while another process does (the first hooks of a fresh CX_HOME: one
+	// answered in its own process, beside the hook host it started): the
+	// open is tried again until the busy timeout has passed.
+	for end := time.Now().Add(opts.BusyTimeout); ; {
+		db, err := openWriterOnce(ctx, path, dsn, opts)
+		if err == nil || sqliteCode(err) != sqliteBusy || time.Now().After(end) || ctx.Err() != nil {
+			return db, err
+		}
+		time.Sleep(openRetryPause)
+	}
+}
+
+// openRetryPause is the pause before a busy first open is tried again.
+const openRetryPause = 20 * time.Millisecond
+
+// openWriterOnce opens the ledger at path with dsn and migrates it.
+func openWriterOnce(ctx context.Context, path, dsn string, opts Options) (*DB, error) {
 	sdb, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 )
 
 // Each mode opens the ledger as its entry points need: a writer creates
@@ -62,5 +64,36 @@ func TestOpenModes(t *testing.T) {
 			t.Errorf("mode %d wrote the ledger", mode)
 		}
 		db.Close()
+	}
+}
+
+// Processes that open a CX_HOME's first ledger at once (a hook answered in
+// its own process and the hook host it started, on a fresh CX_HOME) all
+// open it: SQLite answers one of them "busy" at once, without waiting its
+// busy timeout, while another makes the file a WAL database.
+func TestFirstOpensAtOnce(t *testing.T) {
+	for round := range 20 {
+		home := filepath.Join(t.TempDir(), "cx")
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				db, err := Open(ctx, home, Writer, Options{})
+				if err != nil {
+					errs <- err
+					return
+				}
+				db.Close()
+			}()
+		}
+		wg.Wait()
+		cancel()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("round %d: a first open beside others: %v", round, err)
+		}
 	}
 }
