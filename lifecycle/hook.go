@@ -12,6 +12,7 @@ import (
 	"cx/internal/health"
 	"cx/internal/ledger"
 	"cx/internal/outbox"
+	"cx/internal/rollout"
 	"cx/internal/runproc"
 	"cx/internal/sink"
 )
@@ -119,7 +120,7 @@ func (m *Manager) HandleHook(ctx context.Context, h Hook) (HookResult, error) {
 func (m *Manager) recordHook(ctx context.Context, h Hook, then func(ctx context.Context, tx *ledger.Tx, s ledger.Session) error) (hookRecord, error) {
 	p := h.Payload
 	var rec hookRecord
-	rec.run, rec.owned = m.attribute(ctx, h.RunID, h.PPID)
+	rec.run, rec.owned = runproc.Attribute(ctx, m.db, h.RunID, h.PPID)
 	if !rec.owned && h.Event == codex.HookSessionStart {
 		// Only a start names its Codex process (see startForeground): no
 		// other hook reads the process chain.
@@ -401,14 +402,7 @@ func backlog(s ledger.Session) int64 {
 
 // unread is how much of the rollout at path lies past the session's cursor.
 func unread(path string, s ledger.Session) int64 {
-	if path == "" {
-		return 0
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	return max(0, fi.Size()-max(s.Cursor.Seen, s.Cursor.Offset))
+	return rollout.Unread(path, max(s.Cursor.Seen, s.Cursor.Offset))
 }
 
 // markCompactionInjected reports whether a compaction captured is newer
@@ -450,37 +444,6 @@ func (m *Manager) armAppends(ctx context.Context, tx *ledger.Tx, s *ledger.Sessi
 		}
 	}
 	return nil
-}
-
-// attribute decides whether a hook belongs to the run named by CX_RUN_ID
-// (runproc.HookFrom), once the run is read: a ledger busy past its timeout
-// delays the record of Codex's pid.
-func (m *Manager) attribute(ctx context.Context, runID string, ppid int) (ledger.Run, bool) {
-	if runID == "" || ppid <= 1 {
-		return ledger.Run{}, false
-	}
-	var run ledger.Run
-	var err error
-	// The wrapper records its run beside Codex's start; a very early hook
-	// may arrive first.
-	deadline := time.Now().Add(time.Second)
-	for {
-		run, err = m.db.Run(ctx, runID)
-		if err == nil && run.CodexPID != 0 {
-			break
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			if err != nil {
-				return ledger.Run{}, false
-			}
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if run.EndedAt != nil {
-		return ledger.Run{}, false
-	}
-	return run, runproc.HookFrom(run, ppid)
 }
 
 // codexHome is Codex's home for sessions whose run does not say.

@@ -18,6 +18,7 @@ import (
 	"cx/internal/codex"
 	"cx/internal/config"
 	"cx/internal/ledger"
+	"cx/internal/runproc"
 	"cx/internal/sink"
 	"cx/internal/sinks"
 )
@@ -471,7 +472,7 @@ func TestRunRecordsCodexInItsFirstWrite(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if run, owned := mc.m.attribute(mc.ctx, "run-first", os.Getpid()); !owned || run.ID != "run-first" {
+	if run, owned := runproc.Attribute(mc.ctx, mc.db, "run-first", os.Getpid()); !owned || run.ID != "run-first" {
 		t.Fatalf("a hook of this Codex is not attributed to the run: %v %v", run.ID, owned)
 	}
 }

@@ -269,3 +269,16 @@ func inodeOf(fi os.FileInfo) uint64 {
 	}
 	return 0
 }
+
+// Unread is how much of the rollout at path lies past offset (0 when there
+// is no path, or it cannot be read).
+func Unread(path string, offset int64) int64 {
+	if path == "" {
+		return 0
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return max(0, fi.Size()-offset)
+}

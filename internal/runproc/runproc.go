@@ -5,6 +5,7 @@
 package runproc
 
 import (
+	"context"
 	"slices"
 	"time"
 
@@ -77,4 +78,27 @@ func HookFrom(run ledger.Run, ppid int) bool {
 		up = up[1:] // the session leader, a copy of cx (a nested Codex's parent is a Codex)
 	}
 	return len(up) > 0 && isRun(up[0])
+}
+
+// Attribute reads the run named by a hook's CX_RUN_ID and decides whether
+// the hook (its parent ppid) came from that run's Codex (HookFrom). The
+// wrapper records its run beside Codex's start, so a very early hook may
+// arrive first, and a ledger busy past its timeout delays the record of
+// Codex's pid: the run is read again for up to a second until it names
+// its Codex. An ended run owns no hook.
+func Attribute(ctx context.Context, db *ledger.DB, runID string, ppid int) (ledger.Run, bool) {
+	if runID == "" || ppid <= 1 {
+		return ledger.Run{}, false
+	}
+	deadline := time.Now().Add(time.Second)
+	for {
+		run, err := db.Run(ctx, runID)
+		if err == nil && run.CodexPID != 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			if err != nil || run.EndedAt != nil {
+				return ledger.Run{}, false
+			}
+			return run, HookFrom(run, ppid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
