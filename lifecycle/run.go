@@ -210,7 +210,6 @@ func (r *Run) recordCodex(ctx context.Context, pid int, start uint64) bool {
 // it backs off to every 30 s (4 s without): an idle Codex costs cx next to
 // nothing.
 func (r *Run) discoverLoop(ctx context.Context, pid int, start uint64, recorded bool) {
-	const fast = 500 * time.Millisecond
 	slow := 4 * time.Second
 	watch := codex.WatchThreads(r.info.CodexHome, codex.KeepsWriterLocks(r.info.CodexVersion))
 	defer watch.Close()
@@ -218,7 +217,7 @@ func (r *Run) discoverLoop(ctx context.Context, pid int, start uint64, recorded 
 	if watch != nil {
 		wake, slow = watch.C, 30*time.Second
 	}
-	every := fast
+	every := fastLook
 	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
@@ -227,21 +226,52 @@ func (r *Run) discoverLoop(ctx context.Context, pid int, start uint64, recorded 
 				r.attributed()
 			}
 		}
-		if r.discover(ctx, pid, true) || !recorded {
-			every = fast
-		} else {
-			every = min(slow, every*2)
-		}
+		every = nextLook(r.discover(ctx, pid, true), recorded, watch != nil && r.pathsKnown(), every, slow)
 		watch.Refresh()
 		t.Reset(every)
 		select {
 		case <-r.stop:
 			return
 		case <-wake:
-			every = fast
+			every = fastLook
 		case <-t.C:
 		}
 	}
+}
+
+// fastLook is how soon discovery looks again while it is learning.
+const fastLook = 500 * time.Millisecond
+
+// nextLook is how long discovery waits before its next look, after one
+// that learned something or not. While it learns (or Codex is not yet
+// recorded in the run) it looks again soon, then backs off to slow. With
+// a watch that wakes it for every new thread (settled: the run knows
+// every thread it found with its rollout), it waits the slow interval at
+// once: looking again finds nothing the watch would not wake it for, and
+// each look reads every descriptor Codex holds (measured: a third of a
+// short run's discovery went to looks after the last thread was known).
+func nextLook(learned, recorded, settled bool, every, slow time.Duration) time.Duration {
+	switch {
+	case !recorded:
+		return fastLook
+	case settled:
+		return slow
+	case learned:
+		return fastLook
+	}
+	return min(slow, every*2)
+}
+
+// pathsKnown reports whether every thread the run knows was learned with
+// its rollout (a thread found by its lock alone has none yet: Codex
+// opens the rollout after the lock, and no watch wakes for that).
+func (r *Run) pathsKnown() bool {
+	for id := range r.known {
+		if r.paths[id] == "" {
+			return false
+		}
+	}
+	return true
 }
 
 // discover learns what the process holds now; it reports whether it
