@@ -91,7 +91,8 @@ func orNotListed(s string) string {
 func (in *Installer) fire(ctx context.Context, cwd string) health.Check {
 	payload, _ := json.Marshal(map[string]any{"session_id": health.DoctorPrefix + fmt.Sprint(time.Now().UnixNano()),
 		"hook_event_name": "SessionStart", "source": "startup", "cwd": cwd, "transcript_path": ""})
-	cmd := exec.CommandContext(ctx, "sh", "-c", Command(in.CXPath, "SessionStart"))
+	argv := codex.HookShell(os.Getenv, Command(in.CXPath, "SessionStart"))
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	// A host that runs answers the probe; none is started for it.
 	cmd.Env = hookwire.SetEnv(os.Environ(), hookwire.HostEnv, "nostart")
 	cmd.Stdin = strings.NewReader(string(payload))

@@ -37,8 +37,9 @@ const ClientName = "cx-hook"
 // Command is the hook command for event: the hook client beside cx when
 // there is one (a process a third of cx's to start, which gives the event
 // to the hook host), else cx's own handler; absolute paths, quoted. Codex
-// runs it with `sh -c`: exec has the shell become the hook rather than
-// fork it and wait (a process fewer on every hook: 0.3-0.4 ms of CPU).
+// runs it with the user's shell (codex.HookShell): exec has the shell
+// become the hook rather than fork it and wait (a process fewer on every
+// hook: 0.3-0.4 ms of CPU).
 // The client runs the "cx" beside it when no host takes a hook, so a cx
 // under another name gives its own handler.
 func Command(cxPath, event string) string {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"cx/internal/codex"
 )
 
 // The test binary doubles as a fake Codex (FAKE_CODEX=1): it answers
@@ -235,7 +237,8 @@ func (f *fake) step(fs []string) (int, bool) {
 }
 
 // hook runs the hooks.json commands of event with Codex's payload shape,
-// through sh -c as Codex does, and fails loudly if an answer is not JSON.
+// through the user's shell as Codex does (codex.HookShell), and fails
+// loudly if an answer is not JSON.
 func (f *fake) hook(event, id string, extra map[string]any) {
 	if f.quiet {
 		return
@@ -268,7 +271,8 @@ func (f *fake) hook(event, id string, extra map[string]any) {
 	body, _ := json.Marshal(payload)
 	for _, g := range cfg.Hooks[event] {
 		for _, h := range g.Hooks {
-			cmd := exec.Command("sh", "-c", h.Command)
+			argv := codex.HookShell(os.Getenv, h.Command)
+			cmd := exec.Command(argv[0], argv[1:]...)
 			cmd.Stdin = strings.NewReader(string(body))
 			start := time.Now()
 			out, err := cmd.Output()

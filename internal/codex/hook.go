@@ -20,6 +20,19 @@ const (
 	HookInterrupt        = "Interrupt"
 )
 
+// HookShell is the command line Codex runs a hook's command with: the
+// user's $SHELL (else /bin/sh) with -c and the command (seen with 0.171,
+// which ran `/bin/bash -c <command>` under SHELL=/bin/bash; Codex's
+// source: codex-rs/hooks/src/engine/command_runner.rs,
+// default_shell_command — its later source adds -l, a login shell).
+func HookShell(getenv func(string) string, command string) []string {
+	shell := getenv("SHELL")
+	if shell == "" {
+		shell = "/bin/sh"
+	}
+	return []string{shell, "-c", command}
+}
+
 // HookEvents are the events a hook handler of cx's answers.
 var HookEvents = []string{HookSessionStart, HookUserPromptSubmit, HookStop, HookPreCompact, HookPostCompact, HookSessionEnd, HookInterrupt}
 
