@@ -54,10 +54,11 @@ type host struct {
 	// many it took.
 	last, taken atomic.Int64
 	// work and sweep ask the sweeper's loop for the jobs due or a sweep
-	// (a hook found them due); stopped, to leave.
-	work, sweep chan struct{}
-	stopped     chan struct{}
-	stopOnce    sync.Once
+	// (a hook found them due); stopped, to leave; entered wakes the watch
+	// when a hook comes in flight.
+	work, sweep, entered chan struct{}
+	stopped              chan struct{}
+	stopOnce             sync.Once
 
 	mu       sync.Mutex
 	closing  bool
@@ -71,7 +72,7 @@ type host struct {
 // listens there). It returns nil, logged, when it cannot listen.
 func listenHost(home string, db *ledger.DB, logger *logs.Logger) *host {
 	h := &host{home: home, sock: hookwire.SocketPath(home), binary: exeIdentity(), db: db, logger: logger,
-		work: make(chan struct{}, 1), sweep: make(chan struct{}, 1), stopped: make(chan struct{})}
+		work: make(chan struct{}, 1), sweep: make(chan struct{}, 1), entered: make(chan struct{}, 1), stopped: make(chan struct{})}
 	if h.binary == "" || !hookwire.Forwardable(os.Environ()) {
 		// A process with a test setting of a hook's (a clock ahead, a
 		// crash point) would apply it to every hook it took.
@@ -179,6 +180,12 @@ func (h *host) enter(deadline time.Time) (id uint64, ok bool) {
 	if h.dueBy == nil {
 		h.dueBy = map[uint64]time.Time{}
 	}
+	if len(h.dueBy) == 0 {
+		select { // the first in flight: the watch looks again
+		case h.entered <- struct{}{}:
+		default:
+		}
+	}
 	h.nextID++
 	h.dueBy[h.nextID] = deadline
 	return h.nextID, true
@@ -189,6 +196,13 @@ func (h *host) leave(id uint64) {
 	delete(h.dueBy, id)
 	h.mu.Unlock()
 	h.inflight.Done()
+}
+
+// busy reports whether a hook the host took is in flight.
+func (h *host) busy() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.dueBy) > 0
 }
 
 // overdue is how far past its deadline, at now, the most overdue hook the
@@ -210,10 +224,22 @@ func (h *host) overdue(now time.Time) time.Duration {
 // hooks start another host or answer in their own processes, rather than
 // each waiting for one that will not answer. Whatever the stuck hook was
 // writing is a transaction the ledger rolls back.
+//
+// It looks once a second while a hook is in flight, and sleeps while none
+// is (enter wakes it): an idle host has no ticker.
 func (h *host) watch(exit func(int)) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
+		if !h.busy() {
+			t.Stop()
+			select {
+			case <-h.stopped:
+				return
+			case <-h.entered:
+			}
+			t.Reset(time.Second)
+		}
 		select {
 		case <-h.stopped:
 			return

@@ -297,6 +297,32 @@ func TestHostStaysWhileTheLedgerIsWritten(t *testing.T) {
 	}
 }
 
+// An idle host's watch sleeps, and the first hook it takes wakes it: one
+// stuck far past its budget still ends the process.
+func TestHostWatchWakesForAHook(t *testing.T) {
+	home := t.TempDir()
+	h := &host{logger: logs.New(home), stopped: make(chan struct{}), entered: make(chan struct{}, 1)}
+	exited := make(chan int, 1)
+	go h.watch(func(code int) { exited <- code })
+	defer h.stop()
+	select {
+	case code := <-exited:
+		t.Fatalf("an idle host exited %d", code)
+	case <-time.After(1500 * time.Millisecond):
+	}
+	if _, ok := h.enter(time.Now().Add(-stuckGrace - time.Second)); !ok {
+		t.Fatal("a host not closing refused a hook")
+	}
+	select {
+	case code := <-exited:
+		if code == 0 {
+			t.Fatalf("exited %d", code)
+		}
+	case <-time.After(2500 * time.Millisecond):
+		t.Fatal("a host with a stuck hook taken while idle stayed")
+	}
+}
+
 // A host whose hook is stuck far past its budget ends its own process, so
 // the next hooks do not each wait for it (a host that does not take a hook
 // at all is left by the hook's process after hookwire.TakeWait); one whose

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
 	"cx/internal/hookwire"
 )
@@ -40,5 +41,27 @@ func TestHandedSweepLockIsNotInherited(t *testing.T) {
 		t.Fatalf("a child of the host has the sweep lock's descriptor %d", fd)
 	} else if _, ok := err.(*exec.ExitError); !ok {
 		t.Fatalf("run the child: %v", err)
+	}
+}
+
+// The loop looks every jobEvery while anything may be waiting on it, and
+// backs off, doubling, to letGoEvery while it is quiet.
+func TestNextTick(t *testing.T) {
+	for _, c := range []struct {
+		last  time.Duration
+		quiet bool
+		want  time.Duration
+	}{
+		{jobEvery, false, jobEvery},
+		{8 * time.Second, false, jobEvery},
+		{jobEvery, true, 2 * jobEvery},
+		{0, true, 2 * jobEvery},
+		{4 * time.Second, true, 8 * time.Second},
+		{8 * time.Second, true, letGoEvery},
+		{letGoEvery, true, letGoEvery},
+	} {
+		if got := nextTick(c.last, c.quiet); got != c.want {
+			t.Errorf("nextTick(%v, quiet %v) = %v, want %v", c.last, c.quiet, got, c.want)
+		}
 	}
 }

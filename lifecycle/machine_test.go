@@ -476,3 +476,40 @@ func TestRunRecordsCodexInItsFirstWrite(t *testing.T) {
 		t.Fatalf("a hook of this Codex is not attributed to the run: %v %v", run.ID, owned)
 	}
 }
+
+// Quiet: nothing waits on a background sweeper's loop — no run live, no
+// commit waiting — and not while either is.
+func TestMachineQuiet(t *testing.T) {
+	mc := newMachine(t)
+	if !mc.m.Quiet(mc.ctx) {
+		t.Fatal("a fresh ledger is not quiet")
+	}
+	if err := mc.db.Tx(mc.ctx, func(tx *ledger.Tx) error {
+		return tx.PutRun(mc.ctx, ledger.Run{ID: "run-live", PID: os.Getpid(), StartedAt: mc.clock})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if mc.m.Quiet(mc.ctx) {
+		t.Error("quiet while a run is live")
+	}
+	if err := mc.db.Tx(mc.ctx, func(tx *ledger.Tx) error {
+		r, err := tx.Run(mc.ctx, "run-live")
+		if err != nil {
+			return err
+		}
+		r.EndedAt = &mc.clock
+		return tx.PutRun(mc.ctx, r)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mc.hook(codex.HookSessionStart, "s1", source("startup"), "")
+	mc.turn("s1", "add a retry to the sender")
+	mc.hook(codex.HookSessionEnd, "s1", nil, "")
+	if mc.m.Quiet(mc.ctx) {
+		t.Error("quiet while the session's commit waits")
+	}
+	mc.work()
+	if !mc.m.Quiet(mc.ctx) {
+		t.Error("not quiet once the run ended and the commit was done")
+	}
+}

@@ -72,6 +72,15 @@ func (db *DB) DueJobs(ctx context.Context, now time.Time) (bool, error) {
 	return n > 0, err
 }
 
+// JobsWaiting reports whether any job waits to be done, due now or later
+// (pending, or leased by a worker): a host's loop keeps looking every
+// second while one does.
+func (db *DB) JobsWaiting(ctx context.Context) (bool, error) {
+	var n int
+	err := db.q().QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM jobs WHERE state IN (?, ?) LIMIT 1)`, JobPending, JobLeased).Scan(&n)
+	return n > 0, err
+}
+
 // Enqueue adds a job unless one with the same key exists; it reports
 // whether it added one.
 func (tx *Tx) Enqueue(ctx context.Context, kind, sessionID string, gen int, sink string) (bool, error) {

@@ -142,3 +142,42 @@ func TestLeaseExclusive(t *testing.T) {
 		t.Fatalf("leased %d of 20 jobs", len(seen))
 	}
 }
+
+// A job waits while it is pending (due now or later) or leased, and no
+// longer once done or parked.
+func TestJobsWaiting(t *testing.T) {
+	ctx := context.Background()
+	db := open(t, filepath.Join(t.TempDir(), FileName))
+	waiting := func() bool {
+		t.Helper()
+		w, err := db.JobsWaiting(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	if waiting() {
+		t.Fatal("an empty ledger has a job waiting")
+	}
+	if err := db.Tx(ctx, func(tx *Tx) error { _, err := tx.Enqueue(ctx, "commit", "s", 1, "local"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		state string
+		want  bool
+	}{{JobPending, true}, {JobLeased, true}, {JobParked, false}, {JobDone, false}} {
+		if err := db.Tx(ctx, func(tx *Tx) error {
+			j, err := tx.Job(ctx, 1)
+			if err != nil {
+				return err
+			}
+			j.State, j.NextAttemptAt = c.state, time.Now().Add(time.Hour)
+			return tx.UpdateJob(ctx, j)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got := waiting(); got != c.want {
+			t.Errorf("a %s job: waiting %v, want %v", c.state, got, c.want)
+		}
+	}
+}
