@@ -26,3 +26,18 @@ func TestHookShell(t *testing.T) {
 		}
 	}
 }
+
+// A user's $SHELL (any of these) may stand between Codex and its hook
+// command; Codex itself and other programs do not.
+func TestIsHookShell(t *testing.T) {
+	for _, comm := range []string{"sh", "bash", "dash", "zsh", "fish", "ksh", "tcsh", "env"} {
+		if !IsHookShell(comm) {
+			t.Errorf("%s is not taken for a hook's shell", comm)
+		}
+	}
+	for _, comm := range []string{"codex", "node", "cx", "cx-hook", "tokio-runtime-w"} {
+		if IsHookShell(comm) {
+			t.Errorf("%s is taken for a hook's shell", comm)
+		}
+	}
+}

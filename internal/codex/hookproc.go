@@ -8,8 +8,10 @@ import (
 )
 
 // hookShells are processes that may stand between Codex and its hook
-// command (Codex runs the command through a shell; `env` may prefix it).
-var hookShells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "env": true}
+// command (Codex runs the command through the user's shell, HookShell;
+// `env` may prefix it).
+var hookShells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ash": true, "ksh": true, "mksh": true,
+	"fish": true, "tcsh": true, "csh": true, "env": true}
 
 // IsHookShell reports whether a process of that name may stand between
 // Codex and its hook command.
