@@ -226,7 +226,7 @@ func (r *Run) discoverLoop(ctx context.Context, pid int, start uint64, recorded 
 				r.attributed()
 			}
 		}
-		every = nextLook(r.discover(ctx, pid, true), recorded, watch != nil && r.pathsKnown(), every, slow)
+		every = nextLook(r.discover(ctx, pid, true), recorded, watch != nil && r.settled(), every, slow)
 		watch.Refresh()
 		t.Reset(every)
 		select {
@@ -262,10 +262,17 @@ func nextLook(learned, recorded, settled bool, every, slow time.Duration) time.D
 	return min(slow, every*2)
 }
 
-// pathsKnown reports whether every thread the run knows was learned with
-// its rollout (a thread found by its lock alone has none yet: Codex
-// opens the rollout after the lock, and no watch wakes for that).
-func (r *Run) pathsKnown() bool {
+// settled reports whether discovery has found a thread and every thread
+// the run knows was learned with its rollout (a thread found by its lock
+// alone has none yet: Codex opens the rollout after the lock, and no
+// watch wakes for that). Before the first thread it is not: in a fresh
+// Codex home the watch first watches the home for the locks folder, and
+// a lock made in the folder as it appears may come before the folder is
+// watched.
+func (r *Run) settled() bool {
+	if len(r.known) == 0 {
+		return false
+	}
 	for id := range r.known {
 		if r.paths[id] == "" {
 			return false
