@@ -83,7 +83,7 @@ func BackgroundSweep(ctx context.Context, cfg config.Config, hostOnly bool) erro
 			return err
 		}
 	}
-	n := linger(ctx, m, h, hostOnly, cfg.Lifecycle.IdleTTL.Duration, logger)
+	n := linger(ctx, m, db, h, hostOnly, cfg.Lifecycle.IdleTTL.Duration, logger)
 	hooks := int64(0)
 	if h != nil {
 		hooks = h.taken.Load()
@@ -105,12 +105,23 @@ func BackgroundSweep(ctx context.Context, cfg config.Config, hostOnly bool) erro
 var letGoEvery, jobEvery, hostIdle = 15 * time.Second, time.Second, 5 * time.Minute
 
 // quietAfter is how long after the last hook the loop counts as idle:
-// then, with no run live and no commit waiting (lifecycle's Quiet), it
+// then, with no run live and no commit waiting (quiet), it
 // looks half as often each time, down to every letGoEvery — a host
 // staying its hostIdle after the last session woke twice a second for
 // nothing (~0.35 ms of CPU each wake-up on a 2-core VM; measured 1.0 ms
 // a second idle).
 const quietAfter = 30 * time.Second
+
+// quiet reports whether nothing waits on the loop until a hook comes: no
+// run is live (its cx may die, leaving its sessions to end as orphans)
+// and no commit waits (due now or at a retry).
+func quiet(ctx context.Context, db *ledger.DB) bool {
+	if runs, err := db.Runs(ctx, true); err != nil || len(runs) > 0 {
+		return false
+	}
+	waiting, err := db.JobsWaiting(ctx)
+	return err == nil && !waiting
+}
 
 // nextTick is how long the loop waits, without a hook, after waiting
 // last: jobEvery unless it is quiet, then twice as long, up to letGoEvery.
@@ -134,7 +145,7 @@ var sweepEvery = time.Minute
 // commits due, and sweeps when a hook asks for it. It returns, with how
 // many it ended, when it has nothing to stay for, when the host must go
 // (host.gone), or when ctx ends.
-func linger(ctx context.Context, m *lifecycle.Manager, h *host, hostOnly bool, idle time.Duration, logger *logs.Logger) int {
+func linger(ctx context.Context, m *lifecycle.Manager, db *ledger.DB, h *host, hostOnly bool, idle time.Duration, logger *logs.Logger) int {
 	ended, held := 0, 0
 	until := testpoint.Now().Add(idle)
 	lastLook := time.Time{}
@@ -185,7 +196,7 @@ func linger(ctx context.Context, m *lifecycle.Manager, h *host, hostOnly bool, i
 		if !watching && !hosting {
 			return ended
 		}
-		tick = nextTick(tick, (h == nil || h.idleFor() >= quietAfter) && m.Quiet(ctx))
+		tick = nextTick(tick, (h == nil || h.idleFor() >= quietAfter) && quiet(ctx, db))
 		select {
 		case <-ctx.Done():
 		case <-stopped:

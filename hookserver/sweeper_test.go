@@ -1,6 +1,7 @@
 package hookserver
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"cx/internal/hookwire"
+	"cx/internal/ledger"
 )
 
 // The sweep lock a hook client hands the host it starts (descriptor 3,
@@ -63,5 +65,53 @@ func TestNextTick(t *testing.T) {
 		if got := nextTick(c.last, c.quiet); got != c.want {
 			t.Errorf("nextTick(%v, quiet %v) = %v, want %v", c.last, c.quiet, got, c.want)
 		}
+	}
+}
+
+// Nothing waits on the loop while no run is live and no commit waits;
+// a live run or a pending job is something.
+func TestQuiet(t *testing.T) {
+	ctx := context.Background()
+	db, err := ledger.Open(ctx, t.TempDir(), ledger.Writer, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if !quiet(ctx, db) {
+		t.Fatal("a fresh ledger is not quiet")
+	}
+	run := ledger.Run{ID: "run-live", PID: os.Getpid(), StartedAt: time.Now()}
+	if err := db.Tx(ctx, func(tx *ledger.Tx) error { return tx.PutRun(ctx, run) }); err != nil {
+		t.Fatal(err)
+	}
+	if quiet(ctx, db) {
+		t.Error("quiet while a run is live")
+	}
+	ended := time.Now()
+	run.EndedAt = &ended
+	if err := db.Tx(ctx, func(tx *ledger.Tx) error {
+		if err := tx.PutRun(ctx, run); err != nil {
+			return err
+		}
+		_, err := tx.Enqueue(ctx, "commit", "s1", 1, "local")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if quiet(ctx, db) {
+		t.Error("quiet while a commit waits")
+	}
+	if err := db.Tx(ctx, func(tx *ledger.Tx) error {
+		j, err := tx.Job(ctx, 1)
+		if err != nil {
+			return err
+		}
+		j.State = ledger.JobDone
+		return tx.UpdateJob(ctx, j)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !quiet(ctx, db) {
+		t.Error("not quiet once the run ended and its commit was done")
 	}
 }

@@ -348,18 +348,6 @@ func (m *Manager) JobsDue(ctx context.Context) bool {
 	return due
 }
 
-// Quiet reports whether nothing waits on a background sweeper's loop
-// until a hook comes: no run is live (whose cx may die, leaving its
-// sessions to end as orphans) and no commit waits (due now or at a
-// retry). A quiet loop may look less often.
-func (m *Manager) Quiet(ctx context.Context) bool {
-	if runs, err := m.db.Runs(ctx, true); err != nil || len(runs) > 0 {
-		return false
-	}
-	waiting, err := m.db.JobsWaiting(ctx)
-	return err == nil && !waiting
-}
-
 // OwnContext is what the ledger holds of a session for a context block
 // about the session itself (resume, compaction).
 type OwnContext struct {
