@@ -210,14 +210,13 @@ func (r *Run) recordCodex(ctx context.Context, pid int, start uint64) bool {
 // it backs off to every 30 s (4 s without): an idle Codex costs cx next to
 // nothing.
 func (r *Run) discoverLoop(ctx context.Context, pid int, start uint64, recorded bool) {
-	slow := 4 * time.Second
 	watch := codex.WatchThreads(r.info.CodexHome, codex.KeepsWriterLocks(r.info.CodexVersion))
 	defer watch.Close()
 	var wake <-chan struct{}
 	if watch != nil {
-		wake, slow = watch.C, 30*time.Second
+		wake = watch.C
 	}
-	every := fastLook
+	every := codex.FastLook
 	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
@@ -226,40 +225,17 @@ func (r *Run) discoverLoop(ctx context.Context, pid int, start uint64, recorded 
 				r.attributed()
 			}
 		}
-		every = nextLook(r.discover(ctx, pid, true), recorded, watch != nil && r.settled(), every, slow)
+		every = watch.NextLook(r.discover(ctx, pid, true), recorded, r.settled(), every)
 		watch.Refresh()
 		t.Reset(every)
 		select {
 		case <-r.stop:
 			return
 		case <-wake:
-			every = fastLook
+			every = codex.FastLook
 		case <-t.C:
 		}
 	}
-}
-
-// fastLook is how soon discovery looks again while it is learning.
-const fastLook = 500 * time.Millisecond
-
-// nextLook is how long discovery waits before its next look, after one
-// that learned something or not. While it learns (or Codex is not yet
-// recorded in the run) it looks again soon, then backs off to slow. With
-// a watch that wakes it for every new thread (settled: the run knows
-// every thread it found with its rollout), it waits the slow interval at
-// once: looking again finds nothing the watch would not wake it for, and
-// each look reads every descriptor Codex holds (measured: a third of a
-// short run's discovery went to looks after the last thread was known).
-func nextLook(learned, recorded, settled bool, every, slow time.Duration) time.Duration {
-	switch {
-	case !recorded:
-		return fastLook
-	case settled:
-		return slow
-	case learned:
-		return fastLook
-	}
-	return min(slow, every*2)
 }
 
 // settled reports whether discovery has found a thread and every thread

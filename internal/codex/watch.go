@@ -87,6 +87,34 @@ func watchDirs(home string, now time.Time, locksOnly bool) []string {
 	return dirs
 }
 
+// FastLook is how soon discovery looks again while it is learning.
+const FastLook = 500 * time.Millisecond
+
+// NextLook is how long discovery waits before its next look at a Codex
+// process, after one that learned something or not, with this watch (nil:
+// none). While it learns, or its run has not recorded Codex yet, it looks
+// again soon, then backs off to 4 s without a watch, 30 s with one. With
+// a watch, once settled (the run knows a thread and each thread it knows
+// has its rollout), it waits the 30 s at once: the watch wakes it for
+// every new thread, and each look reads every descriptor Codex holds
+// (measured: a third of a short run's discovery went to looks after the
+// last thread was known).
+func (w *ThreadWatch) NextLook(learned, recorded, settled bool, every time.Duration) time.Duration {
+	slow := 4 * time.Second
+	if w != nil {
+		slow = 30 * time.Second
+	}
+	switch {
+	case !recorded:
+		return FastLook
+	case w != nil && settled:
+		return slow
+	case learned:
+		return FastLook
+	}
+	return min(slow, every*2)
+}
+
 // Refresh adds the folders that exist now and are not watched yet (the
 // locks folder appears with the first thread; a new day has a new folder)
 // and stops watching home once it is no longer needed.
