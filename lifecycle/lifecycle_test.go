@@ -75,9 +75,21 @@ func (e *env) holdSweeper() (unlock func(), err error) {
 // cx ctl install writes it (its hook client when there is one beside it).
 func writeHooks(t testing.TB, e *env) {
 	t.Helper()
+	writeHookCommands(t, e, func(ev string) string { return hookcfg.Command(e.cx, ev) })
+}
+
+// writeHookCommand writes e's Codex home's hooks.json with command for
+// every event, in cx's place.
+func writeHookCommand(t testing.TB, e *env, command string) {
+	t.Helper()
+	writeHookCommands(t, e, func(string) string { return command })
+}
+
+func writeHookCommands(t testing.TB, e *env, command func(event string) string) {
+	t.Helper()
 	hooks := map[string]any{}
 	for _, ev := range hookEvents {
-		hooks[ev] = []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": hookcfg.Command(e.cx, ev), "timeout": 30}}}}
+		hooks[ev] = []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": command(ev), "timeout": 30}}}}
 	}
 	data, _ := json.Marshal(map[string]any{"hooks": hooks})
 	if err := os.WriteFile(filepath.Join(e.codexHome, "hooks.json"), data, 0o600); err != nil {

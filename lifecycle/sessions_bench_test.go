@@ -30,7 +30,9 @@ import (
 // comma list) it prints hooks a second (all hooks over the wall time),
 // each hook's p50, p99 and max (its process, start to answer) and its CPU
 // (user + sys), beside the same run of the cx at BASE
-// (CX_BENCH_BASELINE_CX), alternated; and it fails unless every session
+// (CX_BENCH_BASELINE_CX), alternated, and, hooks only, beside two floors
+// (floorBuilds: what a hook that does nothing costs on this machine under
+// the same load); and it fails unless every session
 // was committed once (one generation) with its 5 turns. CX_BENCH_ROUNDS=k
 // runs each row k times, the builds alternated, and pools their hooks: one
 // round's p99 is its second slowest hook of 192, as noisy as a max (two
@@ -59,10 +61,11 @@ func BenchmarkSessionsAtOnce(b *testing.B) {
 		}
 		rounds = k
 	}
-	builds := []struct{ name, cx string }{{"this build", ""}}
+	builds := []benchBuild{{name: "this build"}}
 	if base := os.Getenv("CX_BENCH_BASELINE_CX"); base != "" {
-		builds = append(builds, struct{ name, cx string }{"BASE", base})
+		builds = append(builds, benchBuild{name: "BASE", cx: base})
 	}
+	builds = append(builds, floorBuilds(b)...)
 	// Rounds outermost: every row samples the same stretch of the
 	// machine's time (its speed drifts by half between stretches), so the
 	// rows, the two ways included, compare within a run.
@@ -81,11 +84,14 @@ func BenchmarkSessionsAtOnce(b *testing.B) {
 					if round%2 == 1 {
 						i = len(builds) - 1 - k // each build first as often: the one after meets what the one before left
 					}
+					if under && builds[i].floor != "" {
+						continue // a floor is a hook alone: there is no cx to run under
+					}
 					r := row{under, n, i}
 					if pooled[r] == nil {
 						pooled[r] = &hookRuns{}
 					}
-					pooled[r].add(sessionsAtOnce(b, n, builds[i].cx, under, fresh, nil))
+					pooled[r].add(sessionsAtOnce(b, n, builds[i], under, fresh, nil))
 				}
 			}
 		}
@@ -101,12 +107,15 @@ func BenchmarkSessionsAtOnce(b *testing.B) {
 			home = "one new CX_HOME"
 		}
 		fmt.Fprintf(&report, "\n%s, hooks as processes, %s:", way, home)
-		fmt.Fprintf(&report, "\n%-10s %-9s %8s %9s %9s %9s %10s %10s %10s", "sessions", "build", "hooks/s", "p50 ms", "p99 ms", "max ms", "CPU/hook", "host/hook", "all/hook")
+		fmt.Fprintf(&report, "\n%-10s %-10s %8s %9s %9s %9s %10s %10s %10s", "sessions", "build", "hooks/s", "p50 ms", "p99 ms", "max ms", "CPU/hook", "host/hook", "all/hook")
 		for _, n := range levels {
 			for i, build := range builds {
+				if pooled[row{under, n, i}] == nil {
+					continue
+				}
 				r := pooled[row{under, n, i}].figures()
-				fmt.Fprintf(&report, "\n%-10d %-9s %8.0f %9.1f %9.1f %9.1f %7.1f ms %7.1f ms %7.1f ms", n, build.name, r.rate, r.p50, r.p99, r.max, r.cpu, r.host, r.all)
-				if build.cx == "" && !under {
+				fmt.Fprintf(&report, "\n%-10d %-10s %8.0f %9.1f %9.1f %9.1f %7.1f ms %7.1f ms %7.1f ms", n, build.name, r.rate, r.p50, r.p99, r.max, r.cpu, r.host, r.all)
+				if build.cx == "" && build.floor == "" && !under {
 					b.ReportMetric(r.p99, fmt.Sprintf("p99-ms-%d", n))
 					b.ReportMetric(r.rate, fmt.Sprintf("hooks/s-%d", n))
 				}
@@ -156,12 +165,16 @@ func (h hookRuns) figures() atOnce {
 // cx's hooks — on a new CX_HOME when fresh (else one cx has run in), and
 // during beside them when not nil, and checks each was committed once
 // with its turns.
-func sessionsAtOnce(b testing.TB, n int, cx string, under, fresh bool, during func(e *env)) hookRuns {
+func sessionsAtOnce(b testing.TB, n int, build benchBuild, under, fresh bool, during func(e *env)) hookRuns {
 	b.Helper()
 	e := newEnv(b)
+	cx := build.cx
 	if cx != "" {
 		e.cx = cx
 		writeHooks(b, e)
+	}
+	if build.floor != "" {
+		writeHookCommand(b, e, build.floor)
 	}
 	logs := b.TempDir()
 	var wg sync.WaitGroup
@@ -240,6 +253,10 @@ func sessionsAtOnce(b testing.TB, n int, cx string, under, fresh bool, during fu
 	if want := n * 12; len(lat) != want {
 		b.Fatalf("%d sessions: %d hooks ran, want %d", n, len(lat), want)
 	}
+	if build.floor != "" {
+		// No cx: nothing was recorded, nothing is checked.
+		return hookRuns{lat: lat, cpu: cpu, wall: wall, busy: busy}
+	}
 	// Nothing lost: every session committed once, with its five turns.
 	if out, code := e.ctl("sweep"); code != 0 {
 		b.Fatalf("sweep: exit %d: %s", code, out)
@@ -271,7 +288,7 @@ func sessionsAtOnce(b testing.TB, n int, cx string, under, fresh bool, during fu
 			if cx != "" {
 				report = b.Logf // BASE's faults are told, not this build's failure
 			}
-			report("%s, %d at once: session %s: %d turns in %v; want one generation of 5 turns, committed; events:\n%s", build(cx), n, s.ID, s.TotalTurns, gens, strings.Join(events, "\n"))
+			report("%s, %d at once: session %s: %d turns in %v; want one generation of 5 turns, committed; events:\n%s", build.name, n, s.ID, s.TotalTurns, gens, strings.Join(events, "\n"))
 		}
 	}
 	return hookRuns{lat: lat, cpu: cpu, wall: wall, host: host, busy: busy}
@@ -329,12 +346,29 @@ func hostCPU(home string) float64 {
 	return total
 }
 
-// build names the cx a run used: this build, or the one at BASE.
-func build(cx string) string {
-	if cx == "" {
-		return "this build"
+// benchBuild is a row's hooks: cx's (this build's when cx is "", else the
+// one at that path), or, for a floor, a command in cx's place that answers
+// every hook with a no-op and records nothing.
+type benchBuild struct{ name, cx, floor string }
+
+// floorBuilds are the rows that say what a hook costs before cx does
+// anything, on this machine under the same load: "floor Go" is a Go
+// program that reads its input and answers (testdata/floorhook, built as
+// cx-hook is), "floor C" a small C program the shell execs the same way
+// (sed, printing the no-op at the input's last line). A hook's CPU less
+// the Go floor is cx's own.
+func floorBuilds(b testing.TB) []benchBuild {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "floorhook")
+	cmd := exec.Command("go", "build", "-o", bin, "./testdata/floorhook")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("build the floor hook: %v\n%s", err, out)
 	}
-	return "BASE"
+	return []benchBuild{
+		{name: "floor Go", floor: "exec '" + bin + "'"},
+		{name: "floor C", floor: `exec sed -n '$s/.*/{}/p'`},
+	}
 }
 
 // Many sessions at once through the hook host, which is killed while they
@@ -349,7 +383,7 @@ func TestSessionsAtOnceHostKilled(t *testing.T) {
 	for _, under := range []bool{false, true} {
 		t.Run(map[bool]string{false: "hooks only", true: "under cx"}[under], func(t *testing.T) {
 			killed := make(chan string, 1)
-			sessionsAtOnce(t, 8, "", under, true, func(e *env) {
+			sessionsAtOnce(t, 8, benchBuild{name: "this build"}, under, true, func(e *env) {
 				deadline := time.Now().Add(30 * time.Second)
 				for time.Now().Before(deadline) {
 					data, _ := os.ReadFile(filepath.Join(e.cxHome, "logs", "hook-events.jsonl"))

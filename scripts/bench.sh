@@ -33,8 +33,10 @@ go test -run '^$' -bench 'HookLatency' -benchtime 1x -count "${COUNT:-3}" ./life
 CX_BENCH_ROUNDS="${ROUNDS:-5}" go test -run '^$' -bench 'HookHistory' -benchtime 1x -timeout 60m -v ./lifecycle
 # Many sessions at once, Codex started without cx (hooks only) and under cx (a run each): 1, 4
 # and 16 sessions on one CX_HOME, hooks as processes (hooks/s, p50, p99, max, CPU a hook with the
-# hook host's share, the machine's CPU a hook), beside BASE's cx in the same run; every session
-# must be committed once with its turns. Each row pools 5 rounds (its p99 over 5×192 hooks at 16:
+# hook host's share, the machine's CPU a hook), beside BASE's cx in the same run and two floors
+# (hooks only: a Go program and a C one that answer each hook with a no-op, the shell's exec
+# included: what any hook costs here under that load); every session must be committed once
+# with its turns. Each row pools 5 rounds (its p99 over 5×192 hooks at 16:
 # one round's is its second slowest hook).
 CX_BENCH_ROUNDS="${SESSION_ROUNDS:-5}" go test -run '^$' -bench 'SessionsAtOnce' -benchtime 1x -timeout 30m -v ./lifecycle
 # The third way: one `cx app-server` with 16 threads at once on real Codex and the mock model
