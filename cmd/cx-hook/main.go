@@ -1,8 +1,9 @@
 // Command cx-hook is the process Codex starts for each hook cx installs
 // (`cx-hook <event>`, beside cx): it gives the event to its CX_HOME's hook
-// host and prints the host's answer, and when no host takes it (none runs,
+// host and prints the host's answer; when none runs it starts one and is
+// its first hook. When no host takes it (one that did not listen in time,
 // another build's, a test setting) it runs `cx ctl hook <event>` beside it,
-// which answers it, and starts a host for the hooks that follow. It is
+// which answers it. It is
 // built from internal/hookwire alone, so its start costs a third of cx's:
 // with many sessions at once, a hook's process is most of a hook's cost.
 package main
@@ -64,23 +65,34 @@ func run() int {
 			if ask() {
 				return 0
 			}
+			// A host this hook starts, with the place it took: the hook is
+			// its first.
+			startThenAsk := func(lock *os.File) bool {
+				startHost(cx, env, lock)
+				return hookwire.AwaitSocket(home, hostStartWait) && ask()
+			}
 			// No host took it. With none, this hook takes the host's place
 			// and starts one with it (no other hook starts one meanwhile),
-			// and cx answers this hook. One that is starting (its place
-			// taken, no socket yet) is waited for: a start is cheaper than
-			// this hook's own cx, and many sessions' first hooks come at
-			// once.
+			// and is its first: one cx process, not the host and this
+			// hook's own cx beside it; cx answers it when the host does not
+			// listen in time. One that is starting (its place taken, no
+			// socket yet) is waited for: a start is cheaper than this
+			// hook's own cx, and many sessions' first hooks come at once.
 			if !hookwire.StartsHost(env) {
 				// asked not to start one (doctor's probe)
 			} else if lock := hookwire.TakeSweepLock(home); lock != nil {
-				startHost(cx, env, lock)
+				if startThenAsk(lock) {
+					return 0
+				}
 				why += ", starting one"
 			} else if !hung && hookwire.AwaitSocket(home, hostStartWait) && ask() {
 				return 0
 			} else if lock := hookwire.TakeSweepLock(home); lock != nil {
 				// The host left meanwhile (idle, or its ledger replaced):
 				// this hook starts the next.
-				startHost(cx, env, lock)
+				if startThenAsk(lock) {
+					return 0
+				}
 				why += ", starting one"
 			}
 		}
