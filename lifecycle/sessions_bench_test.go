@@ -353,14 +353,14 @@ type benchBuild struct{ name, cx, floor string }
 
 // floorBuilds are the rows that say what a hook costs before cx does
 // anything, on this machine under the same load: "floor Go" is a Go
-// program that reads its input and answers (testdata/floorhook, built as
-// cx-hook is), "floor C" a small C program the shell execs the same way
+// program that reads its input and answers (internal/testing/floorhook,
+// built as cx-hook is), "floor C" a small C program the shell execs the same way
 // (sed, printing the no-op at the input's last line). A hook's CPU less
 // the Go floor is cx's own.
 func floorBuilds(b testing.TB) []benchBuild {
 	b.Helper()
 	bin := filepath.Join(b.TempDir(), "floorhook")
-	cmd := exec.Command("go", "build", "-o", bin, "./testdata/floorhook")
+	cmd := exec.Command("go", "build", "-o", bin, "cx/internal/testing/floorhook")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("build the floor hook: %v\n%s", err, out)
