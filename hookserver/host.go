@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"runtime/debug"
@@ -79,15 +80,11 @@ func listenHost(home string, db *ledger.DB, logger *logs.Logger) *host {
 		return nil
 	}
 	_ = os.Remove(h.sock) // a host that died left it; none listens (we hold the place)
-	old := syscall.Umask(0o077)
-	ln, err := net.Listen("unix", h.sock)
-	syscall.Umask(old)
+	ln, err := listenUnix(h.sock)
 	if err != nil {
 		logger.Printf("hook host: %v (hooks are answered by their own processes)", err)
 		return nil
 	}
-	// The socket is removed by close, and only while it is the host's.
-	ln.(*net.UnixListener).SetUnlinkOnClose(false)
 	h.ln = ln
 	h.sockFI, _ = os.Stat(h.sock)
 	h.dbFI, _ = os.Stat(db.Path)
@@ -96,6 +93,36 @@ func listenHost(home string, db *ledger.DB, logger *logs.Logger) *host {
 	go h.watch(os.Exit)
 	return h
 }
+
+// listenUnix listens on a unix socket at sock, only this user's, whose
+// path appears once it listens: a hook that sees the socket
+// (hookwire.AwaitSocket) finds it taking connections. Listening where it
+// is bound, the path would appear at bind, before listen, and a connect
+// between the two is refused: a host preempted there on a busy machine
+// left the hook that started it to answer itself. The socket is removed
+// by close, and only while it is the host's.
+func listenUnix(sock string) (net.Listener, error) {
+	bound := sock + "~" // as short as a socket's address allows (SocketPath)
+	_ = os.Remove(bound)
+	old := syscall.Umask(0o077)
+	ln, err := net.Listen("unix", bound)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, err
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	listening()
+	if err := os.Rename(bound, sock); err != nil {
+		ln.Close()
+		_ = os.Remove(bound)
+		return nil, fmt.Errorf("put the socket in place: %w", err)
+	}
+	return ln, nil
+}
+
+// listening is called once the host listens, before its socket is in
+// place: a test looks there.
+var listening = func() {}
 
 func (h *host) accept() {
 	for {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -118,6 +119,31 @@ func TestHostAnswersTheHook(t *testing.T) {
 	}
 	if n := started.Load(); n != 0 {
 		t.Errorf("a hook the host took started %d host(s)", n)
+	}
+}
+
+// The host's socket is where hooks look only once it listens: a hook that
+// sees it (hookwire.AwaitSocket, the hook that started the host) is not
+// refused, however long the host is kept between binding and listening.
+func TestHostSocketAppearsListening(t *testing.T) {
+	w := newHostWorld(t)
+	sock := hookwire.SocketPath(w.home)
+	var seen error
+	listening = func() {
+		_, seen = os.Lstat(sock)
+	}
+	t.Cleanup(func() { listening = func() {} })
+	w.listen(t)
+	if !errors.Is(seen, os.ErrNotExist) {
+		t.Fatalf("the socket's path, once the host listened and before it was in place: %v; want none there yet", seen)
+	}
+	conn, err := dialHost(sock)
+	if err != nil {
+		t.Fatalf("the socket in place refuses: %v", err)
+	}
+	conn.Close()
+	if _, err := os.Lstat(sock + "~"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the bound name is left: %v", err)
 	}
 }
 
