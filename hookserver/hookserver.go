@@ -368,7 +368,7 @@ func spawnSweeper(home string, logger *logs.Logger, hostOnly bool) {
 	}
 	start := func() error { return proc.StartDetached("ctl", "sweep", "--background") }
 	if hostOnly {
-		start = startHost
+		start = func() error { return startHost(false) }
 	}
 	if err := start(); err != nil {
 		logger.Printf("start background sweep: %v", err)

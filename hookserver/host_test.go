@@ -88,7 +88,7 @@ func (w hostWorld) hook(t *testing.T, event, payload string) (string, map[string
 func noHostStarted(t *testing.T) *atomic.Int32 {
 	var n atomic.Int32
 	old := startHost
-	startHost = func() error { n.Add(1); return nil }
+	startHost = func(bool) error { n.Add(1); return nil }
 	t.Cleanup(func() { startHost = old })
 	return &n
 }

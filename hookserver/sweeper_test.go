@@ -5,10 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"cx/internal/fsutil"
 	"cx/internal/hookwire"
 	"cx/internal/ledger"
 )
@@ -113,5 +115,51 @@ func TestQuiet(t *testing.T) {
 	}
 	if !quiet(ctx, db) {
 		t.Error("not quiet once the run ended and its commit was done")
+	}
+}
+
+// A Codex cx launches has its host started beside it when none holds the
+// place and cx's hooks run in it, apart from the run's cx; not when one
+// does (the hooks' setting is not even asked then), nor when the hooks are
+// off or not cx's.
+func TestPrestart(t *testing.T) {
+	home := t.TempDir()
+	for _, c := range []struct {
+		name    string
+		environ []string
+		held    bool // a host (or sweeper) holds the place
+		active  bool
+		want    bool
+		asked   bool
+	}{
+		{"none runs, hooks active", nil, false, true, true, true},
+		{"none runs, hooks not cx's", nil, false, false, false, true},
+		{"one runs", nil, true, true, false, false},
+		{"hooks kept from the host", []string{hookwire.HostEnv + "=off"}, false, true, false, false},
+		{"a test's fault point", []string{"CX_TEST_CRASH_AT=ended"}, false, true, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var started atomic.Int32
+			startHost = func(apart bool) error {
+				if !apart {
+					t.Error("the host started as the run's child: want it apart (no zombie under a run's cx)")
+				}
+				started.Add(1)
+				return nil
+			}
+			t.Cleanup(func() { startHost = startHostOf })
+			if c.held {
+				unlock, err := fsutil.Lock(hookwire.SweepLock(home), false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer unlock()
+			}
+			asked := false
+			got := Prestart(home, c.environ, func() bool { asked = true; return c.active })
+			if got != c.want || (started.Load() == 1) != c.want || asked != c.asked {
+				t.Fatalf("started %v (%d), hooks asked %v; want %v, asked %v", got, started.Load(), asked, c.want, c.asked)
+			}
+		})
 	}
 }

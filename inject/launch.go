@@ -29,8 +29,7 @@ func AtStart(ctx context.Context, cfg config.Config, db Ledger, source, cwd stri
 // readLedger opens the ledger to read, for the archive part of the block
 // (nil when it cannot: the block goes without), and says how to close it.
 func AtLaunch(ctx context.Context, cfg config.Config, readLedger func(context.Context) (Ledger, func()), codexHome, cwd string, user, codexArgs []string, caps codex.Caps, hooksActive func(context.Context) (bool, string)) ([]string, string) {
-	sub := codex.Subcommand(user, caps)
-	if !cfg.Inject.Enabled || !hasContinuity(cfg.Home) || !(codex.SelectsTUI(user, caps) || sub == "exec" || sub == "e") {
+	if !cfg.Inject.Enabled || !hasContinuity(cfg.Home) || !codex.StartsSession(user, caps) {
 		return codexArgs, ""
 	}
 	ok, why := hooksActive(ctx)

@@ -1439,3 +1439,54 @@ func TestExitLeavesASiblingsThread(t *testing.T) {
 	}
 	e.want(id, "committed", "exit", 1, 1)
 }
+
+// A run starts CX_HOME's hook host beside Codex's launch when cx's hooks
+// run in that Codex (installed and trusted) and none runs, so its first
+// hook finds it listening; none is started when the hooks are kept from
+// the host, not trusted, or not there.
+func TestRunStartsTheHookHost(t *testing.T) {
+	cases := []struct {
+		name    string
+		extra   []string
+		hooks   string // "trusted", "untrusted" or "none"
+		started bool
+	}{
+		{"hooks installed and trusted", nil, "trusted", true},
+		{"hooks kept from the host", []string{hookwire.HostEnv + "=off"}, "trusted", false},
+		{"hooks not trusted", nil, "untrusted", false},
+		{"no hooks of cx's", nil, "none", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			hooks := filepath.Join(e.codexHome, "hooks.json")
+			switch c.hooks {
+			case "trusted":
+				trustHooks(t, e)
+			case "none":
+				if err := os.Remove(hooks); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// No hook in the run: a host there was started by the run.
+			if code := e.run("sleep 300;exit 0", c.extra...); code != 0 {
+				t.Fatalf("exit %d", code)
+			}
+			if got := hookwire.AwaitSocket(e.cxHome, 5*time.Second); got != c.started {
+				t.Fatalf("a host listening after the run: %v, want %v", got, c.started)
+			}
+		})
+	}
+}
+
+// trustHooks records trust for e's hooks in its Codex home's config.toml,
+// as Codex does when the user trusts them (codex.TrustRecorded): its
+// SessionStart handler's key, as `cx ctl install` leaves it.
+func trustHooks(t testing.TB, e *env) {
+	t.Helper()
+	key := filepath.Join(e.codexHome, "hooks.json") + ":session_start:0:0"
+	trust := codex.TrustStateHeader(key) + "\ntrusted_hash = \"sha256:0\"\n"
+	if err := os.WriteFile(filepath.Join(e.codexHome, "config.toml"), []byte(trust), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

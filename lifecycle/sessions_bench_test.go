@@ -175,6 +175,8 @@ func sessionsAtOnce(b testing.TB, n int, build benchBuild, under, fresh bool, du
 	}
 	if build.floor != "" {
 		writeHookCommand(b, e, build.floor)
+	} else {
+		trustHooks(b, e) // as an install leaves them: Codex under cx knows they run
 	}
 	logs := b.TempDir()
 	var wg sync.WaitGroup

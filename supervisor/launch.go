@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"cx/hookcfg"
+	"cx/hookserver"
 	"cx/inject"
 	"cx/internal/codex"
 	"cx/internal/config"
@@ -35,6 +36,10 @@ type Launch struct {
 	// OneP drops this process to one P once Codex is recorded (OneP).
 	// Set by cx's main alone: in-process tests keep their cores.
 	OneP bool
+	// StartsHost starts CX_HOME's hook host beside Codex's launch when
+	// none runs (hookserver.Prestart). Set by cx's main alone: an
+	// in-process test's executable is not cx.
+	StartsHost bool
 }
 
 // OneP leaves the process one P, unless GOMAXPROCS says otherwise. A run's
@@ -122,11 +127,14 @@ func RunCodex(ctx context.Context, l Launch) int {
 		return ex.Code
 	}
 
-	codexArgs, note := inject.AtLaunch(ctx, cfg, readLedger(cfg.Home), codex.Home(l.Getenv), l.Cwd, l.Args, spec.Args, caps, func(ctx context.Context) (bool, string) {
+	// Whether cx's hooks run in this Codex (the installer's answer, and why
+	// not): asked only where the answer is used.
+	hooksActive := func(ctx context.Context) (bool, string) {
 		self, _ := hookcfg.Self()
 		in := &hookcfg.Installer{CodexHome: codex.Home(l.Getenv), CXPath: self, Trust: caps.HasHookTrust()}
 		return in.Active(ctx)
-	})
+	}
+	codexArgs, note := inject.AtLaunch(ctx, cfg, readLedger(cfg.Home), codex.Home(l.Getenv), l.Cwd, l.Args, spec.Args, caps, hooksActive)
 	if note != "" {
 		l.Errorf("%s", note)
 	}
@@ -146,6 +154,14 @@ func RunCodex(ctx context.Context, l Launch) int {
 			}
 		},
 	}, tap, l.Errorf)
+	if l.StartsHost && (codex.StartsSession(l.Args, caps) || mode == lifecycle.ModeAppServer) {
+		sup.AfterLaunch("start the hook host", func() {
+			hookserver.Prestart(cfg.Home, os.Environ(), func() bool {
+				ok, _ := hooksActive(ctx)
+				return ok
+			})
+		})
+	}
 	// Codex's own recipe with cx's variables; cx's hooks always run for it.
 	spec.Env = codex.Env(os.Environ(), bin, []string{"CX_HOME=" + cfg.Home, supervisorPIDVar + "=" + strconv.Itoa(os.Getpid()), "CX_RUN_ID=" + runID}, "CX_HOOKS_OFF")
 	spec.Observer = sup

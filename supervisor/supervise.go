@@ -115,6 +115,17 @@ func Supervise(ctx context.Context, cfg config.Config, info lifecycle.RunInfo, t
 	return s
 }
 
+// AfterLaunch runs f beside Codex once it has launched (never, when it
+// did not): cx's own work never competes with Codex's start for the CPU.
+// A panic in f is logged as what.
+func (s *Supervision) AfterLaunch(what string, f func()) {
+	go func() {
+		defer s.log.Recover(what)
+		<-s.launched
+		f()
+	}()
+}
+
 // Started implements wrapper.Observer.
 func (s *Supervision) Started(pid int, _ wrapper.Mode) {
 	s.pid = pid

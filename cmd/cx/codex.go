@@ -45,7 +45,7 @@ func (a *app) loadConfigToRead() (config.Config, error) {
 func (a *app) runCodex(ctx context.Context, args []string) int {
 	cfg, err := a.loadConfig()
 	return supervisor.RunCodex(ctx, supervisor.Launch{Args: args, Cfg: cfg, CfgErr: err, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr,
-		Getenv: a.getenv, Cwd: cwd(), Errorf: a.errorf, OneP: a.oneP})
+		Getenv: a.getenv, Cwd: cwd(), Errorf: a.errorf, OneP: a.oneP, StartsHost: a.startsHost})
 }
 
 func cwd() string {

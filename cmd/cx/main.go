@@ -24,6 +24,7 @@ type app struct {
 	getenv                func(string) (string, bool)
 	cfg                   *loadedConfig // once read
 	oneP                  bool          // supervisor.Launch.OneP
+	startsHost            bool          // supervisor.Launch.StartsHost
 }
 
 func main() {
@@ -32,7 +33,7 @@ func main() {
 		// cx's own runs here.
 		os.Exit(wrapper.LeaderMain(os.Args[1:]))
 	}
-	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.LookupEnv, oneP: true}
+	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.LookupEnv, oneP: true, startsHost: true}
 	if mcp := os.Args[1:]; slices.Equal(mcp, []string{"mcp"}) || slices.Equal(mcp, []string{"ctl", "mcp"}) {
 		supervisor.OneP(os.LookupEnv)
 	}

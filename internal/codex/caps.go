@@ -276,6 +276,13 @@ func SelectsTUI(args []string, caps Caps) bool {
 	return p.sub == "" || p.sub == "resume" || p.sub == "fork"
 }
 
+// StartsSession reports whether args start a session of the user's: the
+// TUI (SelectsTUI) or `exec` (`e`).
+func StartsSession(args []string, caps Caps) bool {
+	sub := Subcommand(args, caps)
+	return SelectsTUI(args, caps) || sub == "exec" || sub == "e"
+}
+
 // Args returns the arguments cx gives Codex: the user's, verbatim, with
 // --no-daemon first when the binary has it and they select the TUI.
 func Args(user []string, caps Caps) []string {

@@ -40,13 +40,20 @@ func TestParseHelpReal(t *testing.T) {
 	}
 }
 
-func TestSelectsTUI(t *testing.T) {
-	data, err := os.ReadFile("testdata/help-0.169.0.txt")
+// helpCaps is what Codex's --help in file says it can do.
+func helpCaps(t *testing.T, file string) Caps {
+	t.Helper()
+	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var caps Caps
 	parseHelp(data, &caps)
+	return caps
+}
+
+func TestSelectsTUI(t *testing.T) {
+	caps := helpCaps(t, "testdata/help-0.169.0.txt")
 	cases := []struct {
 		args string
 		want bool
@@ -116,6 +123,20 @@ func TestCwd(t *testing.T) {
 		"-m -C exec hi": "/w", "exec -- -C": "/w"} {
 		if got := Cwd(strings.Fields(args), caps, "/w"); got != want {
 			t.Errorf("Cwd(%q) = %q, want %q", args, got, want)
+		}
+	}
+}
+
+// A session of the user's starts with the TUI or exec; not with another
+// subcommand, a flag that only prints, or the app-server.
+func TestStartsSession(t *testing.T) {
+	caps := helpCaps(t, "testdata/help-0.169.0.txt")
+	for args, want := range map[string]bool{
+		"": true, "fix the tests": true, "resume --last": true, "exec hi": true, "e hi": true, "-m x exec hi": true,
+		"--version": false, "login": false, "mcp list": false, "app-server": false, "completion bash": false,
+	} {
+		if got := StartsSession(strings.Fields(args), caps); got != want {
+			t.Errorf("StartsSession(%q) = %v, want %v", args, got, want)
 		}
 	}
 }

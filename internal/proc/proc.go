@@ -2,7 +2,7 @@
 // (to tell a live process from a reused pid), parents (to check which
 // process a hook came from), CPU time, and open files (to learn which
 // sessions a Codex process holds); and it starts cx detached (the
-// background sweeper).
+// background sweeper, the hook host).
 //
 // Where the facts come from differs by system, and only that lives in a
 // platform file: /proc on Linux (proc_linux.go), sysctl kern.proc on macOS
@@ -109,18 +109,50 @@ func Ancestors(pid, n int) iter.Seq[Stat] {
 
 // StartDetached starts cx itself with args in a session of its own (it
 // outlives the caller and no terminal signal reaches it) and lets it go.
+// For a caller that ends soon (a hook's process): its child, once it ends,
+// is reaped by the system.
 func StartDetached(args ...string) error {
+	cmd, err := selfCommand(args...)
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %v: %w", cmd.Args, err)
+	}
+	return cmd.Process.Release()
+}
+
+// StartApart starts cx itself with args as StartDetached does, but as no
+// child of the caller's: a shell starts it in the background and leaves,
+// waited for here. For a caller that lives on (a run's cx): a child that
+// ended first would stay a zombie under it, and what walks the caller's
+// children (a daemon, a test looking for Codex) would find it there. A
+// shell is what leaves a child alike on Linux and macOS (Go does not fork
+// without exec): a few ms, once a start.
+func StartApart(args ...string) error {
+	cmd, err := selfCommand(args...)
+	if err != nil {
+		return err
+	}
+	cmd.Args = append([]string{"/bin/sh", "-c", `"$0" "$@" &`}, cmd.Args...)
+	cmd.Path = "/bin/sh"
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("start %v: %w", cmd.Args[3:], err)
+	}
+	return nil
+}
+
+// selfCommand is cx itself with args, in a session of its own, with this
+// process's environment and no input or output.
+func selfCommand(args ...string) (*exec.Cmd, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return fmt.Errorf("find the cx binary: %w", err)
+		return nil, fmt.Errorf("find the cx binary: %w", err)
 	}
 	cmd := exec.Command(self, args...)
 	cmd.Env = os.Environ()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s %v: %w", self, args, err)
-	}
-	return cmd.Process.Release()
+	return cmd, nil
 }
 
 // SelfCPU is the CPU time (user and system) this process has used so far.

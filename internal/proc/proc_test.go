@@ -1,12 +1,64 @@
 package proc
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 )
+
+// apartEnv, set, makes this test binary the process StartApart starts: it
+// writes its parent and process group to the file named, and leaves.
+const apartEnv = "CX_PROC_TEST_APART"
+
+func TestMain(m *testing.M) {
+	if f := os.Getenv(apartEnv); f != "" {
+		_ = os.WriteFile(f+".tmp", fmt.Appendf(nil, "%d %d", os.Getppid(), syscall.Getpgrp()), 0o600)
+		_ = os.Rename(f+".tmp", f)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// What StartApart starts is no child of the caller's (nothing is left for
+// it to reap) and out of its process group (a signal to the group does
+// not reach it).
+func TestStartApart(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "apart")
+	t.Setenv(apartEnv, out)
+	if err := StartApart("-test.run=^$"); err != nil {
+		t.Fatal(err)
+	}
+	var data []byte
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var err error
+		if data, err = os.ReadFile(out); err == nil {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the process started did not run: %v", err)
+		}
+	}
+	var ppid, pgid int
+	if _, err := fmt.Sscan(string(data), &ppid, &pgid); err != nil {
+		t.Fatalf("%q: %v", data, err)
+	}
+	if ppid == os.Getpid() {
+		t.Errorf("its parent is the caller (%d)", ppid)
+	}
+	if pgid == syscall.Getpgrp() {
+		t.Errorf("it is in the caller's process group (%d)", pgid)
+	}
+	var ws syscall.WaitStatus
+	if pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); !errors.Is(err, syscall.ECHILD) {
+		t.Errorf("the caller has a child left (%d, %v): want none", pid, err)
+	}
+}
 
 func TestParseStat(t *testing.T) {
 	s := "4242 (weird ) name) S 17 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10 18446744073709551615"

@@ -511,7 +511,7 @@ func cxChain(cx string, pid int) []int {
 	exe, _ := filepath.EvalSymlinks(cx)
 	chain := []int{pid}
 	for {
-		cs := Children(pid)
+		cs := RunChildren(pid)
 		if len(cs) == 0 {
 			return chain
 		}
@@ -528,7 +528,7 @@ func cxChain(cx string, pid int) []int {
 func codexBelow(cx string, pid int) int {
 	exe, _ := filepath.EvalSymlinks(cx)
 	for pid != 0 {
-		cs := Children(pid)
+		cs := RunChildren(pid)
 		if len(cs) == 0 {
 			return 0
 		}

@@ -29,7 +29,7 @@ func BenchmarkIdleCPU(b *testing.B) {
 			tu.Prompt("hello idle", "mock reply: hello idle")
 			cx, codex := tu.CXPid(), tu.CodexPid()
 			leader := 0
-			if cs := Children(cx); len(cs) > 0 && cs[0] != codex {
+			if cs := RunChildren(cx); len(cs) > 0 && cs[0] != codex {
 				leader = cs[0]
 			}
 			time.Sleep(3 * time.Second) // the turn's own work settles

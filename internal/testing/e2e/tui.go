@@ -306,7 +306,7 @@ func (tu *TUI) CodexPid() int {
 	cxExe, _ := filepath.EvalSymlinks(tu.h.CX)
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if cs := Children(pid); len(cs) > 0 {
+		if cs := RunChildren(pid); len(cs) > 0 {
 			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", cs[0])); exe != cxExe {
 				return cs[0]
 			}
@@ -317,6 +317,22 @@ func (tu *TUI) CodexPid() int {
 	}
 	tu.h.T.Fatalf("cx %d has no Codex below it", tu.CXPid())
 	return 0
+}
+
+// RunChildren is pid's children but a shell: the ones a run's cx keeps
+// (its session leader, Codex), without the shell through which it starts
+// the hook host apart from itself (proc.StartApart), there for a few ms.
+func RunChildren(pid int) []int {
+	var out []int
+	for _, c := range Children(pid) {
+		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", c))
+		switch filepath.Base(exe) {
+		case "sh", "dash", "bash":
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // Children lists pid's child processes.
