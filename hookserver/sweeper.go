@@ -49,12 +49,32 @@ func takeSweepLock(home string) (unlock func(), err error) {
 	return fsutil.Lock(hookwire.SweepLock(home), false)
 }
 
+// handedReady is the pipe's write end the hook client that started this
+// process handed it (hookwire.ReadyFDEnv; nil without one), kept from what
+// this process starts: its close wakes the client.
+func handedReady() *os.File {
+	v := os.Getenv(hookwire.ReadyFDEnv)
+	if v == "" {
+		return nil
+	}
+	os.Unsetenv(hookwire.ReadyFDEnv)
+	fd, err := strconv.Atoi(v)
+	var st syscall.Stat_t
+	if err != nil || fd <= 2 || syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
+		return nil // not a pipe: no descriptor of this process's is closed for it
+	}
+	syscall.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), "host ready")
+}
+
 // BackgroundSweep is the background sweeper's work: it leaves at once
 // while another holds the place; else it listens as CX_HOME's hook host,
 // sweeps (lifecycle.SweepNow; not when hostOnly: started to be the host),
 // and then stays while a Codex started without cx holds a thread cx knows
 // live, or hooks keep coming (linger).
 func BackgroundSweep(ctx context.Context, cfg config.Config, hostOnly bool) error {
+	ready := handedReady()
+	defer ready.Close()
 	unlock, err := takeSweepLock(cfg.Home)
 	if err != nil {
 		return nil // another sweeper is at work
@@ -70,6 +90,7 @@ func BackgroundSweep(ctx context.Context, cfg config.Config, hostOnly bool) erro
 	defer db.Close()
 	logger := logs.New(cfg.Home)
 	h := listenHost(cfg.Home, db, logger)
+	ready.Close() // it listens, or will not: the client that started it looks
 	if h != nil {
 		defer h.close()
 		// A host's heap is small and its garbage is each hook's: collected

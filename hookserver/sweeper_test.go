@@ -2,6 +2,8 @@ package hookserver
 
 import (
 	"context"
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"cx/internal/config"
 	"cx/internal/fsutil"
 	"cx/internal/hookwire"
 	"cx/internal/ledger"
@@ -161,5 +164,67 @@ func TestPrestart(t *testing.T) {
 				t.Fatalf("started %v (%d), hooks asked %v; want %v, asked %v", got, started.Load(), asked, c.want, c.asked)
 			}
 		})
+	}
+}
+
+// A host started by a hook client closes the pipe it was handed once it
+// listens: the client, woken by the close, finds the socket in place.
+func TestHostSignalsReadyOnceListening(t *testing.T) {
+	w := newHostWorld(t)
+	if err := os.MkdirAll(w.home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	fd, err := syscall.Dup(int(pw.Fd())) // the host's to close, as across exec
+	pw.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(hookwire.ReadyFDEnv, strconv.Itoa(fd))
+	cfg, err := config.Load(env(w.vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- BackgroundSweep(context.Background(), cfg, true) }()
+	_ = r.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if _, err := r.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("the pipe: %v; want it closed by the host", err)
+	}
+	if fi, err := os.Lstat(hookwire.SocketPath(w.home)); err != nil || fi.Mode().Type() != os.ModeSocket {
+		t.Fatalf("closed before the host listened: %v", err)
+	}
+	if v, ok := os.LookupEnv(hookwire.ReadyFDEnv); ok {
+		t.Errorf("%s=%s left for what the host starts", hookwire.ReadyFDEnv, v)
+	}
+	hookwire.StopHost(w.home, 10*time.Second)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the host did not leave when asked")
+	}
+}
+
+// A descriptor named that is no pipe (an environment copied by hand) is
+// not taken: none of the process's files is closed for it.
+func TestHandedReadyIsAPipe(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "not-a-pipe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	t.Setenv(hookwire.ReadyFDEnv, strconv.Itoa(int(f.Fd())))
+	if r := handedReady(); r != nil {
+		t.Fatalf("took descriptor %d, a file, as the host's ready pipe", r.Fd())
+	}
+	if _, err := f.Stat(); err != nil {
+		t.Fatalf("the file was closed: %v", err)
 	}
 }

@@ -68,8 +68,7 @@ func run() int {
 			// A host this hook starts, with the place it took: the hook is
 			// its first.
 			startThenAsk := func(lock *os.File) bool {
-				startHost(cx, env, lock)
-				return hookwire.AwaitSocket(home, hostStartWait) && ask()
+				return hookwire.AwaitReady(home, startHost(cx, env, lock), hostStartWait) && ask()
 			}
 			// No host took it. With none, this hook takes the host's place
 			// and starts one with it (no other hook starts one meanwhile),
@@ -115,20 +114,36 @@ const hostStartWait = time.Second
 
 // startHost starts CX_HOME's hook host (`cx ctl sweep --background
 // --hooks`) in a session of its own, handing it the sweep lock (its
-// descriptor 3), and lets it go; it is quietly not started when it cannot
-// be (cx answers this hook either way, and starts one after it).
-func startHost(cx string, env []string, lock *os.File) {
+// descriptor 3) and the write end of a pipe it closes once it listens
+// (descriptor 4, hookwire.ReadyFDEnv), and lets it go. It returns the
+// pipe's read end (nil without one: the host is looked for); the host is
+// quietly not started when it cannot be (cx answers this hook either way,
+// and starts one after it).
+func startHost(cx string, env []string, lock *os.File) (ready *os.File) {
 	defer lock.Close()
 	null, err := os.Open(os.DevNull)
 	if err != nil {
-		return
+		return nil
 	}
 	defer null.Close()
-	p, err := os.StartProcess(cx, []string{cx, "ctl", "sweep", "--background", "--hooks"}, &os.ProcAttr{Env: append(env, hookwire.LockFDEnv+"=3"),
-		Files: []*os.File{null, null, null, lock}, Sys: &syscall.SysProcAttr{Setsid: true}})
+	files := []*os.File{null, null, null, lock}
+	env = append(env, hookwire.LockFDEnv+"=3")
+	r, w, err := os.Pipe()
 	if err == nil {
-		p.Release()
+		defer w.Close() // the host's copy is the one left: its close is the sign
+		files = append(files, w)
+		env = append(env, hookwire.ReadyFDEnv+"=4")
 	}
+	p, err := os.StartProcess(cx, []string{cx, "ctl", "sweep", "--background", "--hooks"}, &os.ProcAttr{Env: env,
+		Files: files, Sys: &syscall.SysProcAttr{Setsid: true}})
+	if err != nil {
+		if r != nil {
+			r.Close()
+		}
+		return nil
+	}
+	p.Release()
+	return r
 }
 
 // readInput reads r up to hookwire.MaxPayload bytes, giving up after d (a

@@ -190,6 +190,30 @@ func SweeperRunning(home string) bool {
 	return false
 }
 
+// ReadyFDEnv names the other descriptor a hook client hands the host it
+// starts: a pipe's write end, which the host closes once it listens (or
+// as it leaves), so the client is woken then (AwaitReady) rather than
+// finding the socket at its next look.
+const ReadyFDEnv = "CX_HOST_READY_FD"
+
+// AwaitReady waits up to d for the host a client started to listen, woken
+// by ready (the read end of the pipe handed as ReadyFDEnv) closing, and
+// reports whether it listens; with no pipe, it looks (AwaitSocket). It
+// closes ready.
+func AwaitReady(home string, ready *os.File, d time.Duration) bool {
+	if ready == nil {
+		return AwaitSocket(home, d)
+	}
+	defer ready.Close()
+	if ready.SetReadDeadline(time.Now().Add(d)) != nil {
+		return AwaitSocket(home, d)
+	}
+	var b [1]byte
+	_, _ = ready.Read(b[:]) // EOF: the host listens, or left
+	fi, err := os.Lstat(SocketPath(home))
+	return err == nil && fi.Mode().Type() == os.ModeSocket
+}
+
 // AwaitSocket waits up to d for home's host to listen, and reports
 // whether it does; it stops waiting when no one holds the sweep lock any
 // more (the host could not start).

@@ -198,3 +198,54 @@ func homeWithSocket(t *testing.T) (home string, fd int) {
 	}
 	return home, fd
 }
+
+// AwaitReady is woken by the pipe's close: it reports a host that
+// listens, or at once one that left without listening, and gives up after
+// its wait when the pipe stays open.
+func TestAwaitReady(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		listens bool // a socket in place when the pipe closes
+		closes  bool
+		want    bool
+	}{
+		{"listening", true, true, true},
+		{"left without listening", false, true, false},
+		{"pipe left open", false, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			home := t.TempDir()
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			if c.listens {
+				fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer syscall.Close(fd)
+				if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: SocketPath(home)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.closes {
+				time.AfterFunc(20*time.Millisecond, func() { w.Close() })
+			}
+			const wait = 300 * time.Millisecond
+			start := time.Now()
+			got := AwaitReady(home, r, wait)
+			took := time.Since(start)
+			if got != c.want {
+				t.Fatalf("AwaitReady = %v, want %v", got, c.want)
+			}
+			if c.closes && took >= wait {
+				t.Errorf("took %v: not woken by the close", took)
+			}
+			if !c.closes && took < wait {
+				t.Errorf("gave up after %v, before its wait (%v)", took, wait)
+			}
+		})
+	}
+}
