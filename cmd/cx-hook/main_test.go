@@ -34,8 +34,25 @@ func newWorld(t *testing.T) *world {
 	root := t.TempDir()
 	w := &world{t: t, cx: cx, client: filepath.Join(filepath.Dir(cx), "cx-hook"), home: filepath.Join(root, "cx")}
 	w.env = codextest.IsolatedEnv(root, w.home)
-	t.Cleanup(func() { hookwire.StopHost(w.home, 10*time.Second) })
+	t.Cleanup(w.stopHosts)
 	return w
+}
+
+// stopHosts stops CX_HOME's host, and any started after it (cx, answering
+// a hook, starts one when none listens: detached, it may take the place
+// only after the hook has ended), before CX_HOME goes: quiet means no one
+// has held the place for a second.
+func (w *world) stopHosts() {
+	end := time.Now().Add(30 * time.Second)
+	for quietSince := time.Now(); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if hookwire.SweeperRunning(w.home) {
+			hookwire.StopHost(w.home, 10*time.Second)
+			quietSince = time.Now()
+		} else if time.Since(quietSince) >= time.Second {
+			return
+		}
+	}
+	w.t.Errorf("a host of %s did not leave", w.home)
 }
 
 // run runs the client with args and stdin, and returns its stdout.
