@@ -28,43 +28,53 @@ import (
 // client that started this process took and handed it (hookwire.LockFDEnv,
 // so no other hook started one meanwhile), else the lock itself.
 func takeSweepLock(home string) (unlock func(), err error) {
-	if v := os.Getenv(hookwire.LockFDEnv); v != "" {
-		os.Unsetenv(hookwire.LockFDEnv) // not handed on to what this process starts
-		if fd, err := strconv.Atoi(v); err == nil && fd > 2 {
-			// Inherited across exec, it would be inherited again by what
-			// this process starts (an exec sink's command, which may hang),
-			// and the lock outlive a host that was killed: no host could
-			// start again until that child ended.
-			syscall.CloseOnExec(fd)
-			f := os.NewFile(uintptr(fd), hookwire.SweepLock(home))
-			// The same open file holds the lock: taking it again holds.
-			if f != nil && syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB) == nil {
-				return func() { _ = syscall.Flock(fd, syscall.LOCK_UN); f.Close() }, nil
-			}
-			if f != nil {
-				f.Close()
-			}
+	// Kept from what this process starts, the lock cannot outlive a host
+	// that was killed (no host could start again until that child ended).
+	if fd, ok := handedFD(hookwire.LockFDEnv, func(int) bool { return true }); ok {
+		f := os.NewFile(uintptr(fd), hookwire.SweepLock(home))
+		// The same open file holds the lock: taking it again holds.
+		if f != nil && syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			return func() { _ = syscall.Flock(fd, syscall.LOCK_UN); f.Close() }, nil
+		}
+		if f != nil {
+			f.Close()
 		}
 	}
 	return fsutil.Lock(hookwire.SweepLock(home), false)
 }
 
 // handedReady is the pipe's write end the hook client that started this
-// process handed it (hookwire.ReadyFDEnv; nil without one), kept from what
-// this process starts: its close wakes the client.
+// process handed it (hookwire.ReadyFDEnv; nil without one, or when the
+// descriptor is no pipe: no file of this process's is closed for it). Its
+// close wakes the client.
 func handedReady() *os.File {
-	v := os.Getenv(hookwire.ReadyFDEnv)
-	if v == "" {
+	fd, ok := handedFD(hookwire.ReadyFDEnv, func(fd int) bool {
+		var st syscall.Stat_t
+		return syscall.Fstat(fd, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFIFO
+	})
+	if !ok {
 		return nil
 	}
-	os.Unsetenv(hookwire.ReadyFDEnv)
+	return os.NewFile(uintptr(fd), "host ready")
+}
+
+// handedFD is the descriptor the hook client that started this process
+// handed it, named by the variable name, when it is one and passes is.
+// Neither is handed on to what this process starts: inherited across exec,
+// the descriptor would be inherited again (an exec sink's command, which
+// may hang, would hold it).
+func handedFD(name string, is func(fd int) bool) (int, bool) {
+	v := os.Getenv(name)
+	if v == "" {
+		return 0, false
+	}
+	os.Unsetenv(name)
 	fd, err := strconv.Atoi(v)
-	var st syscall.Stat_t
-	if err != nil || fd <= 2 || syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
-		return nil // not a pipe: no descriptor of this process's is closed for it
+	if err != nil || fd <= 2 || !is(fd) {
+		return 0, false
 	}
 	syscall.CloseOnExec(fd)
-	return os.NewFile(uintptr(fd), "host ready")
+	return fd, true
 }
 
 // BackgroundSweep is the background sweeper's work: it leaves at once
