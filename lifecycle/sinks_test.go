@@ -558,7 +558,19 @@ func TestRetryMakesBackoffDue(t *testing.T) {
 	t.Parallel()
 	e, ov := ovEnv(t, ovfake.Options{}, "CX_TEST_BACKOFF=1h")
 	ov.Down()
+	// No hook host while the server is down: one that leased the job and
+	// was slow to send it (both cores busy) sent it once the server was
+	// up, and the backoff was never waited out (committed before it; once
+	// a job parked instead, unexplained, in a run of the whole package).
+	if err := os.MkdirAll(e.cxHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := e.holdSweeper()
+	if err != nil {
+		t.Fatal(err)
+	}
 	e.run("start A; hook SessionStart A startup; turn A one; exit 0")
+	unlock()
 	if err := ov.Up(); err != nil {
 		t.Fatal(err)
 	}
