@@ -65,9 +65,13 @@ func newEnv(t testing.TB, extra ...string) *env {
 }
 
 // holdSweeper takes the background sweeper's place, so none runs until
-// unlock: the hook host the hooks so far started leaves first.
+// unlock: the hook host the hooks so far started leaves first. It makes
+// CX_HOME when no run has yet.
 func (e *env) holdSweeper() (unlock func(), err error) {
 	hookwire.StopHost(e.cxHome, 10*time.Second)
+	if err := os.MkdirAll(e.cxHome, 0o700); err != nil {
+		return nil, err
+	}
 	return fsutil.Lock(filepath.Join(e.cxHome, "sweep.lock"), false)
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"cx/internal/hookwire"
 	"cx/internal/testing/codextest"
 	"cx/internal/testing/ovfake"
 )
@@ -562,14 +563,13 @@ func TestRetryMakesBackoffDue(t *testing.T) {
 	// was slow to send it (both cores busy) sent it once the server was
 	// up, and the backoff was never waited out (committed before it; once
 	// a job parked instead, unexplained, in a run of the whole package).
-	if err := os.MkdirAll(e.cxHome, 0o700); err != nil {
-		t.Fatal(err)
-	}
 	unlock, err := e.holdSweeper()
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.run("start A; hook SessionStart A startup; turn A one; exit 0")
+	// Its hooks answered in their own process at once, not after a second
+	// each waiting for a host the held place will never start.
+	e.run("start A; hook SessionStart A startup; turn A one; exit 0", hookwire.HostEnv+"=off")
 	unlock()
 	if err := ov.Up(); err != nil {
 		t.Fatal(err)
@@ -599,9 +599,6 @@ func TestSignalDuringExitStopsItsSinkCommand(t *testing.T) {
 	calls, started := filepath.Join(dir, "calls"), filepath.Join(dir, "started")
 	e := execEnv(t, dir, fmt.Sprintf("echo $$ $PPID > %q.new && mv %q.new %q\nsleep 4\ncat >/dev/null\necho call >> %q\n", started, started, started, calls), "[lifecycle]\nexit_budget = \"30s\"\n")
 	// The background sweeper a hook starts must not take the job first.
-	if err := os.MkdirAll(e.cxHome, 0o700); err != nil {
-		t.Fatal(err)
-	}
 	unlock, err := e.holdSweeper()
 	if err != nil {
 		t.Fatal(err)
